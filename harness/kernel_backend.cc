@@ -1,0 +1,204 @@
+// KernelBackend: the Backend seam as real syscalls, /proc and sysfs.
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+
+#include "harness/attr.h"
+#include "harness/backend.h"
+#include "harness/internal/describe.h"
+
+namespace perftest {
+namespace {
+
+using namespace internal;
+
+template <typename T>
+Result<T> FromSyscall(long rc, std::string call) {
+  if (rc < 0) return Result<T>::Failure(errno, std::move(call));
+  return Result<T>::Ok(static_cast<T>(rc), std::move(call));
+}
+
+uint64_t ReadSysctl(const char* path, uint64_t fallback) {
+  std::ifstream in(path);
+  long long v;
+  return (in >> v) ? static_cast<uint64_t>(v) : fallback;
+}
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+void SpinFor(std::chrono::nanoseconds d) {
+  const uint64_t until = MonotonicNs() + d.count();
+  while (MonotonicNs() < until) {
+  }
+}
+
+class KernelBackend final : public Backend {
+ public:
+  std::string_view kind() const override { return "kernel"; }
+
+  Result<int> PerfEventOpen(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags) override {
+    std::string call = DescribeOpen(*attr, pid, cpu, group_fd, flags);
+    return FromSyscall<int>(syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags), std::move(call));
+  }
+
+  Result<size_t> Read(int fd, void* buf, size_t len) override {
+    ssize_t n;
+    do {
+      n = ::read(fd, buf, len);
+    } while (n < 0 && errno == EINTR);
+    return FromSyscall<size_t>(n, DescribeRead(fd, len));
+  }
+
+  Result<int> Ioctl(int fd, unsigned long request, uintptr_t arg) override {
+    return FromSyscall<int>(::ioctl(fd, request, arg), DescribeIoctl(fd, request, arg));
+  }
+
+  Result<void*> Mmap(size_t length, int prot, int flags, int fd, off_t offset) override {
+    std::string call = DescribeMmap(length, prot, flags, fd, offset);
+    void* p = ::mmap(nullptr, length, prot, flags, fd, offset);
+    if (p == MAP_FAILED) return Result<void*>::Failure(errno, std::move(call));
+    return Result<void*>::Ok(p, std::move(call));
+  }
+
+  Result<void> Munmap(void* addr, size_t length) override {
+    std::string call = DescribeMunmap(addr, length);
+    if (::munmap(addr, length) != 0) return Result<void>::Failure(errno, std::move(call));
+    return Result<void>::Ok({}, std::move(call));
+  }
+
+  Result<void> Close(int fd) override {
+    std::string call = DescribeClose(fd);
+    if (::close(fd) != 0) return Result<void>::Failure(errno, std::move(call));
+    return Result<void>::Ok({}, std::move(call));
+  }
+
+  Result<int> Prctl(int option) override { return FromSyscall<int>(::prctl(option, 0, 0, 0, 0), DescribePrctl(option)); }
+
+  Result<int> Poll(std::span<pollfd> fds, int timeout_ms) override {
+    return FromSyscall<int>(::poll(fds.data(), fds.size(), timeout_ms), DescribePoll(fds, timeout_ms));
+  }
+
+  Result<int> Fcntl(int fd, int cmd, long arg) override {
+    return FromSyscall<int>(::fcntl(fd, cmd, arg), DescribeFcntl(fd, cmd, arg));
+  }
+
+  const MachineInfo& Machine() override {
+    std::call_once(machine_once_, [this] { machine_ = Describe(); });
+    return machine_;
+  }
+
+  TaskId CurrentTask() override { return {::getpid(), static_cast<pid_t>(::gettid())}; }
+
+  Result<WorkloadResult> RunWorkload(const Workload& w) override {
+    const std::string call = "run_workload(" + w.Describe() + ")";
+    WorkloadResult out;
+    switch (w.kind) {
+      case Workload::Kind::kTouchPages: {
+        const size_t page = Machine().page_size;
+        const size_t len = w.count * page;
+        if (len == 0) break;
+        void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return Result<WorkloadResult>::Failure(errno, call);
+        auto* bytes = static_cast<volatile char*>(p);
+        for (size_t i = 0; i < w.count; ++i) {
+          bytes[i * page] = 1;  // first touch of a fresh page: one page fault
+          if (w.duration.count() > 0) SpinFor(w.duration);
+        }
+        out.region_begin = reinterpret_cast<uint64_t>(p);
+        out.region_end = out.region_begin + len;
+        ::munmap(p, len);
+        break;
+      }
+      case Workload::Kind::kSpin:
+        SpinFor(w.duration);
+        break;
+      case Workload::Kind::kSleep:
+        for (uint64_t i = 0; i < w.count; ++i) {
+          const auto secs = std::chrono::duration_cast<std::chrono::seconds>(w.duration);
+          timespec ts{static_cast<time_t>(secs.count()), static_cast<long>((w.duration - secs).count())};
+          while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+          }
+        }
+        break;
+      case Workload::Kind::kSetComm:
+        if (::prctl(PR_SET_NAME, w.comm.c_str(), 0, 0, 0) != 0) return Result<WorkloadResult>::Failure(errno, call);
+        break;
+      case Workload::Kind::kMmapExec: {
+        const size_t len = w.count * Machine().page_size;
+        void* p = ::mmap(nullptr, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return Result<WorkloadResult>::Failure(errno, call);
+        out.region_begin = reinterpret_cast<uint64_t>(p);
+        out.region_end = out.region_begin + len;
+        ::munmap(p, len);
+        break;
+      }
+      case Workload::Kind::kFork:
+        for (uint64_t i = 0; i < w.count; ++i) {
+          const pid_t child = ::fork();
+          if (child < 0) return Result<WorkloadResult>::Failure(errno, call);
+          if (child == 0) ::_exit(0);
+          out.children.push_back(child);
+          int status;
+          while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+          }
+        }
+        break;
+    }
+    return Result<WorkloadResult>::Ok(std::move(out), call);
+  }
+
+ private:
+  static MachineInfo Describe() {
+    MachineInfo m;
+    utsname u{};
+    ::uname(&u);
+    m.arch = u.machine;
+    m.description = fmt::format("Linux {} {}", u.release, u.machine);
+    m.ncpus = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+    m.page_size = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    m.perf_event_paranoid = static_cast<int>(ReadSysctl("/proc/sys/kernel/perf_event_paranoid", 2));
+    m.max_sample_rate = ReadSysctl("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
+    m.max_stack = ReadSysctl("/proc/sys/kernel/perf_event_max_stack", 127);
+    m.mlock_kb = ReadSysctl("/proc/sys/kernel/perf_event_mlock_kb", 516);
+    Result<std::vector<Pmu>> pmus = DiscoverPmus();
+    if (pmus.ok()) m.pmus = std::move(*pmus);
+    return m;
+  }
+
+  std::once_flag machine_once_;
+  MachineInfo machine_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> MakeKernelBackend() { return std::make_unique<KernelBackend>(); }
+
+int ProbeKernelPerfEventOpen() {
+  perf_event_attr attr = SoftwareAttr(PERF_COUNT_SW_DUMMY);
+  attr.exclude_kernel = 1;  // allowed at perf_event_paranoid 2 without privilege
+  attr.exclude_hv = 1;
+  const long fd = syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) return errno;
+  ::close(static_cast<int>(fd));
+  return 0;
+}
+
+}  // namespace perftest

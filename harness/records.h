@@ -1,0 +1,198 @@
+// Records of the perf mmap ring buffer: parsing and encoding.
+//
+//   SampleLayout layout = SampleLayout::FromAttr(attr);     // computed once per event
+//   Result<Record> r = ParseRecord(layout, raw.bytes);      // raw from RingBuffer::Next()
+//   if (auto* s = std::get_if<SampleRecord>(&r->body)) use(s->ip, s->tid);
+//   if (r->sample_id) check(r->sample_id->time);            // sample_id_all trailer
+//
+// Layouts are those of <linux/perf_event.h> "enum perf_event_type": PERF_RECORD_SAMPLE
+// fields appear in the UAPI order (IDENTIFIER, IP, TID, TIME, ADDR, ID, STREAM_ID,
+// CPU, PERIOD, READ, CALLCHAIN, RAW, BRANCH_STACK, REGS_USER, STACK_USER, WEIGHT,
+// DATA_SRC, TRANSACTION, REGS_INTR, PHYS_ADDR, CGROUP, DATA_PAGE_SIZE,
+// CODE_PAGE_SIZE, AUX); kernel/events/core.c perf_output_sample() writes them.
+// Non-sample records carry the sample_id_all trailer (TID, TIME, ID, STREAM_ID,
+// CPU, IDENTIFIER) when attr.sample_id_all is set (__perf_event_header__init_id()).
+//
+// Encoders are the inverse of the parsers; MockBackend writes records with them.
+#pragma once
+
+#include <linux/perf_event.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "harness/read_format.h"
+#include "harness/result.h"
+
+namespace perftest {
+
+// What decides the shape of an event's records; derived from perf_event_attr.
+struct SampleLayout {
+  uint64_t sample_type = 0;
+  uint64_t read_format = 0;
+  uint64_t branch_sample_type = 0;
+  uint64_t sample_regs_user = 0;
+  uint64_t sample_regs_intr = 0;
+  bool sample_id_all = false;
+  // Members in PERF_SAMPLE_READ with PERF_FORMAT_GROUP are counted from the data
+  // (the `nr` field); nothing to configure.
+
+  static SampleLayout FromAttr(const perf_event_attr& attr);
+  // Bytes of the sample_id_all trailer (0 unless sample_id_all).
+  size_t SampleIdSize() const;
+};
+
+// The sample_id_all trailer; fields present per sample_type.
+struct SampleId {
+  std::optional<uint32_t> pid, tid;         // PERF_SAMPLE_TID
+  std::optional<uint64_t> time;             // PERF_SAMPLE_TIME, ns (perf_clock or attr.clockid)
+  std::optional<uint64_t> id;               // PERF_SAMPLE_ID
+  std::optional<uint64_t> stream_id;        // PERF_SAMPLE_STREAM_ID
+  std::optional<uint32_t> cpu, res;         // PERF_SAMPLE_CPU
+  std::optional<uint64_t> identifier;       // PERF_SAMPLE_IDENTIFIER
+  bool operator==(const SampleId&) const = default;
+};
+
+struct BranchEntry {
+  uint64_t from = 0, to = 0, flags = 0;  // struct perf_branch_entry, flags as the raw u64
+  bool operator==(const BranchEntry&) const = default;
+};
+
+// PERF_RECORD_SAMPLE. A field is present iff its bit is in sample_type.
+struct SampleRecord {
+  std::optional<uint64_t> identifier;
+  std::optional<uint64_t> ip;
+  std::optional<uint32_t> pid, tid;
+  std::optional<uint64_t> time;
+  std::optional<uint64_t> addr;
+  std::optional<uint64_t> id;
+  std::optional<uint64_t> stream_id;
+  std::optional<uint32_t> cpu, res;
+  std::optional<uint64_t> period;
+  std::optional<ReadValues> read;
+  std::optional<std::vector<uint64_t>> callchain;  // ips, including PERF_CONTEXT_* markers
+  std::optional<std::vector<std::byte>> raw;       // PERF_SAMPLE_RAW data (size u32 + data; padding kept)
+  struct BranchStack {
+    std::optional<uint64_t> hw_idx;  // PERF_SAMPLE_BRANCH_HW_INDEX
+    std::vector<BranchEntry> entries;
+    bool operator==(const BranchStack&) const = default;
+  };
+  std::optional<BranchStack> branch_stack;
+  struct Regs {
+    uint64_t abi = 0;  // PERF_SAMPLE_REGS_ABI_*; regs empty when abi == NONE
+    std::vector<uint64_t> regs;
+    bool operator==(const Regs&) const = default;
+  };
+  std::optional<Regs> regs_user;
+  struct StackUser {
+    std::vector<std::byte> data;  // `size` bytes
+    uint64_t dyn_size = 0;        // present only when size > 0
+    bool operator==(const StackUser&) const = default;
+  };
+  std::optional<StackUser> stack_user;
+  std::optional<uint64_t> weight;  // PERF_SAMPLE_WEIGHT or WEIGHT_STRUCT (raw u64)
+  std::optional<uint64_t> data_src;
+  std::optional<uint64_t> transaction;
+  std::optional<Regs> regs_intr;
+  std::optional<uint64_t> phys_addr;
+  std::optional<uint64_t> cgroup;
+  std::optional<uint64_t> data_page_size;
+  std::optional<uint64_t> code_page_size;
+  std::optional<std::vector<std::byte>> aux;  // PERF_SAMPLE_AUX data
+  bool operator==(const SampleRecord&) const = default;
+};
+
+// PERF_RECORD_MMAP.
+struct MmapRecord {
+  uint32_t pid = 0, tid = 0;
+  uint64_t addr = 0, len = 0, pgoff = 0;
+  std::string filename;
+  bool operator==(const MmapRecord&) const = default;
+};
+
+// PERF_RECORD_MMAP2 (maj/min/ino form; with PERF_RECORD_MISC_MMAP_BUILD_ID the
+// build_id form: build_id_size and build_id replace maj..ino_generation).
+struct Mmap2Record {
+  uint32_t pid = 0, tid = 0;
+  uint64_t addr = 0, len = 0, pgoff = 0;
+  uint32_t maj = 0, min = 0;
+  uint64_t ino = 0, ino_generation = 0;
+  std::vector<std::byte> build_id;  // build-id form only
+  uint32_t prot = 0, flags = 0;
+  std::string filename;
+  bool operator==(const Mmap2Record&) const = default;
+};
+
+// PERF_RECORD_COMM (misc PERF_RECORD_MISC_COMM_EXEC on exec).
+struct CommRecord {
+  uint32_t pid = 0, tid = 0;
+  std::string comm;
+  bool operator==(const CommRecord&) const = default;
+};
+
+// PERF_RECORD_FORK and PERF_RECORD_EXIT share a layout.
+struct TaskRecord {
+  uint32_t pid = 0, ppid = 0, tid = 0, ptid = 0;
+  uint64_t time = 0;
+  bool operator==(const TaskRecord&) const = default;
+};
+
+// PERF_RECORD_THROTTLE and PERF_RECORD_UNTHROTTLE.
+struct ThrottleRecord {
+  uint64_t time = 0, id = 0, stream_id = 0;
+  bool operator==(const ThrottleRecord&) const = default;
+};
+
+// PERF_RECORD_LOST: `lost` records were dropped because the buffer was full.
+struct LostRecord {
+  uint64_t id = 0, lost = 0;
+  bool operator==(const LostRecord&) const = default;
+};
+
+// Any other record type: the body bytes after the header, trailer included.
+struct OtherRecord {
+  std::vector<std::byte> body;
+  bool operator==(const OtherRecord&) const = default;
+};
+
+struct Record {
+  perf_event_header header{};
+  std::variant<SampleRecord, MmapRecord, Mmap2Record, CommRecord, TaskRecord, ThrottleRecord,
+               LostRecord, OtherRecord>
+      body;
+  // The sample_id_all trailer of a non-sample record (nullopt for SAMPLE, for
+  // OtherRecord, and when sample_id_all is off).
+  std::optional<SampleId> sample_id;
+};
+
+// Parses one whole record (header included). Errors: EBADMSG when header.size
+// disagrees with `bytes`, is not a multiple of 8, or the fields the layout calls
+// for do not fit (the call string names the record type, field and offset).
+Result<Record> ParseRecord(const SampleLayout& layout, std::span<const std::byte> bytes);
+
+// Parses the body of a PERF_RECORD_SAMPLE (the bytes after the header).
+Result<SampleRecord> ParseSample(const SampleLayout& layout, std::span<const std::byte> body);
+
+// Parses a sample_id_all trailer of exactly layout.SampleIdSize() bytes.
+Result<SampleId> ParseSampleId(const SampleLayout& layout, std::span<const std::byte> trailer);
+
+// Encoders: append the whole record (header included, size padded to 8 bytes).
+// Non-sample records get `sample_id` as trailer when layout.sample_id_all.
+void EncodeSample(const SampleLayout& layout, uint16_t misc, const SampleRecord& s,
+                  std::vector<std::byte>* out);
+void EncodeRecord(const SampleLayout& layout, const Record& r, std::vector<std::byte>* out);
+void EncodeSampleId(const SampleLayout& layout, const SampleId& id, std::vector<std::byte>* out);
+
+// Whether `type` is a PERF_RECORD_* value defined by the UAPI header this was
+// built against (1 .. PERF_RECORD_MAX-1).
+bool IsKnownRecordType(uint32_t type);
+
+// PERF_CONTEXT_* markers in a callchain are >= PERF_CONTEXT_MAX (as u64).
+inline bool IsCallchainContext(uint64_t ip) { return ip >= static_cast<uint64_t>(PERF_CONTEXT_MAX); }
+
+}  // namespace perftest

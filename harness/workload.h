@@ -1,0 +1,59 @@
+// Workload: what a task should do to make events happen, independent of how.
+//
+//   Result<WorkloadResult> r = backend.RunWorkload(Workload::TouchPages(64));
+//   // page-faults: 64 more (kernel: at least 64; mock: exactly 64),
+//   // r->region_begin .. r->region_end is where they happened.
+//
+// Suites never generate events by hand (DESIGN.md "Workloads"): KernelBackend
+// runs real code in the calling thread, MockBackend runs its model of the same
+// work in the simulated current task, where counts are exact.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace perftest {
+
+struct Workload {
+  enum class Kind {
+    kTouchPages,  // map `count` fresh anonymous pages and write one byte to each
+    kSpin,        // busy-loop on the CPU for `duration`
+    kSleep,       // sleep `count` times for `duration` each: voluntary context switches
+    kSetComm,     // prctl(PR_SET_NAME, comm): a PERF_RECORD_COMM
+    kMmapExec,    // map `count` anonymous pages PROT_READ|PROT_EXEC, then unmap: a PERF_RECORD_MMAP[2]
+    kFork,        // fork `count` children that _exit(0) at once, reaped: FORK/EXIT records
+  };
+
+  Kind kind = Kind::kSpin;
+  uint64_t count = 0;
+  // kSpin: how long. kSleep: each sleep. kTouchPages: minimum spacing between
+  // two page touches (keeps sampling below perf_event_max_sample_rate, so the
+  // kernel does not throttle; kernel/events/core.c __perf_event_account_interrupt()).
+  std::chrono::nanoseconds duration{0};
+  std::string comm;
+
+  static Workload TouchPages(uint64_t pages, std::chrono::nanoseconds spacing = std::chrono::nanoseconds{0});
+  static Workload Spin(std::chrono::nanoseconds how_long);
+  static Workload Sleep(uint64_t times, std::chrono::nanoseconds each);
+  static Workload SetComm(std::string comm);
+  static Workload MmapExec(uint64_t pages);
+  static Workload Fork(uint64_t children);
+
+  // e.g. "touch_pages(64, spacing=100us)"; used in failure messages.
+  std::string Describe() const;
+};
+
+// What a workload did, as far as a suite can check it in the records.
+struct WorkloadResult {
+  // kTouchPages, kMmapExec: the mapping's address range [region_begin, region_end).
+  uint64_t region_begin = 0;
+  uint64_t region_end = 0;
+  // kFork: the children's pids, in creation order.
+  std::vector<pid_t> children;
+};
+
+}  // namespace perftest
