@@ -1,0 +1,21 @@
+"""perftest runner: runs the perf_event conformance suites and writes reports.
+
+The package is driven by the ``./perftest`` launcher at the repository root
+(``perftest.cli.main``). Modules, one concept each:
+
+  errors    the exception root (PerftestError) and the exit codes
+  layout    where things are: repo, build tree, suite/bench binaries, profiles
+  duration  "30", "30s", "2m", "500ms" -> seconds
+  procs     run a command in its own process group with a timeout
+  gtest     GoogleTest 1.12 JSON output -> one case's status
+  suite     the protocol with a suite binary (--perftest_list/_probe, one case)
+  host      facts about this machine for the report's "host" block
+  schema    a small JSON Schema subset validator (stdlib only)
+  report    the report document: build, summarize, validate, load, write
+  render    renderer registry (md, json, text; html/junit/ktap later)
+  run       the "run" command: choose the backend, run cases, write the report
+  bench     the "bench" command: Google Benchmark JSON -> ratios to baseline
+  cli       argparse entry point
+"""
+
+__version__ = "0.1.0"

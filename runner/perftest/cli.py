@@ -1,0 +1,197 @@
+"""``perftest`` command line (argparse): list, run, report, bench.
+
+main(argv=None) -> exit code. Every PerftestError is printed as
+"perftest: error: <message>" without a traceback and mapped to its exit
+code (see errors.py); argparse usage errors exit 2.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+from . import __version__, layout, report
+from .bench import run_bench
+from .duration import parse_duration
+from .errors import EXIT_INTERRUPTED, EXIT_OK, PerftestError, UsageError
+from .render import RENDERERS
+from .run import DEFAULT_TIMEOUT_S, run_command, split_list
+from .suite import SuiteBinary
+
+EPILOG = """\
+exit codes:
+  0    every case passed (skips allowed, unless --strict)
+  1    some case failed, errored, timed out or crashed (with --strict: or skipped)
+  2    bad usage or bad input (unknown suite, backend or profile; unwritable
+       --output; missing suite binary; a file that is not a perftest report)
+  3    harness error (a binary that cannot be run, listing or probe failed)
+  130  interrupted by Ctrl-C (143: SIGTERM); the partial report is written,
+       unfinished cases marked not_run
+
+environment:
+  PERFTEST_BUILD_DIR     build tree holding bin/suite_* and bin/bench_* (default <repo>/build)
+  PERFTEST_PROFILES_DIR  mock profiles (default <repo>/fixtures/profiles)
+"""
+
+
+def _duration(text):
+    try:
+        return parse_duration(text)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def build_parser():
+    p = argparse.ArgumentParser(
+        prog="perftest",
+        description="Conformance harness for the Linux perf_event interface: "
+                    "run the suites, write compatibility reports.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version="perftest %s" % __version__)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    def add(name, help_, description):
+        return sub.add_parser(name, help=help_, description=description, epilog=EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    sp = add("list", "list suites, cases, feature ids and spec references",
+             "List the suites in the build tree with their cases (from --perftest_list).")
+    sp.add_argument("--suite", action="append", metavar="NAME[,NAME...]",
+                    help="only these suites (repeatable; default: all)")
+    sp.add_argument("--json", action="store_true", help="print the listing as JSON")
+
+    sp = add("run", "run suites and write a report",
+             "Run every case of the selected suites, each in its own process group with a "
+             "timeout, and write DIR/report.json and DIR/report.md.")
+    sp.add_argument("--suite", action="append", metavar="NAME[,NAME...]",
+                    help="suites to run (repeatable; default: every suite_* in the build tree)")
+    sp.add_argument("--backend", choices=("auto", "kernel", "mock"), default="auto",
+                    help="auto (default): kernel if perf_event_open works here "
+                         "(probed with the first suite), else mock")
+    sp.add_argument("--profile", metavar="NAME",
+                    help="mock machine profile: a name from fixtures/profiles or a path to "
+                         "a profile JSON (mock backend only; default %s)" % layout.DEFAULT_PROFILE)
+    sp.add_argument("--output", metavar="DIR",
+                    help="report directory (default ./perftest-out/<suites>-<backend>)")
+    sp.add_argument("--timeout", type=_duration, default=DEFAULT_TIMEOUT_S, metavar="DUR",
+                    help="per-case time limit: 30, 30s, 500ms, 2m (default 60s)")
+    sp.add_argument("--filter", metavar="GLOB[,GLOB...]",
+                    help="only cases whose feature id or test name matches a glob, "
+                         "e.g. 'ringbuffer.*' or 'RingBuffer.Wrap*'")
+    sp.add_argument("--strict", action="store_true",
+                    help="a skipped case fails the run (exit 1)")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no per-case progress lines")
+
+    sp = add("report", "re-render a saved report",
+             "Validate a saved report.json and render it.")
+    sp.add_argument("report", metavar="REPORT.json")
+    sp.add_argument("--format", choices=sorted(RENDERERS), default="md",
+                    help="; ".join("%s: %s" % (k, RENDERERS[k].description)
+                                   for k in sorted(RENDERERS)))
+    sp.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    sp = add("bench", "run Google Benchmarks, print ratios against their baselines",
+             "Run <build>/bin/bench_NAME --benchmark_format=json and print each benchmark's "
+             "time, bytes/s, items/s and speed relative to the baseline (a benchmark whose "
+             "name contains 'Baseline', paired by argument suffix). Arguments after -- go "
+             "to the benchmark binary, e.g. perftest bench ringbuffer -- "
+             "--benchmark_filter=Read.")
+    sp.add_argument("name", nargs="?", metavar="NAME",
+                    help="benchmark binary bench_NAME (default: every bench_*)")
+    return p
+
+
+def cmd_list(args):
+    binaries = layout.resolve_suites(split_list(args.suite))
+    listing = []
+    for name, path in binaries.items():
+        cases = SuiteBinary(name, path).list_cases()
+        listing.append((name, path, cases))
+    if args.json:
+        print(json.dumps([{"suite": n, "binary": p, "cases": [
+            {"test": c.test, "feature": c.feature, "spec": c.spec} for c in cs]}
+            for n, p, cs in listing], indent=2))
+        return EXIT_OK
+    total = 0
+    for name, path, cases in listing:
+        total += len(cases)
+        print("suite %s: %d cases (%s)" % (name, len(cases), path))
+        rows = [("FEATURE", "TEST", "SPEC")] + [
+            (c.feature or "-", c.test, c.spec or "-") for c in cases]
+        w0 = max(len(r[0]) for r in rows)
+        w1 = max(len(r[1]) for r in rows)
+        for r in rows:
+            print("  %-*s  %-*s  %s" % (w0, r[0], w1, r[1], r[2]))
+        print()
+    print("%d suites, %d cases" % (len(listing), total))
+    return EXIT_OK
+
+
+def cmd_report(args):
+    doc = report.load_report(args.report)
+    text = RENDERERS[args.format].render(doc)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise UsageError("cannot write %s: %s" % (args.output, e.strerror or e)) from None
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_bench(args, extra):
+    names = [args.name] if args.name else list(layout.discover_benches())
+    if not names:
+        raise UsageError("no benchmark binaries in %s (%s)" % (layout.bin_dir(), layout.BUILD_HINT))
+    code = EXIT_OK
+    for n in names:
+        code = max(code, run_bench(n, extra))
+    return code
+
+
+def _main(argv):
+    extra = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 2
+    if extra and args.command != "bench":
+        parser.error("arguments after -- are only for `perftest bench`: %s" % " ".join(extra))
+    if args.command == "list":
+        return cmd_list(args)
+    if args.command == "run":
+        return run_command(args, ["perftest"] + list(argv))
+    if args.command == "report":
+        return cmd_report(args)
+    if args.command == "bench":
+        return cmd_bench(args, extra)
+    parser.error("unknown command %r" % args.command)
+
+
+def main(argv=None):
+    """Entry point of ./perftest; returns the process exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 2
+    except PerftestError as e:
+        print("perftest: error: %s" % e, file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("\nperftest: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # Output closed early (e.g. `perftest list | head`): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1

@@ -1,0 +1,50 @@
+"""Terminal summary: per suite the counts, then one line per case that did
+not pass (feature id and reason), fitting one screen: failing cases are all
+shown, skips up to MAX_SKIP_LINES."""
+
+import shutil
+
+from . import common
+
+MAX_SKIP_LINES = 15
+
+
+def render(doc, width=None):
+    width = width or max(80, min(200, shutil.get_terminal_size((120, 24)).columns))
+    run, summary = doc["run"], doc["summary"]
+    out = ["backend: %s" % common.backend_line(run)]
+    name_w = max([len(s) for s, _ in common.suite_counts(doc)] + [5])
+    for suite, counts in common.suite_counts(doc):
+        parts = ["%3d %s" % (counts.get(k, 0), k) for k in common.COUNT_KEYS]
+        if counts.get("not_run"):
+            parts.append("%3d not_run" % counts["not_run"])
+        out.append("  %-*s %4d cases: %s" % (name_w, suite, counts["total"], "  ".join(parts)))
+
+    bad = sorted((c for c in doc["cases"] if c["status"] != "pass"), key=common.sort_key)
+    skips = [c for c in bad if c["status"] == "skip"]
+    shown_skips = 0
+    label_w = min(40, max([len(common.case_label(c)) for c in bad] + [10]))
+    for c in bad:
+        if c["status"] == "skip":
+            shown_skips += 1
+            if shown_skips > MAX_SKIP_LINES:
+                continue
+        head = "  %-8s %-*s " % (c["status"].upper(), label_w, common.case_label(c))
+        out.append(head + common.reason_line(c, max(20, width - len(head))))
+    if len(skips) > MAX_SKIP_LINES:
+        out.append("  ... and %d more skips (see the report)" % (len(skips) - MAX_SKIP_LINES))
+
+    failing = sum(summary.get(k, 0) for k in ("fail", "error", "timeout", "crash"))
+    if run.get("interrupted"):
+        verdict = "INTERRUPTED (%d not run)" % summary.get("not_run", 0)
+    elif failing:
+        verdict = "FAILED"
+    elif run.get("strict") and (summary.get("skip", 0) or summary["total"] == 0):
+        verdict = "FAILED (--strict: %s)" % ("skips count as failures" if summary.get("skip")
+                                             else "no cases ran")
+    else:
+        verdict = "PASSED"
+    counts = ", ".join("%d %s" % (summary.get(k, 0), k) for k in common.COUNT_KEYS)
+    out.append("result: %s: %d cases, %s (%.1fs)" % (verdict, summary["total"], counts,
+                                                      run.get("duration_s", 0)))
+    return "\n".join(out) + "\n"

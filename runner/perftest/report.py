@@ -1,0 +1,158 @@
+"""The report document (schema 1.x, runner/SCHEMA.md, report.schema.json).
+
+  build_report(run, host, cases) -> dict      adds schema_version and summary
+  summarize(cases) -> summary dict
+  validate_report(doc) -> [problem]           schema + consistency checks
+  load_report(path) -> dict                   UsageError if not a perftest report
+  write_report(doc, outdir, formats) -> [paths written]
+  exit_code(doc, strict) -> 0 | 1 | 130       the run's exit code
+
+The stable keys are a contract: do not rename them; add new keys freely.
+"""
+
+import json
+import os
+import tempfile
+
+from . import schema
+from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
+
+SCHEMA_VERSION = "1.0"
+STATUSES = ("pass", "fail", "skip", "error", "timeout", "crash")
+NOT_RUN = "not_run"            # only in interrupted runs (run.interrupted)
+FAILING = ("fail", "error", "timeout", "crash")
+SKIP_CLASSES = ("unsupported", "permission", "sandbox", "kernel_version")
+
+_SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
+_schema_cache = None
+
+
+def report_schema():
+    """The parsed report.schema.json shipped with the package."""
+    global _schema_cache
+    if _schema_cache is None:
+        with open(_SCHEMA_PATH, encoding="utf-8") as f:
+            _schema_cache = json.load(f)
+    return _schema_cache
+
+
+def summarize(cases):
+    """{"total", "pass", ..., "crash", "not_run"} counts over case dicts."""
+    summary = {"total": len(cases)}
+    for s in STATUSES + (NOT_RUN,):
+        summary[s] = 0
+    for c in cases:
+        summary[c["status"]] = summary.get(c["status"], 0) + 1
+    return summary
+
+
+def build_report(run, host, cases):
+    """Assemble the document; cases are dicts as CaseResult.to_json gives."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run": run,
+        "host": host,
+        "summary": summarize(cases),
+        "cases": cases,
+    }
+
+
+def validate_report(doc):
+    """Problems with doc as a perftest report; [] when it is valid.
+
+    Checks report.schema.json, then what a schema cannot say: skip_class set
+    exactly for skips, summary counts matching the cases.
+    """
+    problems = schema.validate(doc, report_schema())
+    if problems:
+        return problems
+    for i, c in enumerate(doc["cases"]):
+        if c["status"] == "skip" and c["skip_class"] is None:
+            problems.append("$.cases[%d].skip_class: a skip needs a skip_class" % i)
+        if c["status"] != "skip" and c["skip_class"] is not None:
+            problems.append("$.cases[%d].skip_class: must be null for status %r" % (i, c["status"]))
+    counted = summarize(doc["cases"])
+    for key in ("total",) + STATUSES:
+        if doc["summary"][key] != counted[key]:
+            problems.append("$.summary.%s: %d, but the cases count %d"
+                            % (key, doc["summary"][key], counted[key]))
+    return problems
+
+
+def load_report(path):
+    """Read and validate a saved report. UsageError (exit 2) naming the
+    file and the first problems when it is missing or not a perftest report."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise UsageError("report file does not exist: %s" % path) from None
+    except OSError as e:
+        raise UsageError("cannot read report %s: %s" % (path, e.strerror or e)) from None
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise UsageError("%s is not a perftest report: not valid JSON (%s)" % (path, e)) from None
+    if not isinstance(doc, dict) or "schema_version" not in doc:
+        raise UsageError("%s is not a perftest report: no \"schema_version\" key" % path)
+    version = doc["schema_version"]
+    if not isinstance(version, str) or not version.startswith("1."):
+        raise UsageError("%s: unsupported schema_version %r (this perftest reads 1.x)"
+                         % (path, version))
+    problems = validate_report(doc)
+    if problems:
+        more = "" if len(problems) <= 5 else " (and %d more)" % (len(problems) - 5)
+        raise UsageError("%s is not a valid perftest report: %s%s"
+                         % (path, "; ".join(problems[:5]), more))
+    return doc
+
+
+def check_output_dir(path):
+    """Create the output directory and prove it writable; UsageError saying
+    the path and the OS error otherwise. Returns the absolute path."""
+    path = os.path.abspath(path)
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".perftest-write-test-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise UsageError("cannot write output directory %s: %s"
+                         % (path, e.strerror or e)) from None
+    return path
+
+
+def _write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def write_report(doc, outdir, formats=("md",)):
+    """Write outdir/report.json plus one rendering per format; returns paths."""
+    from .render import RENDERERS
+
+    paths = []
+    json_path = os.path.join(outdir, "report.json")
+    _write_atomic(json_path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    paths.append(json_path)
+    for fmt in formats:
+        renderer = RENDERERS[fmt]
+        out = os.path.join(outdir, "report." + renderer.extension)
+        _write_atomic(out, renderer.render(doc))
+        paths.append(out)
+    return paths
+
+
+def exit_code(doc, strict=False):
+    """0 all passed (skips allowed unless strict), 1 any failing case (or
+    skip/no cases when strict), 130 when the run was interrupted."""
+    s = doc["summary"]
+    if doc["run"].get("interrupted"):
+        return EXIT_INTERRUPTED
+    if any(s.get(k, 0) for k in FAILING):
+        return EXIT_FAILED
+    if strict and (s.get("skip", 0) or s.get("total", 0) == 0):
+        return EXIT_FAILED
+    return EXIT_OK
