@@ -1,0 +1,65 @@
+// Attr validation of perf_event_open(2) that depends on the attr alone (and on
+// the machine's sysctls and privileges), with the kernel's errno for each bad
+// input. Event-relation checks (group leader, target task, PMU) live in
+// MockBackend; the software PMU's own checks in software_pmu.h.
+//
+//   perf_event_attr attr;                         // the kernel's copy
+//   std::string why;
+//   if (int err = CopyAttr(uattr, limits, &attr, &why)) return Fail(err, why);
+//   if (int err = CheckOpenAttr(attr, flags, pid, cpu, limits, &why)) return Fail(err, why);
+#pragma once
+
+#include <linux/perf_event.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace perftest::mock {
+
+// What the checks need from the machine (the arch profile).
+struct AttrLimits {
+  uint32_t attr_size = sizeof(perf_event_attr);  // the kernel's sizeof(struct perf_event_attr)
+  size_t page_size = 4096;
+  uint32_t max_stack = 127;         // perf_event_max_stack
+  uint32_t max_sample_rate = 100000;  // perf_event_max_sample_rate, Hz
+  int paranoid = 2;                 // perf_event_paranoid
+  bool privileged = true;           // CAP_PERFMON / CAP_SYS_ADMIN
+  bool x86_64 = true;               // perf_reg_validate() flavour
+};
+
+// kernel/events/core.c perf_copy_attr(): copies `uattr->size` bytes (0 means
+// PERF_ATTR_SIZE_VER0) of the caller's attr into `*out`, zero-filled beyond.
+// Bytes between sizeof(perf_event_attr) of this build and limits.attr_size are
+// fields of a newer kernel that the model ignores.
+// Errors: E2BIG when size < PERF_ATTR_SIZE_VER0, size > page size, or bytes past
+//   limits.attr_size are not zero (copy_struct_from_user()); limits.attr_size is
+//   then written into uattr->size. EINVAL for reserved bits, unknown
+//   sample_type/read_format bits, a bad branch_sample_type, sample_regs_* the
+//   arch does not have, a misaligned or too large sample_stack_user,
+//   WEIGHT with WEIGHT_STRUCT, inherit_thread without inherit,
+//   remove_on_exec with enable_on_exec, sigtrap without remove_on_exec.
+// Sets sample_max_stack to limits.max_stack when 0. `why` says which rule.
+int CopyAttr(perf_event_attr* uattr, const AttrLimits& limits, perf_event_attr* out, std::string* why);
+
+// The checks SYSCALL_DEFINE5(perf_event_open) makes between perf_copy_attr()
+// and perf_event_alloc(), in its order:
+//   EINVAL  unknown `flags` bits (checked before perf_copy_attr(): call this first for flags)
+//   EACCES  not privileged and perf_event_paranoid >= 3 (Debian/Android
+//           perf_event_paranoid=3 patch), or exclude_kernel == 0 with
+//           paranoid > 1 (perf_allow_kernel()), or attr.namespaces
+//           (perfmon_capable()), or PERF_SAMPLE_PHYS_ADDR with paranoid > 1
+//   EINVAL  freq and sample_freq > perf_event_max_sample_rate; !freq and
+//           sample_period with bit 63 set; PERF_FLAG_PID_CGROUP with pid or cpu -1
+int CheckOpenFlags(unsigned long flags, std::string* why);
+int CheckOpenAttr(const perf_event_attr& attr, unsigned long flags, pid_t pid, int cpu, const AttrLimits& limits,
+                  std::string* why);
+
+// has_extended_regs(): x86_64 XMM registers in sample_regs_user/intr, which
+// need a PMU with PERF_PMU_CAP_EXTENDED_REGS (else EOPNOTSUPP at open).
+bool HasExtendedRegs(const perf_event_attr& attr, bool x86_64);
+
+// perf_event_set_clock(): the clocks attr.clockid may name. EINVAL otherwise.
+int CheckClockId(int clockid);
+
+}  // namespace perftest::mock

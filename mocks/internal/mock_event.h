@@ -1,0 +1,79 @@
+// MockEvent: MockBackend's struct perf_event — the state kernel/events/core.c
+// keeps per event, reduced to what the model uses. Internal to mocks/.
+#pragma once
+
+#include <linux/perf_event.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+namespace perftest::mock {
+
+class MockRingBuffer;
+
+// hwc->interrupts when throttled (include/linux/perf_event.h MAX_INTERRUPTS).
+inline constexpr uint64_t kMaxInterrupts = std::numeric_limits<uint64_t>::max();
+
+// struct hw_perf_event, the software-event part.
+struct HwState {
+  uint64_t sample_period = 0;  // hwc->sample_period
+  uint64_t last_period = 0;    // hwc->last_period
+  int64_t period_left = 0;     // hwc->period_left (negative: events until overflow)
+  uint64_t interrupts = 0;     // hwc->interrupts, kMaxInterrupts while throttled
+  uint64_t interrupts_seq = 0; // hwc->interrupts_seq (tick sequence of `interrupts`)
+  uint64_t freq_time_stamp = 0;   // hwc->freq_time_stamp, ns
+  uint64_t freq_count_stamp = 0;  // hwc->freq_count_stamp
+  // cpu-clock / task-clock: the hrtimer (perf_swevent_start_hrtimer()).
+  bool hrtimer_active = false;
+  uint64_t hrtimer_left = 0;   // ns of the event's clock until it fires
+  bool stopped = false;        // PERF_HES_STOPPED (throttled hrtimer events)
+};
+
+// What the overflow path knows about the interrupted context (struct
+// perf_sample_data + pt_regs, reduced).
+struct SampleData {
+  uint64_t ip = 0;
+  uint64_t addr = 0;           // data->addr (page faults: the faulting address)
+  uint64_t period = 0;         // data->period
+  bool user_mode = true;       // user_mode(regs): PERF_RECORD_MISC_USER, else KERNEL
+  enum class Stack { kUserTouch, kUserSpin, kKernelSwitch, kKernelIdle } stack = Stack::kUserTouch;
+  pid_t pid = 0, tid = 0;      // current at the time (idle: 0)
+  uint32_t cpu = 0;            // smp_processor_id()
+};
+
+struct MockEvent {
+  uint64_t id = 0;              // event->id (global counter, from 1)
+  int fd = -1;                  // the memfd; -1 once closed (kept alive by a mapping)
+  int memfd = -1;               // the memfd backing the buffer (== fd while open)
+  perf_event_attr attr{};       // as the kernel keeps it after perf_copy_attr()/pmu init
+  pid_t pid = -1;               // target task (tid), -1 for a CPU-wide event
+  int cpu = -1;
+  MockEvent* leader = this;     // group leader (this for a leader)
+  std::vector<MockEvent*> siblings;  // members, in open order (leader only)
+  MockEvent* parent = nullptr;  // inherited copy: the parent event
+  bool enabled = false;         // state >= PERF_EVENT_STATE_INACTIVE
+  bool active = false;          // state == PERF_EVENT_STATE_ACTIVE (scheduled in)
+  bool is_clock = false;        // cpu-clock / task-clock (hrtimer driven)
+
+  uint64_t count = 0;           // event->count
+  uint64_t child_count = 0;     // event->child_count (inherited children that exited)
+  uint64_t time_enabled = 0;    // total_time_enabled, ns
+  uint64_t time_running = 0;    // total_time_running, ns
+  uint64_t lost_samples = 0;    // event->lost_samples (PERF_FORMAT_LOST)
+  int64_t event_limit = 0;      // PERF_EVENT_IOC_REFRESH budget (0 = none)
+  HwState hw;
+
+  std::shared_ptr<MockRingBuffer> rb;  // own buffer, or the SET_OUTPUT target's
+  bool owns_rb = false;         // rb was created by mmap() of this event
+
+  // primary_event_id(): the parent's id for an inherited event.
+  uint64_t primary_id() const { return parent != nullptr ? parent->id : id; }
+  bool is_sampling() const { return attr.sample_period != 0; }
+  bool is_leader() const { return leader == this; }
+  size_t group_size() const { return leader->siblings.size() + 1; }
+};
+
+}  // namespace perftest::mock

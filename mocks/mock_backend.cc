@@ -1,0 +1,557 @@
+// MockBackend, the syscall surface: perf_event_open, read, ioctl, mmap/munmap,
+// close, prctl, poll, fcntl. The simulated task is in mock_task.cc.
+#include "mocks/mock_backend.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "harness/internal/describe.h"
+#include "mocks/internal/mock_backend_impl.h"
+#include "mocks/software_pmu.h"
+
+namespace perftest::mock {
+namespace {
+
+using internal::DescribeClose;
+using internal::DescribeFcntl;
+using internal::DescribeIoctl;
+using internal::DescribeMmap;
+using internal::DescribeMunmap;
+using internal::DescribeOpen;
+using internal::DescribePoll;
+using internal::DescribePrctl;
+using internal::DescribeRead;
+
+// The call as made, plus the model's reason when it fails: "perf_event_open(...) [mock: why]".
+std::string WithWhy(const std::string& call, const std::string& why) {
+  return why.empty() ? call : fmt::format("{} [mock: {}]", call, why);
+}
+
+template <typename T>
+Result<T> Fail(int err, const std::string& call, const std::string& why) {
+  return Result<T>::Failure(err, WithWhy(call, why));
+}
+
+// perf_event_set_clock(): events compare by clock; no clockid means local_clock().
+int ClockOf(const MockEvent& ev) { return ev.attr.use_clockid ? ev.attr.clockid : -1; }
+
+bool FdIsOpen(int fd) { return fd >= 0 && ::fcntl(fd, F_GETFD) != -1; }
+
+}  // namespace
+
+MockBackend::MockBackend(MockProfile profile) : profile_(std::move(profile)) {
+  machine_ = profile_.ToMachineInfo();
+  tick_ns_ = kNsecPerSec / profile_.hz;
+  // perf_event_max_sample_rate handler: max_samples_per_tick = DIV_ROUND_UP(rate, HZ).
+  max_samples_per_tick_ = (profile_.max_sample_rate + profile_.hz - 1) / profile_.hz;
+}
+
+MockBackend::~MockBackend() {
+  for (auto& [fd, ev] : fds_) ::close(fd);
+  // Caller mappings stay valid (as after close(2) of a mapped perf fd); the
+  // writer views go with the buffers.
+  for (auto& ev : events_) ev->rb.reset();
+}
+
+MockEvent* MockBackend::FindFd(int fd) {
+  auto it = fds_.find(fd);
+  return it == fds_.end() ? nullptr : it->second;
+}
+
+AttrLimits MockBackend::Limits() const {
+  AttrLimits l;
+  l.attr_size = profile_.attr_size;
+  l.page_size = profile_.page_size;
+  l.max_stack = profile_.max_stack;
+  l.max_sample_rate = profile_.max_sample_rate;
+  l.paranoid = profile_.perf_event_paranoid;
+  l.privileged = profile_.privileged;
+  l.x86_64 = profile_.arch == "x86_64";
+  return l;
+}
+
+// SYSCALL_DEFINE5(perf_event_open) and perf_event_alloc(), in the kernel's order.
+Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
+  const std::string call = DescribeOpen(*uattr, pid, cpu, group_fd, flags);
+  std::string why;
+  if (int err = CheckOpenFlags(flags, &why)) return Fail<int>(err, call, why);
+  perf_event_attr attr;
+  if (int err = CopyAttr(uattr, Limits(), &attr, &why)) return Fail<int>(err, call, why);
+  if (int err = CheckOpenAttr(attr, flags, pid, cpu, Limits(), &why)) return Fail<int>(err, call, why);
+
+  // get_unused_fd_flags(): the fd is taken first and given back on failure.
+  const int fd = ::memfd_create("perf_event", (flags & PERF_FLAG_FD_CLOEXEC) ? MFD_CLOEXEC : 0);
+  if (fd < 0) return Fail<int>(errno, call, "memfd_create");
+  auto fail = [&](int err, std::string text) {
+    ::close(fd);
+    return Fail<int>(err, call, text);
+  };
+
+  MockEvent* group_leader = nullptr;
+  MockEvent* output_event = nullptr;
+  if (group_fd != -1) {
+    MockEvent* g = FindFd(group_fd);
+    if (g == nullptr) return fail(EBADF, fmt::format("group_fd {} is not a perf event", group_fd));
+    group_leader = g;
+    if (flags & PERF_FLAG_FD_OUTPUT) output_event = g;
+    if (flags & PERF_FLAG_FD_NO_GROUP) group_leader = nullptr;
+  }
+  if (flags & PERF_FLAG_PID_CGROUP) return fail(EBADF, "cgroups are not modelled: pid is not a cgroup fd");
+  bool task = false;
+  if (pid != -1) {
+    // find_lively_task_by_vpid(): only the simulated task exists (its children exit at once).
+    if (pid != 0 && pid != task_.tid) return fail(ESRCH, fmt::format("no task {}", pid));
+    task = true;
+  }
+  if (task && group_leader != nullptr && group_leader->attr.inherit != attr.inherit) {
+    return fail(EINVAL, "group leader and member disagree on attr.inherit");
+  }
+
+  // perf_event_alloc().
+  if (static_cast<unsigned>(cpu) >= static_cast<unsigned>(profile_.ncpus) && (!task || cpu != -1)) {
+    return fail(EINVAL, fmt::format("cpu {} with pid {} (nr_cpu_ids {})", cpu, pid, profile_.ncpus));
+  }
+  if (attr.sigtrap && !task) return fail(EINVAL, "sigtrap needs a task");
+  if (attr.inherit && (attr.sample_type & PERF_SAMPLE_READ) && !(attr.sample_type & PERF_SAMPLE_TID)) {
+    return fail(EINVAL, "inherit with PERF_SAMPLE_READ needs PERF_SAMPLE_TID");
+  }
+  if (attr.use_clockid && CheckClockId(attr.clockid) != 0) {
+    return fail(EINVAL, fmt::format("clockid {} is not supported (perf_event_set_clock())", attr.clockid));
+  }
+
+  auto ev = std::make_unique<MockEvent>();
+  ev->attr = attr;
+  ev->pid = task ? task_.tid : -1;
+  ev->cpu = cpu;
+  ev->fd = fd;
+  ev->memfd = fd;
+  // perf_init_event(): the PMU registered for attr.type (PERF_TYPE_HARDWARE and
+  // HW_CACHE fall back to every PMU, all of which say ENOENT here).
+  const Pmu* pmu = nullptr;
+  for (const Pmu& p : profile_.pmus) {
+    if (p.type == attr.type) pmu = &p;
+  }
+  if (pmu == nullptr) return fail(ENOENT, fmt::format("no PMU has type {} on this machine", attr.type));
+  if (pmu->type == PERF_TYPE_SOFTWARE) {
+    if (int err = SoftwareEventInit(*ev, &why)) return fail(err, why);
+  }
+  // perf_try_init_event(): capabilities the software PMU lacks.
+  if (attr.aux_output) return fail(EOPNOTSUPP, "aux_output needs PERF_PMU_CAP_AUX_OUTPUT");
+  if (HasExtendedRegs(attr, Limits().x86_64)) return fail(EOPNOTSUPP, "XMM registers need PERF_PMU_CAP_EXTENDED_REGS");
+  // perf_event_open(): aux_sample_size needs an AUX event to sample from (perf_get_aux_event()).
+  if ((attr.sample_type & PERF_SAMPLE_AUX) && attr.aux_sample_size != 0) {
+    return fail(EINVAL, "no AUX event to take AUX data from (perf_get_aux_event())");
+  }
+  // get_callchain_buffers().
+  if ((attr.sample_type & PERF_SAMPLE_CALLCHAIN) && attr.sample_max_stack > profile_.max_stack) {
+    return fail(EOVERFLOW, fmt::format("sample_max_stack {} > perf_event_max_stack {}", attr.sample_max_stack,
+                                       profile_.max_stack));
+  }
+  // find_get_context(): a CPU-wide event needs perf_allow_cpu().
+  if (!task && !profile_.privileged && profile_.perf_event_paranoid > 0) {
+    return fail(EACCES, fmt::format("CPU-wide events need privilege at perf_event_paranoid={}",
+                                    profile_.perf_event_paranoid));
+  }
+  if (group_leader != nullptr) {
+    if (!group_leader->is_leader()) return fail(EINVAL, "group_fd is itself a group member");
+    if (ClockOf(*group_leader) != ClockOf(*ev)) return fail(EINVAL, "group members must share the clock");
+    if (group_leader->cpu != cpu) return fail(EINVAL, "group members must be on the same CPU");
+    if (group_leader->pid != ev->pid) return fail(EINVAL, "group members must be on the same context (task or CPU)");
+    if (attr.exclusive || attr.pinned) return fail(EINVAL, "only a group leader can be pinned or exclusive");
+  }
+  if (output_event != nullptr) {
+    if (int err = SetOutput(*ev, output_event, &why)) return fail(err, why);
+  }
+
+  ev->id = next_id_++;
+  if (group_leader != nullptr) {
+    ev->leader = group_leader;
+    group_leader->siblings.push_back(ev.get());
+  }
+  MockEvent* e = ev.get();
+  events_.push_back(std::move(ev));
+  fds_[fd] = e;
+  // perf_event_alloc(): state OFF if disabled (enable_on_exec waits for an exec that never comes).
+  if (!attr.disabled) EnableEvent(*e);
+  return Result<int>::Ok(fd, call);
+}
+
+Result<size_t> MockBackend::Read(int fd, void* buf, size_t len) {
+  const std::string call = DescribeRead(fd, len);
+  MockEvent* ev = FindFd(fd);
+  if (ev == nullptr) {
+    const ssize_t n = ::read(fd, buf, len);
+    if (n < 0) return Result<size_t>::Failure(errno, call);
+    return Result<size_t>::Ok(static_cast<size_t>(n), call);
+  }
+  // __perf_read(): the buffer must hold the whole read_format record.
+  const size_t size = ReadSize(*ev);
+  if (len < size) return Fail<size_t>(ENOSPC, call, fmt::format("read_format needs {} bytes", size));
+  std::vector<std::byte> out;
+  EncodeReadFormat(ev->attr.read_format, ReadEventValues(*ev), &out);
+  std::memcpy(buf, out.data(), out.size());
+  return Result<size_t>::Ok(out.size(), call);
+}
+
+// kernel/events/core.c perf_event_set_output().
+int MockBackend::SetOutput(MockEvent& ev, MockEvent* output, std::string* why) {
+  auto fail = [&](std::string text) {
+    *why = std::move(text);
+    return EINVAL;
+  };
+  if (output != nullptr) {
+    if (output == &ev) return fail("an event cannot redirect to itself");
+    if (output->cpu != ev.cpu) return fail("cross-CPU buffers are not allowed");
+    if (output->cpu == -1 && output->pid != ev.pid) return fail("a per-task buffer must be the same task's");
+    if (ClockOf(*output) != ClockOf(ev)) return fail("events with different clocks cannot share a buffer");
+    if (output->attr.write_backward != ev.attr.write_backward) return fail("write_backward differs");
+  }
+  // "Can't redirect output if we've got an active mmap()".
+  if (ev.owns_rb && ev.rb != nullptr) return fail("the event has its own mapped buffer");
+  std::shared_ptr<MockRingBuffer> rb;
+  if (output != nullptr) {
+    rb = output->rb;
+    if (rb == nullptr || rb->mmap_count == 0) return fail("the target has no mapped buffer");
+  }
+  ev.rb = std::move(rb);
+  ev.owns_rb = false;
+  return 0;
+}
+
+// _perf_event_period() and __perf_event_period().
+int MockBackend::PeriodIoctl(MockEvent& ev, uintptr_t arg, std::string* why) {
+  if (arg == 0) {
+    *why = "NULL period pointer";
+    return EFAULT;
+  }
+  uint64_t value;
+  std::memcpy(&value, reinterpret_cast<const void*>(arg), sizeof value);
+  if (!ev.is_sampling()) {
+    *why = "not a sampling event";
+    return EINVAL;
+  }
+  if (value == 0) {
+    *why = "period 0";
+    return EINVAL;
+  }
+  if (ev.attr.freq) {
+    if (value > profile_.max_sample_rate) {
+      *why = fmt::format("frequency {} > perf_event_max_sample_rate", value);
+      return EINVAL;
+    }
+    ev.attr.sample_freq = value;
+  } else {
+    if (value & (uint64_t{1} << 63)) {
+      *why = "period has bit 63 set";
+      return EINVAL;
+    }
+    ev.attr.sample_period = value;
+    ev.hw.sample_period = value;
+  }
+  if (ev.active) {
+    // "We could be throttled; unthrottle now to avoid the tick trying to
+    // unthrottle while we already re-started the event."
+    if (ev.hw.interrupts == kMaxInterrupts) {
+      ev.hw.interrupts = 0;
+      LogThrottle(ev, /*unthrottle=*/true);
+    }
+    SoftwareEventStop(ev);
+    ev.hw.period_left = 0;
+    SoftwareEventStart(ev, /*add=*/false);
+  } else {
+    ev.hw.period_left = 0;
+  }
+  UpdateUserPage(ev);
+  return 0;
+}
+
+// _perf_ioctl().
+Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
+  const std::string call = DescribeIoctl(fd, request, arg);
+  MockEvent* ev = FindFd(fd);
+  if (ev == nullptr) {
+    return Fail<int>(FdIsOpen(fd) ? ENOTTY : EBADF, call, "not a perf event fd");
+  }
+  std::string why;
+  auto group_or_self = [&](auto fn) {
+    if (arg & PERF_IOC_FLAG_GROUP) {
+      MockEvent* leader = ev->leader;
+      fn(*leader);
+      for (MockEvent* s : leader->siblings) fn(*s);
+    } else {
+      fn(*ev);
+    }
+  };
+  switch (request) {
+    case PERF_EVENT_IOC_ENABLE:
+      group_or_self([&](MockEvent& e) { EnableEvent(e); });
+      return Result<int>::Ok(0, call);
+    case PERF_EVENT_IOC_DISABLE:
+      group_or_self([&](MockEvent& e) { DisableEvent(e); });
+      return Result<int>::Ok(0, call);
+    case PERF_EVENT_IOC_RESET:
+      // _perf_event_reset(): the count only; times, child counts and the period stay.
+      group_or_self([&](MockEvent& e) {
+        e.count = 0;
+        UpdateUserPage(e);
+      });
+      return Result<int>::Ok(0, call);
+    case PERF_EVENT_IOC_REFRESH:
+      // _perf_event_refresh().
+      if (ev->attr.inherit || !ev->is_sampling()) return Fail<int>(EINVAL, call, "inherited or not sampling");
+      ev->event_limit += static_cast<int>(arg);
+      EnableEvent(*ev);
+      return Result<int>::Ok(0, call);
+    case PERF_EVENT_IOC_PERIOD:
+      if (int err = PeriodIoctl(*ev, arg, &why)) return Fail<int>(err, call, why);
+      return Result<int>::Ok(0, call);
+    case PERF_EVENT_IOC_ID: {
+      if (arg == 0) return Fail<int>(EFAULT, call, "NULL id pointer");
+      const uint64_t id = ev->primary_id();
+      std::memcpy(reinterpret_cast<void*>(arg), &id, sizeof id);
+      return Result<int>::Ok(0, call);
+    }
+    case PERF_EVENT_IOC_SET_OUTPUT: {
+      MockEvent* output = nullptr;
+      if (arg != ~uintptr_t{0}) {  // "if (arg != -1)"; otherwise fdget() of the (unsigned int) fd
+        output = FindFd(static_cast<int>(static_cast<unsigned int>(arg)));
+        if (output == nullptr) return Fail<int>(EBADF, call, "the output fd is not a perf event");
+      }
+      if (int err = SetOutput(*ev, output, &why)) return Fail<int>(err, call, why);
+      return Result<int>::Ok(0, call);
+    }
+    case PERF_EVENT_IOC_SET_FILTER:
+      // strndup_user() first, then perf_event_set_filter(): only tracepoints and address filters.
+      if (arg == 0) return Fail<int>(EFAULT, call, "NULL filter string");
+      return Fail<int>(EINVAL, call, "filters need a tracepoint or an address-filter PMU");
+    case PERF_EVENT_IOC_SET_BPF: {
+      const int prog_fd = static_cast<int>(static_cast<unsigned int>(arg));
+      return Fail<int>(FdIsOpen(prog_fd) ? EINVAL : EBADF, call, "not a BPF program fd (bpf_prog_get())");
+    }
+    case PERF_EVENT_IOC_PAUSE_OUTPUT: {
+      MockRingBuffer* rb = ev->rb.get();
+      if (rb == nullptr || rb->nr_pages() == 0) return Fail<int>(EINVAL, call, "no buffer with data pages");
+      rb->SetPaused(arg != 0);  // rb_toggle_paused()
+      return Result<int>::Ok(0, call);
+    }
+    case PERF_EVENT_IOC_QUERY_BPF:
+      return Fail<int>(EINVAL, call, "only tracing events have BPF programs");
+    case PERF_EVENT_IOC_MODIFY_ATTRIBUTES: {
+      // perf_event_modify_attr(): only breakpoints can be modified.
+      if (arg == 0) return Fail<int>(EFAULT, call, "NULL attr pointer");
+      perf_event_attr new_attr;
+      if (int err = CopyAttr(reinterpret_cast<perf_event_attr*>(arg), Limits(), &new_attr, &why)) {
+        return Fail<int>(err, call, why);
+      }
+      if (new_attr.type != ev->attr.type) return Fail<int>(EINVAL, call, "attr.type differs");
+      return Fail<int>(EOPNOTSUPP, call, "only breakpoint attributes can be modified");
+    }
+    default:
+      return Fail<int>(ENOTTY, call, "unknown perf ioctl");
+  }
+}
+
+// kernel/events/core.c perf_mmap() (mm/mmap.c do_mmap() for the generic checks).
+Result<void*> MockBackend::Mmap(size_t length, int prot, int flags, int fd, off_t offset) {
+  const std::string call = DescribeMmap(length, prot, flags, fd, offset);
+  MockEvent* ev = FindFd(fd);
+  if (ev == nullptr) {
+    void* p = ::mmap(nullptr, length, prot, flags, fd, offset);
+    if (p == MAP_FAILED) return Result<void*>::Failure(errno, call);
+    foreign_mappings_[reinterpret_cast<uintptr_t>(p)] = length;
+    return Result<void*>::Ok(p, call);
+  }
+  const size_t page = profile_.page_size;
+  if (length == 0) return Fail<void*>(EINVAL, call, "zero length");
+  if (offset < 0 || static_cast<size_t>(offset) % page != 0) return Fail<void*>(EINVAL, call, "unaligned offset");
+  // The perf fd lives on a noexec mount (anon inode): do_mmap() refuses PROT_EXEC.
+  if (prot & PROT_EXEC) return Fail<void*>(EPERM, call, "PROT_EXEC on a noexec file");
+  const size_t vma_size = (length + page - 1) / page * page;
+  // "Don't allow mmap() of inherited per-task counters."
+  if (ev->cpu == -1 && ev->attr.inherit) return Fail<void*>(EINVAL, call, "inherited per-task event");
+  if (!(flags & MAP_SHARED)) return Fail<void*>(EINVAL, call, "the mapping must be MAP_SHARED");
+  if (offset != 0) return Fail<void*>(EINVAL, call, "no AUX area (aux_offset/aux_size not set up)");
+  const size_t nr_pages = vma_size / page - 1;
+  if (nr_pages != 0 && (nr_pages & (nr_pages - 1)) != 0) {
+    return Fail<void*>(EINVAL, call, fmt::format("{} data pages is not a power of two", nr_pages));
+  }
+
+  std::shared_ptr<MockRingBuffer> rb = ev->rb;
+  if (rb != nullptr) {
+    if (rb->nr_pages() != nr_pages) {
+      return Fail<void*>(EINVAL, call, fmt::format("the buffer has {} data pages", rb->nr_pages()));
+    }
+    if (!ev->owns_rb) return Fail<void*>(EBUSY, call, "the event's output is redirected (SET_OUTPUT)");
+  } else {
+    // rb_alloc(): the page array must fit a kmalloc (order <= MAX_PAGE_ORDER).
+    if (nr_pages >= (size_t{1} << 19)) return Fail<void*>(ENOMEM, call, "buffer too large for rb_alloc()");
+    // perf_mmap(): perf_event_mlock_kb per user (times the CPUs), then RLIMIT_MEMLOCK.
+    const uint64_t user_lock_limit = (uint64_t{profile_.mlock_kb} * 1024 / page) * profile_.ncpus;
+    uint64_t user_extra = nr_pages + 1;
+    uint64_t user_locked = std::min(locked_vm_, user_lock_limit) + user_extra;
+    uint64_t extra = 0;
+    if (user_locked > user_lock_limit) {
+      extra = user_locked - user_lock_limit;
+      user_extra -= extra;
+    }
+    const uint64_t lock_limit = uint64_t{profile_.memlock_rlimit_kb} * 1024 / page;
+    if (pinned_vm_ + extra > lock_limit && profile_.perf_event_paranoid > -1 && !profile_.privileged) {
+      return Fail<void*>(EPERM, call, "over perf_event_mlock_kb and RLIMIT_MEMLOCK without CAP_IPC_LOCK");
+    }
+    const uint64_t watermark = ev->attr.watermark ? ev->attr.wakeup_watermark : 0;
+    auto created = MockRingBuffer::Create(ev->memfd, page, nr_pages, (prot & PROT_WRITE) != 0, watermark);
+    if (!created.ok()) return Fail<void*>(created.error(), call, created.call());
+    rb = *created;
+    locked_vm_ += user_extra;
+    pinned_vm_ += extra;
+    rb_charge_[rb.get()] = {user_extra, extra};
+    ev->rb = rb;
+    ev->owns_rb = true;
+  }
+  void* p = ::mmap(nullptr, vma_size, prot, MAP_SHARED, ev->memfd, 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    if (rb->mmap_count == 0) ReleaseBuffer(rb);
+    return Result<void*>::Failure(err, call);
+  }
+  ++rb->mmap_count;
+  mappings_[reinterpret_cast<uintptr_t>(p)] = Mapping{vma_size, ev, rb};
+  UpdateUserPage(*ev);
+  return Result<void*>::Ok(p, call);
+}
+
+// perf_mmap_close() of the last mapping: every event writing to the buffer
+// is detached (ring_buffer_attach(event, NULL)) and the buffer freed.
+void MockBackend::ReleaseBuffer(const std::shared_ptr<MockRingBuffer>& rb) {
+  auto charge = rb_charge_.find(rb.get());
+  if (charge != rb_charge_.end()) {
+    locked_vm_ -= charge->second.first;
+    pinned_vm_ -= charge->second.second;
+    rb_charge_.erase(charge);
+  }
+  for (auto& e : events_) {
+    if (e->rb == rb) {
+      e->rb.reset();
+      e->owns_rb = false;
+    }
+  }
+}
+
+Result<void> MockBackend::Munmap(void* addr, size_t length) {
+  const std::string call = DescribeMunmap(addr, length);
+  const uintptr_t key = reinterpret_cast<uintptr_t>(addr);
+  if (auto f = foreign_mappings_.find(key); f != foreign_mappings_.end()) {
+    if (::munmap(addr, length) != 0) return Result<void>::Failure(errno, call);
+    foreign_mappings_.erase(f);
+    return Result<void>::Ok({}, call);
+  }
+  auto it = mappings_.find(key);
+  const size_t rounded = (length + profile_.page_size - 1) / profile_.page_size * profile_.page_size;
+  if (it == mappings_.end() || it->second.length != rounded) {
+    // Splitting a perf buffer mapping is refused (perf_mmap_may_split()).
+    return Fail<void>(EINVAL, call, "not a whole mapping returned by Mmap");
+  }
+  Mapping m = std::move(it->second);
+  mappings_.erase(it);
+  ::munmap(addr, m.length);
+  if (--m.rb->mmap_count == 0) ReleaseBuffer(m.rb);
+  // An event whose fd is closed lives while a mapping holds its file.
+  MockEvent* ev = m.event;
+  if (ev->fd < 0) {
+    bool mapped = false;
+    for (const auto& [a, other] : mappings_) mapped |= other.event == ev;
+    if (!mapped) DestroyEvent(ev);
+  }
+  return Result<void>::Ok({}, call);
+}
+
+// perf_release() -> perf_event_release_kernel(): group members become
+// singletons (perf_group_detach()).
+void MockBackend::DestroyEvent(MockEvent* ev) {
+  if (ev->active) SchedOut(*ev);
+  if (ev->is_leader()) {
+    for (MockEvent* s : ev->siblings) s->leader = s;
+    ev->siblings.clear();
+  } else {
+    auto& sib = ev->leader->siblings;
+    sib.erase(std::remove(sib.begin(), sib.end(), ev), sib.end());
+  }
+  ev->rb.reset();
+  events_.erase(std::remove_if(events_.begin(), events_.end(), [&](const auto& p) { return p.get() == ev; }),
+                events_.end());
+  Reschedule();
+}
+
+Result<void> MockBackend::Close(int fd) {
+  const std::string call = DescribeClose(fd);
+  MockEvent* ev = FindFd(fd);
+  if (::close(fd) != 0) return Result<void>::Failure(errno, call);
+  if (ev == nullptr) return Result<void>::Ok({}, call);
+  fds_.erase(fd);
+  ev->fd = -1;
+  bool mapped = false;
+  for (const auto& [a, m] : mappings_) mapped |= m.event == ev;
+  if (!mapped) DestroyEvent(ev);
+  return Result<void>::Ok({}, call);
+}
+
+// perf_event_task_enable()/disable(): every event the task created (its
+// owner list), each with its children; disabled=1 events are enabled too.
+Result<int> MockBackend::Prctl(int option) {
+  const std::string call = DescribePrctl(option);
+  if (option == PR_TASK_PERF_EVENTS_ENABLE) {
+    for (auto& e : events_) EnableEvent(*e);
+    return Result<int>::Ok(0, call);
+  }
+  if (option == PR_TASK_PERF_EVENTS_DISABLE) {
+    for (auto& e : events_) DisableEvent(*e);
+    return Result<int>::Ok(0, call);
+  }
+  return Fail<int>(EINVAL, call, "only PR_TASK_PERF_EVENTS_ENABLE/DISABLE are modelled");
+}
+
+// do_poll() over perf_poll(): no rb -> POLLHUP; else rb->poll, cleared by the
+// read. Nothing runs concurrently, so the timeout is never waited for.
+Result<int> MockBackend::Poll(std::span<pollfd> fds, int timeout_ms) {
+  const std::string call = DescribePoll(fds, timeout_ms);
+  int ready = 0;
+  for (pollfd& p : fds) {
+    p.revents = 0;
+    if (p.fd < 0) continue;
+    if (MockEvent* ev = FindFd(p.fd)) {
+      const uint32_t mask = ev->rb != nullptr ? ev->rb->TakePoll() : POLLHUP;
+      p.revents = static_cast<short>(mask & (static_cast<uint32_t>(static_cast<uint16_t>(p.events)) | POLLERR | POLLHUP));
+    } else {
+      pollfd one{p.fd, p.events, 0};
+      if (::poll(&one, 1, 0) < 0) return Result<int>::Failure(errno, call);
+      p.revents = one.revents;
+    }
+    if (p.revents != 0) ++ready;
+  }
+  return Result<int>::Ok(ready, call);
+}
+
+Result<int> MockBackend::Fcntl(int fd, int cmd, long arg) {
+  const std::string call = DescribeFcntl(fd, cmd, arg);
+  const int r = ::fcntl(fd, cmd, arg);
+  if (r < 0) return Result<int>::Failure(errno, call);
+  return Result<int>::Ok(r, call);
+}
+
+}  // namespace perftest::mock
+
+namespace perftest {
+
+std::unique_ptr<Backend> MakeMockBackend(MockProfile profile) {
+  return std::make_unique<mock::MockBackend>(std::move(profile));
+}
+
+}  // namespace perftest

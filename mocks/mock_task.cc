@@ -1,0 +1,514 @@
+// MockBackend, the simulated task: its clock and workloads, event scheduling,
+// counting and sampling, throttling, and the side-band records its actions
+// produce. The syscall surface is in mock_backend.cc.
+//
+// Time. now_ only moves inside workloads. Advance() walks it forward in
+// order of events: scheduler ticks every NSEC_PER_SEC / hz ns of absolute
+// time (perf_event_task_tick(): throttle sequence, unthrottling, frequency
+// adjustment) and the hrtimers of cpu-clock/task-clock (every max(10 us,
+// period) ns of their running time). Per-task events are ACTIVE only while the
+// task is on CPU 0; their times (time_enabled, time_running) run with the
+// task's context, CPU-wide events' with the CPU's (always).
+//
+// Throttling (Linux 6.16+ semantics, kernel/events/core.c):
+// __perf_event_account_interrupt() counts interrupts per tick; an overflow
+// that may throttle (hrtimer firings, and the second and later overflows of one
+// software event) and exceeds max_samples_per_tick = DIV_ROUND_UP(
+// perf_event_max_sample_rate, HZ) throttles the whole group
+// (perf_event_throttle_group(): every enabled member stopped, so software
+// events stop counting too, interrupts = MAX_INTERRUPTS, THROTTLE logged by the
+// leader); the sample that tripped it is still written. The next tick
+// (perf_adjust_freq_unthr_events()) or the next sched-in (event_sched_in())
+// unthrottles and logs UNTHROTTLE.
+#include <fmt/format.h>
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "mocks/internal/mock_backend_impl.h"
+#include "mocks/software_pmu.h"
+
+namespace perftest::mock {
+namespace {
+
+// Top of the simulated mmap area: regions are handed out top-down below it
+// and unmapped when the workload ends, so a region of the same size comes back
+// at the same address (as mmap(2) would).
+constexpr uint64_t kMmapTop = 0x00007ffff7fc0000;
+// The least simulated time a page touch takes (the fault itself), ns.
+constexpr uint64_t kMinTouchNs = 1000;
+
+// perf_event_task_match(): which events see FORK and EXIT.
+bool TaskMatch(const perf_event_attr& a) { return a.comm || a.mmap || a.mmap2 || a.mmap_data || a.task; }
+
+}  // namespace
+
+bool MockBackend::Schedulable(const MockEvent& ev) const {
+  if (!ev.enabled) return false;
+  if (!ev.is_leader() && !ev.leader->enabled) return false;  // group scheduling
+  if (ev.pid == -1) return true;                              // a CPU context always runs
+  return task_.running && (ev.cpu == -1 || ev.cpu == 0);      // the task runs on CPU 0
+}
+
+void MockBackend::Reschedule() {
+  for (size_t i = 0; i < events_.size(); ++i) {
+    MockEvent& e = *events_[i];
+    const bool want = Schedulable(e);
+    if (want && !e.active) {
+      SchedIn(e);
+    } else if (!want && e.active) {
+      SchedOut(e);
+    }
+  }
+}
+
+void MockBackend::SchedIn(MockEvent& ev) {
+  // event_sched_in(): "Unthrottle events, since we scheduled we might have
+  // missed several ticks already".
+  ev.active = true;
+  if (ev.hw.interrupts == kMaxInterrupts) {
+    ev.hw.interrupts = 0;
+    LogThrottle(ev, /*unthrottle=*/true);
+  }
+  SoftwareEventStart(ev, /*add=*/true);
+}
+
+void MockBackend::SchedOut(MockEvent& ev) {
+  SoftwareEventStop(ev);
+  ev.active = false;
+}
+
+void MockBackend::EnableEvent(MockEvent& ev) {
+  if (ev.enabled) return;
+  ev.enabled = true;
+  Reschedule();
+  UpdateUserPage(ev);
+}
+
+void MockBackend::DisableEvent(MockEvent& ev) {
+  if (!ev.enabled) return;
+  ev.enabled = false;
+  Reschedule();
+  UpdateUserPage(ev);
+}
+
+void MockBackend::UpdateUserPage(MockEvent& ev) {
+  if (ev.rb != nullptr) ev.rb->UpdateUserPage(ev.count + ev.child_count, ev.time_enabled, ev.time_running);
+}
+
+OutputContext MockBackend::Context() const {
+  OutputContext c;
+  c.now = now_;
+  c.pid = task_.running ? task_.pid : 0;
+  c.tid = task_.running ? task_.tid : 0;
+  c.cpu = 0;
+  c.page_size = profile_.page_size;
+  c.max_contexts_per_stack = profile_.max_contexts_per_stack;
+  c.x86_64 = profile_.arch == "x86_64";
+  return c;
+}
+
+OutputContext MockBackend::ContextOf(const SampleData& d) const {
+  OutputContext c = Context();
+  c.pid = d.pid;
+  c.tid = d.tid;
+  c.cpu = d.cpu;
+  return c;
+}
+
+SampleData MockBackend::UserData(uint64_t ip, uint64_t addr) const {
+  SampleData d;
+  d.ip = ip;
+  d.addr = addr;
+  d.user_mode = true;
+  d.stack = task_.stack;
+  d.pid = task_.pid;
+  d.tid = task_.tid;
+  d.cpu = 0;
+  return d;
+}
+
+void MockBackend::Advance(uint64_t dt) {
+  const uint64_t end = now_ + dt;
+  for (;;) {
+    const uint64_t next_tick = (now_ / tick_ns_ + 1) * tick_ns_;
+    uint64_t next = std::min(end, next_tick);
+    for (const auto& e : events_) {
+      if (e->active && e->is_clock && e->hw.hrtimer_active && !e->hw.stopped) {
+        next = std::min(next, now_ + e->hw.hrtimer_left);
+      }
+    }
+    const uint64_t step = next - now_;
+    for (const auto& e : events_) {
+      // Task events' times run with the task's context; CPU-wide ones always.
+      const bool ctx_running = e->pid == -1 || task_.running;
+      if (e->enabled && ctx_running) e->time_enabled += step;
+      if (e->active) e->time_running += step;
+      if (e->active && e->is_clock && !e->hw.stopped) {
+        e->count += step;  // cpu_clock_event_update() / task_clock_event_update()
+        if (e->hw.hrtimer_active) e->hw.hrtimer_left -= step;
+      }
+    }
+    now_ = next;
+    if (now_ == next_tick) Tick();
+    for (size_t i = 0; i < events_.size(); ++i) {
+      MockEvent& e = *events_[i];
+      if (e.active && e.is_clock && e.hw.hrtimer_active && !e.hw.stopped && e.hw.hrtimer_left == 0) FireClock(e);
+    }
+    if (now_ >= end) break;
+  }
+}
+
+// perf_event_task_tick(): a new throttle sequence, then
+// perf_adjust_freq_unthr_events() over the ACTIVE events.
+void MockBackend::Tick() {
+  ++tick_seq_;
+  for (size_t i = 0; i < events_.size(); ++i) {
+    MockEvent& ev = *events_[i];
+    if (!ev.active) continue;
+    const bool freq = ev.attr.freq && ev.attr.sample_freq != 0;
+    if (ev.hw.interrupts == kMaxInterrupts) UnthrottleGroup(ev, /*start_self=*/!freq);
+    if (!freq) continue;
+    // "stop the event and update event->count", adjust, restart.
+    const uint64_t delta = ev.count - ev.hw.freq_count_stamp;
+    ev.hw.freq_count_stamp = ev.count;
+    if (delta > 0) AdjustPeriod(ev, tick_ns_, delta);
+    SoftwareEventStart(ev, /*add=*/false);
+  }
+}
+
+// perf_swevent_hrtimer(): the interrupted context is the task (user mode) or,
+// for a CPU-wide event while the task sleeps or on another CPU, the idle task.
+void MockBackend::FireClock(MockEvent& ev) {
+  const uint32_t cpu = ev.cpu == -1 ? 0 : static_cast<uint32_t>(ev.cpu);
+  const bool idle = ev.pid == -1 && (cpu != 0 || !task_.running);
+  SampleData d;
+  if (idle) {
+    d.ip = kKernelIdleIp;
+    d.user_mode = false;
+    d.stack = SampleData::Stack::kKernelIdle;
+    d.pid = d.tid = 0;
+    d.cpu = cpu;
+  } else {
+    d = UserData(task_.stack == SampleData::Stack::kUserTouch ? kUserTouchIp : kUserSpinIp, 0);
+  }
+  // perf_exclude_event(), and exclude_idle.
+  const bool excluded = (d.user_mode ? ev.attr.exclude_user : ev.attr.exclude_kernel) || (idle && ev.attr.exclude_idle);
+  SoftwareClockFire(ev, d, excluded,
+                    [this](MockEvent& e, int throttle, const SampleData& data) { return Overflow(e, throttle, data); });
+}
+
+// ___perf_sw_event() -> do_perf_sw_event(): every ACTIVE software event of
+// this config on CPU 0 that perf_swevent_match() accepts.
+void MockBackend::SoftwareOccurrence(uint64_t config, const SampleData& data) {
+  for (size_t i = 0; i < events_.size(); ++i) {
+    MockEvent& ev = *events_[i];
+    if (!ev.active || ev.hw.stopped) continue;  // perf_exclude_event(): PERF_HES_STOPPED
+    if (ev.attr.type != PERF_TYPE_SOFTWARE || ev.attr.config != config) continue;
+    if (ev.pid == -1 ? ev.cpu != static_cast<int>(data.cpu) : ev.pid != data.tid) continue;
+    if (data.user_mode ? ev.attr.exclude_user : ev.attr.exclude_kernel) continue;
+    SoftwareEventCount(ev, 1, data,
+                       [this](MockEvent& e, int throttle, const SampleData& d) { return Overflow(e, throttle, d); });
+  }
+}
+
+// __perf_event_overflow().
+int MockBackend::Overflow(MockEvent& ev, int throttle, const SampleData& data) {
+  if (!ev.is_sampling()) return 0;
+  const OutputContext ctx = ContextOf(data);
+  // __perf_event_account_interrupt().
+  int ret = 0;
+  HwState& hw = ev.hw;
+  if (hw.interrupts_seq != tick_seq_) {
+    hw.interrupts_seq = tick_seq_;
+    hw.interrupts = 1;
+  } else {
+    ++hw.interrupts;
+  }
+  if (throttle && hw.interrupts > max_samples_per_tick_) {
+    ThrottleGroup(ev, ctx);
+    ret = 1;
+  }
+  if (ev.attr.freq) {
+    const uint64_t delta = now_ - hw.freq_time_stamp;
+    hw.freq_time_stamp = now_;
+    if (delta > 0 && delta < 2 * tick_ns_) AdjustPeriod(ev, delta, hw.last_period);
+  }
+  // PERF_EVENT_IOC_REFRESH: the event disables itself when the budget runs out.
+  bool limit_reached = false;
+  if (ev.event_limit > 0 && --ev.event_limit == 0) {
+    ret = 1;
+    limit_reached = true;
+    SoftwareEventStop(ev, /*from_overflow=*/true);
+  }
+  EmitSample(ev, data, ctx);  // the overflow handler: perf_event_output()
+  if (limit_reached) DisableEvent(ev);  // perf_event_disable_inatomic()
+  return ret;
+}
+
+// perf_event_throttle_group().
+void MockBackend::ThrottleGroup(MockEvent& ev, const OutputContext& ctx) {
+  MockEvent& leader = *ev.leader;
+  auto throttle = [&](MockEvent& e) {
+    if (!e.enabled) return;
+    SoftwareEventStop(e, /*from_overflow=*/&e == &ev);
+    e.hw.interrupts = kMaxInterrupts;
+    if (&e == &leader) LogThrottle(e, /*unthrottle=*/false, ctx);
+  };
+  throttle(leader);
+  for (MockEvent* s : leader.siblings) throttle(*s);
+}
+
+// perf_event_unthrottle_group(): `start_self` false leaves starting `ev` to the
+// frequency adjustment that follows.
+void MockBackend::UnthrottleGroup(MockEvent& ev, bool start_self) {
+  MockEvent& leader = *ev.leader;
+  auto unthrottle = [&](MockEvent& e) {
+    if (!e.enabled) return;
+    e.hw.interrupts = 0;
+    if (e.active && (&e != &ev || start_self)) SoftwareEventStart(e, /*add=*/false);
+    if (&e == &leader) LogThrottle(e, /*unthrottle=*/true);
+  };
+  unthrottle(leader);
+  for (MockEvent* s : leader.siblings) unthrottle(*s);
+}
+
+void MockBackend::LogThrottle(MockEvent& ev, bool unthrottle) { LogThrottle(ev, unthrottle, Context()); }
+
+// perf_log_throttle(): {time, id = primary_event_id(), stream_id = event->id}.
+void MockBackend::LogThrottle(MockEvent& ev, bool unthrottle, const OutputContext& ctx) {
+  Record r;
+  r.header.type = unthrottle ? PERF_RECORD_UNTHROTTLE : PERF_RECORD_THROTTLE;
+  r.body = ThrottleRecord{EventClock(ev, ctx.now), ev.primary_id(), ev.id};
+  EmitRecord(ev, std::move(r), ctx);
+}
+
+template <typename Fn>
+void MockBackend::ForEachSideBand(Fn fn) {
+  // perf_iterate_sb_cpu(): CPU 0's side-band list, newest first (list_add_rcu()).
+  for (size_t i = events_.size(); i-- > 0;) {
+    MockEvent& e = *events_[i];
+    if (e.pid == -1 && e.cpu == 0 && e.enabled) fn(e);
+  }
+  // perf_iterate_ctx() over current->perf_event_ctxp, if the task is current.
+  if (!task_.running) return;
+  for (size_t i = 0; i < events_.size(); ++i) {
+    MockEvent& e = *events_[i];
+    if (e.pid == task_.tid && e.enabled && (e.cpu == -1 || e.cpu == 0)) fn(e);
+  }
+}
+
+// perf_event_mmap() -> perf_event_mmap_output(): anonymous mappings are named
+// "//anon", their pgoff is the address (vm_pgoff << PAGE_SHIFT), no inode.
+void MockBackend::MmapEvent(uint64_t addr, uint64_t len, bool exec) {
+  const OutputContext ctx = Context();
+  ForEachSideBand([&](MockEvent& ev) {
+    const perf_event_attr& a = ev.attr;
+    // perf_event_mmap_match().
+    if (!((exec && (a.mmap || a.mmap2)) || (!exec && a.mmap_data))) return;
+    Record r;
+    r.header.misc = PERF_RECORD_MISC_USER | (exec ? 0 : PERF_RECORD_MISC_MMAP_DATA);
+    if (a.mmap2) {
+      r.header.type = PERF_RECORD_MMAP2;
+      Mmap2Record m;
+      m.pid = static_cast<uint32_t>(task_.pid);
+      m.tid = static_cast<uint32_t>(task_.tid);
+      m.addr = addr;
+      m.len = len;
+      m.pgoff = addr;
+      m.prot = exec ? (PROT_READ | PROT_EXEC) : (PROT_READ | PROT_WRITE);
+      m.flags = MAP_PRIVATE;
+      m.filename = "//anon";
+      r.body = std::move(m);
+    } else {
+      r.header.type = PERF_RECORD_MMAP;
+      r.body = MmapRecord{static_cast<uint32_t>(task_.pid), static_cast<uint32_t>(task_.tid), addr, len, addr, "//anon"};
+    }
+    EmitRecord(ev, std::move(r), ctx);
+  });
+}
+
+// perf_event_switch() -> perf_event_switch_output(): task events see
+// PERF_RECORD_SWITCH, CPU-wide ones PERF_RECORD_SWITCH_CPU_WIDE with the other
+// side's pid/tid. `task`: the simulated task switches (else the idle task).
+void MockBackend::SwitchEvent(bool sched_in, bool task) {
+  OutputContext ctx = Context();
+  ctx.pid = task ? task_.pid : 0;
+  ctx.tid = task ? task_.tid : 0;
+  uint16_t misc = sched_in ? 0 : PERF_RECORD_MISC_SWITCH_OUT;
+  // The idle task is always runnable when switched out: a preemption.
+  if (!sched_in && !task) misc |= PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
+  const uint32_t other_pid = task ? 0 : static_cast<uint32_t>(task_.pid);
+  const uint32_t other_tid = task ? 0 : static_cast<uint32_t>(task_.tid);
+  auto emit = [&](MockEvent& ev, bool cpu_wide) {
+    if (!ev.attr.context_switch) return;
+    const SampleLayout layout = SampleLayout::FromAttr(ev.attr);
+    OtherRecord body;
+    if (cpu_wide) {
+      body.body.resize(8);
+      std::memcpy(body.body.data(), &other_pid, 4);
+      std::memcpy(body.body.data() + 4, &other_tid, 4);
+    }
+    EncodeSampleId(layout, MakeSampleId(ev, ctx), &body.body);
+    Record r;
+    r.header.type = cpu_wide ? PERF_RECORD_SWITCH_CPU_WIDE : PERF_RECORD_SWITCH;
+    r.header.misc = misc;
+    r.body = std::move(body);
+    EmitRecord(ev, std::move(r), ctx);
+  };
+  for (size_t i = events_.size(); i-- > 0;) {
+    MockEvent& e = *events_[i];
+    if (e.pid == -1 && e.cpu == 0 && e.enabled) emit(e, true);
+  }
+  if (!task) return;
+  for (size_t i = 0; i < events_.size(); ++i) {
+    MockEvent& e = *events_[i];
+    if (e.pid == task_.tid && e.enabled && (e.cpu == -1 || e.cpu == 0)) emit(e, false);
+  }
+}
+
+uint64_t MockBackend::NewRegion(uint64_t pages) { return kMmapTop - pages * profile_.page_size; }
+
+Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
+  const std::string call = "run_workload(" + w.Describe() + ")";
+  const size_t page = profile_.page_size;
+  WorkloadResult out;
+  switch (w.kind) {
+    case Workload::Kind::kTouchPages: {
+      if (w.count == 0) break;
+      out.region_begin = NewRegion(w.count);
+      out.region_end = out.region_begin + w.count * page;
+      MmapEvent(out.region_begin, w.count * page, /*exec=*/false);
+      task_.stack = SampleData::Stack::kUserTouch;
+      const uint64_t step = std::max<uint64_t>(kMinTouchNs, static_cast<uint64_t>(w.duration.count()));
+      for (uint64_t i = 0; i < w.count; ++i) {
+        // The store runs into the fault kMinTouchNs into its step.
+        Advance(kMinTouchNs);
+        // do_user_addr_fault(): PERF_COUNT_SW_PAGE_FAULTS, then mm_account_fault(): a minor fault.
+        const SampleData d = UserData(kUserTouchIp, out.region_begin + i * page);
+        SoftwareOccurrence(PERF_COUNT_SW_PAGE_FAULTS, d);
+        SoftwareOccurrence(PERF_COUNT_SW_PAGE_FAULTS_MIN, d);
+        Advance(step - kMinTouchNs);
+      }
+      task_.stack = SampleData::Stack::kUserSpin;
+      break;
+    }
+    case Workload::Kind::kSpin:
+      task_.stack = SampleData::Stack::kUserSpin;
+      Advance(static_cast<uint64_t>(std::max<int64_t>(0, w.duration.count())));
+      break;
+    case Workload::Kind::kSleep:
+      for (uint64_t i = 0; i < w.count; ++i) {
+        // perf_event_task_sched_out(): the switch is counted while the task's
+        // events are still in, from kernel regs (perf_sw_event_sched()).
+        SampleData d;
+        d.ip = kKernelSwitchIp;
+        d.user_mode = false;
+        d.stack = SampleData::Stack::kKernelSwitch;
+        d.pid = task_.pid;
+        d.tid = task_.tid;
+        SoftwareOccurrence(PERF_COUNT_SW_CONTEXT_SWITCHES, d);
+        SwitchEvent(/*sched_in=*/false, /*task=*/true);
+        task_.running = false;
+        Reschedule();
+        SwitchEvent(/*sched_in=*/true, /*task=*/false);
+        Advance(static_cast<uint64_t>(std::max<int64_t>(0, w.duration.count())));
+        // The idle task switches back to the task: CPU-wide events count it.
+        SampleData idle;
+        idle.ip = kKernelSwitchIp;
+        idle.user_mode = false;
+        idle.stack = SampleData::Stack::kKernelIdle;
+        SoftwareOccurrence(PERF_COUNT_SW_CONTEXT_SWITCHES, idle);
+        SwitchEvent(/*sched_in=*/false, /*task=*/false);
+        task_.running = true;
+        Reschedule();
+        SwitchEvent(/*sched_in=*/true, /*task=*/true);
+      }
+      break;
+    case Workload::Kind::kSetComm: {
+      // __set_task_comm() -> perf_event_comm(task, exec = false).
+      task_.comm = w.comm.substr(0, 15);  // TASK_COMM_LEN - 1
+      const OutputContext ctx = Context();
+      ForEachSideBand([&](MockEvent& ev) {
+        if (!ev.attr.comm) return;  // perf_event_comm_match()
+        Record r;
+        r.header.type = PERF_RECORD_COMM;
+        r.body = CommRecord{static_cast<uint32_t>(task_.pid), static_cast<uint32_t>(task_.tid), task_.comm};
+        EmitRecord(ev, std::move(r), ctx);
+      });
+      break;
+    }
+    case Workload::Kind::kMmapExec:
+      if (w.count == 0) return Result<WorkloadResult>::Failure(EINVAL, call + " [mock: mmap of 0 bytes]");
+      out.region_begin = NewRegion(w.count);
+      out.region_end = out.region_begin + w.count * page;
+      MmapEvent(out.region_begin, w.count * page, /*exec=*/true);
+      break;
+    case Workload::Kind::kFork:
+      for (uint64_t i = 0; i < w.count; ++i) {
+        const pid_t child = next_pid_++;
+        out.children.push_back(child);
+        const OutputContext parent_ctx = Context();
+        // perf_event_fork() -> perf_event_task(child, NULL, 1), in the parent.
+        ForEachSideBand([&](MockEvent& ev) {
+          if (!TaskMatch(ev.attr)) return;
+          Record r;
+          r.header.type = PERF_RECORD_FORK;
+          r.body = TaskRecord{static_cast<uint32_t>(child), static_cast<uint32_t>(task_.pid),
+                              static_cast<uint32_t>(child), static_cast<uint32_t>(task_.tid),
+                              EventClock(ev, now_)};
+          EmitRecord(ev, std::move(r), parent_ctx);
+        });
+        // perf_event_init_task() -> inherit_task_group(): the child gets a copy
+        // of every attr.inherit event of the parent (not inherit_thread: fork
+        // is not CLONE_THREAD), enabled as the parent is.
+        std::vector<std::unique_ptr<MockEvent>> copies;
+        for (const auto& e : events_) {
+          if (e->pid != task_.tid || !e->attr.inherit || e->attr.inherit_thread) continue;
+          auto c = std::make_unique<MockEvent>();
+          c->id = next_id_++;
+          c->attr = e->attr;
+          c->pid = child;
+          c->cpu = e->cpu;
+          c->parent = e.get();
+          c->enabled = e->enabled;
+          c->is_clock = e->is_clock;
+          copies.push_back(std::move(c));
+        }
+        // The child _exit()s at once: perf_event_exit_task() reports EXIT
+        // through the child's events (output to the parents' buffers), then
+        // to CPU 0's side-band events.
+        OutputContext child_ctx = parent_ctx;
+        child_ctx.pid = child_ctx.tid = child;
+        auto exit_record = [&](MockEvent& ev) {
+          Record r;
+          r.header.type = PERF_RECORD_EXIT;
+          // EXIT names the parent by pid in both ppid and ptid (perf_event_task_output()).
+          r.body = TaskRecord{static_cast<uint32_t>(child), static_cast<uint32_t>(task_.pid),
+                              static_cast<uint32_t>(child), static_cast<uint32_t>(task_.pid),
+                              EventClock(ev, now_)};
+          return r;
+        };
+        for (auto& c : copies) {
+          if (c->enabled && TaskMatch(c->attr) && (c->cpu == -1 || c->cpu == 0)) {
+            EmitRecord(*c, exit_record(*c), child_ctx);
+          }
+        }
+        for (size_t j = events_.size(); j-- > 0;) {
+          MockEvent& e = *events_[j];
+          if (e.pid == -1 && e.cpu == 0 && e.enabled && TaskMatch(e.attr)) EmitRecord(e, exit_record(e), child_ctx);
+        }
+        // sync_child_event(): the child's counts and times go to the parent.
+        for (auto& c : copies) {
+          c->parent->child_count += c->count;
+        }
+      }
+      break;
+  }
+  return Result<WorkloadResult>::Ok(std::move(out), call);
+}
+
+}  // namespace perftest::mock

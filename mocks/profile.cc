@@ -1,0 +1,246 @@
+#include "mocks/profile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#ifndef PERFTEST_PROFILE_DIR
+#define PERFTEST_PROFILE_DIR "fixtures/profiles"
+#endif
+
+namespace perftest {
+namespace {
+
+using Json = nlohmann::json;
+
+// Collects the first error; every accessor names the key it was asked for.
+class Reader {
+ public:
+  explicit Reader(std::string origin) : origin_(std::move(origin)) {}
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+
+  void Fail(const std::string& key, const std::string& what) {
+    if (error_.empty()) error_ = fmt::format("parse_profile({}): key '{}': {}", origin_, key, what);
+  }
+
+  const Json* Find(const Json& obj, const std::string& key, const std::string& path, bool required) {
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (required) Fail(path, "missing");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  void String(const Json& obj, const std::string& key, std::string* out, bool required = true,
+              const std::string& prefix = "") {
+    const std::string path = prefix + key;
+    const Json* v = Find(obj, key, path, required);
+    if (v == nullptr) return;
+    if (!v->is_string()) return Fail(path, fmt::format("expected a string, got {}", v->type_name()));
+    *out = v->get<std::string>();
+  }
+
+  // An integer in [lo, hi].
+  template <typename T>
+  void Int(const Json& obj, const std::string& key, T* out, long long lo, long long hi, bool required = true,
+           const std::string& prefix = "") {
+    const std::string path = prefix + key;
+    const Json* v = Find(obj, key, path, required);
+    if (v == nullptr) return;
+    if (!v->is_number_integer()) return Fail(path, fmt::format("expected an integer, got {}", v->type_name()));
+    const long long n = v->get<long long>();
+    if (n < lo || n > hi) return Fail(path, fmt::format("{} is outside [{}, {}]", n, lo, hi));
+    *out = static_cast<T>(n);
+  }
+
+  void Bool(const Json& obj, const std::string& key, bool* out) {
+    const Json* v = Find(obj, key, key, false);
+    if (v == nullptr) return;
+    if (!v->is_boolean()) return Fail(key, fmt::format("expected true or false, got {}", v->type_name()));
+    *out = v->get<bool>();
+  }
+
+  // A map of sysfs file name -> contents (strings).
+  void StringMap(const Json& obj, const std::string& key, std::map<std::string, std::string>* out,
+                 const std::string& prefix) {
+    const std::string path = prefix + key;
+    const Json* v = Find(obj, key, path, false);
+    if (v == nullptr) return;
+    if (!v->is_object()) return Fail(path, fmt::format("expected an object of strings, got {}", v->type_name()));
+    for (auto it = v->begin(); it != v->end(); ++it) {
+      if (!it.value().is_string()) {
+        return Fail(path + "." + it.key(), fmt::format("expected a string, got {}", it.value().type_name()));
+      }
+      (*out)[it.key()] = it.value().get<std::string>();
+    }
+  }
+
+ private:
+  std::string origin_;
+  std::string error_;
+};
+
+// The PMUs MockBackend implements, by sysfs name, with their fixed type.
+struct KnownPmu {
+  const char* name;
+  uint32_t type;
+};
+constexpr KnownPmu kImplementedPmus[] = {
+    {"software", PERF_TYPE_SOFTWARE},
+};
+
+const std::set<std::string>& KnownKeys() {
+  static const std::set<std::string> keys = {
+      "name",      "arch",         "description",     "provenance", "ncpus",  "page_size",
+      "perf_event_paranoid", "max_sample_rate", "max_stack", "max_contexts_per_stack", "mlock_kb",
+      "hz",        "attr_size",    "privileged",      "memlock_rlimit_kb",    "pmus"};
+  return keys;
+}
+
+std::string Stem(std::string_view origin) {
+  return std::filesystem::path(std::string(origin)).stem().string();
+}
+
+}  // namespace
+
+MachineInfo MockProfile::ToMachineInfo() const {
+  MachineInfo m;
+  m.arch = arch;
+  m.description = description;
+  m.ncpus = ncpus;
+  m.page_size = page_size;
+  m.perf_event_paranoid = perf_event_paranoid;
+  m.max_sample_rate = max_sample_rate;
+  m.max_stack = max_stack;
+  m.mlock_kb = mlock_kb;
+  m.pmus = pmus;
+  return m;
+}
+
+std::string ProfileSearchDir() {
+  const char* env = std::getenv("PERFTEST_PROFILE_DIR");
+  if (env != nullptr && *env != '\0') return env;
+  return PERFTEST_PROFILE_DIR;
+}
+
+Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view origin) {
+  const std::string where(origin);
+  Json root;
+  try {
+    root = Json::parse(json_text);
+  } catch (const Json::parse_error& e) {
+    return Result<MockProfile>::Failure(EINVAL, fmt::format("parse_profile({}): malformed JSON: {}", where, e.what()));
+  }
+  if (!root.is_object()) {
+    return Result<MockProfile>::Failure(
+        EINVAL, fmt::format("parse_profile({}): key '': expected a JSON object, got {}", where, root.type_name()));
+  }
+
+  Reader r(where);
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (!KnownKeys().count(it.key())) r.Fail(it.key(), "unknown key");
+  }
+
+  MockProfile p;
+  p.name = Stem(origin);
+  r.String(root, "name", &p.name, /*required=*/false);
+  r.String(root, "arch", &p.arch);
+  r.String(root, "description", &p.description);
+  r.String(root, "provenance", &p.provenance);
+  r.Int(root, "ncpus", &p.ncpus, 1, 4096);
+  r.Int(root, "page_size", &p.page_size, 4096, 1 << 20);
+  if (r.ok() && (p.page_size & (p.page_size - 1)) != 0) r.Fail("page_size", fmt::format("{} is not a power of two", p.page_size));
+  r.Int(root, "perf_event_paranoid", &p.perf_event_paranoid, -1, 4);
+  r.Int(root, "max_sample_rate", &p.max_sample_rate, 1, 100000000);
+  r.Int(root, "max_stack", &p.max_stack, 0, 65535);
+  r.Int(root, "max_contexts_per_stack", &p.max_contexts_per_stack, 0, 65535, /*required=*/false);
+  r.Int(root, "mlock_kb", &p.mlock_kb, 0, 1u << 31);
+  r.Int(root, "hz", &p.hz, 1, 10000, /*required=*/false);
+  r.Int(root, "attr_size", &p.attr_size, PERF_ATTR_SIZE_VER0, 4096, /*required=*/false);
+  if (r.ok() && p.attr_size % 8 != 0) r.Fail("attr_size", fmt::format("{} is not a multiple of 8", p.attr_size));
+  r.Bool(root, "privileged", &p.privileged);
+  r.Int(root, "memlock_rlimit_kb", &p.memlock_rlimit_kb, 0, 1u << 31, /*required=*/false);
+
+  const Json* pmus = r.Find(root, "pmus", "pmus", /*required=*/true);
+  if (pmus != nullptr && !pmus->is_array()) r.Fail("pmus", fmt::format("expected an array, got {}", pmus->type_name()));
+  if (pmus != nullptr && pmus->is_array()) {
+    std::set<std::string> names;
+    std::set<uint32_t> types;
+    for (size_t i = 0; i < pmus->size() && r.ok(); ++i) {
+      const Json& j = (*pmus)[i];
+      const std::string prefix = fmt::format("pmus[{}].", i);
+      if (!j.is_object()) {
+        r.Fail(fmt::format("pmus[{}]", i), fmt::format("expected an object, got {}", j.type_name()));
+        break;
+      }
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        static const std::set<std::string> pmu_keys = {"name", "type", "format", "events", "caps"};
+        if (!pmu_keys.count(it.key())) r.Fail(prefix + it.key(), "unknown key");
+      }
+      Pmu pmu;
+      r.String(j, "name", &pmu.name, true, prefix);
+      r.Int(j, "type", &pmu.type, 0, 0xffffffffll, true, prefix);
+      r.StringMap(j, "format", &pmu.format, prefix);
+      r.StringMap(j, "events", &pmu.events, prefix);
+      r.StringMap(j, "caps", &pmu.caps, prefix);
+      if (!r.ok()) break;
+      const KnownPmu* known = nullptr;
+      for (const KnownPmu& k : kImplementedPmus) {
+        if (pmu.name == k.name) known = &k;
+      }
+      if (known == nullptr) {
+        r.Fail(prefix + "name", fmt::format("PMU '{}' is not implemented by MockBackend (implemented: software)", pmu.name));
+      } else if (pmu.type != known->type) {
+        r.Fail(prefix + "type", fmt::format("PMU '{}' has type {} in the kernel, not {}", pmu.name, known->type, pmu.type));
+      } else if (!names.insert(pmu.name).second || !types.insert(pmu.type).second) {
+        r.Fail(prefix + "name", fmt::format("PMU '{}' (type {}) is listed twice", pmu.name, pmu.type));
+      }
+      p.pmus.push_back(std::move(pmu));
+    }
+  }
+  if (!r.ok()) return Result<MockProfile>::Failure(EINVAL, r.error());
+  std::sort(p.pmus.begin(), p.pmus.end(), [](const Pmu& a, const Pmu& b) { return a.name < b.name; });
+  return Result<MockProfile>::Ok(std::move(p), fmt::format("parse_profile({})", where));
+}
+
+Result<MockProfile> LoadProfile(std::string_view name_or_path) {
+  const std::string arg(name_or_path);
+  const bool is_path = arg.find('/') != std::string::npos ||
+                       (arg.size() >= 5 && arg.compare(arg.size() - 5, 5, ".json") == 0);
+  const std::string path = is_path ? arg : ProfileSearchDir() + "/" + arg + ".json";
+  const std::string call = fmt::format("load_profile(\"{}\" -> {})", arg, path);
+  if (arg.empty()) return Result<MockProfile>::Failure(ENOENT, call + ": empty profile name");
+
+  std::ifstream in(path);
+  if (!in) {
+    const int err = errno != 0 ? errno : ENOENT;
+    std::string known;
+    if (!is_path) {
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(ProfileSearchDir(), ec)) {
+        if (e.path().extension() == ".json") known += (known.empty() ? "" : ", ") + e.path().stem().string();
+      }
+    }
+    return Result<MockProfile>::Failure(
+        err == EACCES ? EACCES : ENOENT,
+        is_path ? call : fmt::format("{}: no such profile (known: {})", call, known.empty() ? "none" : known));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  Result<MockProfile> p = ParseProfile(text.str(), path);
+  if (!p.ok()) return Result<MockProfile>::Failure(p.error(), fmt::format("{}: {}", call, p.call()));
+  return Result<MockProfile>::Ok(std::move(*p), call);
+}
+
+}  // namespace perftest

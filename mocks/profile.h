@@ -1,0 +1,80 @@
+// MockProfile: a machine for MockBackend, described as data (DESIGN.md "arch
+// profile"): CPUs, page size, the perf sysctls, privileges, and the PMUs with
+// their sysfs `type`, `format/*`, `events/*` and `caps/*`.
+//
+//   Result<MockProfile> p = LoadProfile("software-only");          // by name
+//   Result<MockProfile> q = LoadProfile("/tmp/my-machine.json");   // by path
+//   std::unique_ptr<Backend> b = MakeMockBackend(std::move(*p));
+//
+// Profiles live in fixtures/profiles/<name>.json. A name is resolved in the
+// directory named by the environment variable PERFTEST_PROFILE_DIR, else in the
+// directory compiled in by CMake (PERFTEST_PROFILE_DIR, the source tree's
+// fixtures/profiles). Every profile carries a `provenance`: what machine it
+// models and where its numbers come from.
+//
+// JSON keys (all required unless a default is given):
+//   name (string; default: the file's stem), arch, description, provenance (string),
+//   ncpus (>= 1), page_size (power of two >= 4096),
+//   perf_event_paranoid (-1..4), max_sample_rate (Hz, >= 1), max_stack (frames),
+//   mlock_kb (KiB),
+//   max_contexts_per_stack (default 8; /proc/sys/kernel/perf_event_max_contexts_per_stack),
+//   hz (default 250; CONFIG_HZ, the scheduler tick that paces throttling),
+//   attr_size (default sizeof(struct perf_event_attr) of the UAPI header this was
+//     built with: the kernel's own sizeof, written back into attr.size on E2BIG),
+//   privileged (default true: the task has CAP_PERFMON/CAP_SYS_ADMIN/CAP_IPC_LOCK),
+//   memlock_rlimit_kb (default 8192; RLIMIT_MEMLOCK, used when not privileged),
+//   pmus: [{name, type, format: {file: contents}, events: {...}, caps: {...}}].
+// Only PMUs the mock implements may be listed (today: "software", type 1).
+#pragma once
+
+#include <linux/perf_event.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/backend.h"
+#include "harness/pmu.h"
+#include "harness/result.h"
+
+namespace perftest {
+
+struct MockProfile {
+  std::string name;
+  std::string arch;
+  std::string description;
+  std::string provenance;
+  int ncpus = 1;
+  size_t page_size = 4096;
+  int perf_event_paranoid = 2;
+  uint32_t max_sample_rate = 100000;
+  uint32_t max_stack = 127;
+  uint32_t max_contexts_per_stack = 8;
+  uint32_t mlock_kb = 516;
+  uint32_t hz = 250;
+  uint32_t attr_size = sizeof(perf_event_attr);
+  bool privileged = true;
+  uint32_t memlock_rlimit_kb = 8192;
+  std::vector<Pmu> pmus;
+
+  // The MachineInfo the backend reports (Backend::Machine()).
+  MachineInfo ToMachineInfo() const;
+};
+
+// Loads a profile: `name_or_path` is a path when it ends in ".json" or contains
+// '/', else a name resolved as described above.
+// Errors: ENOENT no such profile (or file); EINVAL malformed JSON or a key
+// missing, of the wrong type, out of range, unknown, or a PMU the mock does not
+// implement — the call string names the file and the key.
+Result<MockProfile> LoadProfile(std::string_view name_or_path);
+
+// Parses profile JSON text. `origin` names the source in messages and supplies
+// the default `name` (its stem). Errors: EINVAL as for LoadProfile.
+Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view origin);
+
+// The directory names are resolved in: $PERFTEST_PROFILE_DIR, else the compiled-in default.
+std::string ProfileSearchDir();
+
+}  // namespace perftest

@@ -1,0 +1,126 @@
+#include "mocks/profile.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/syscall_matchers.h"
+
+namespace perftest {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A minimal valid profile; tests break one key at a time.
+constexpr char kValid[] = R"({
+  "arch": "x86_64", "description": "test machine", "provenance": "written by profile_test",
+  "ncpus": 4, "page_size": 4096, "perf_event_paranoid": 1, "max_sample_rate": 5000,
+  "max_stack": 64, "mlock_kb": 516,
+  "pmus": [{"name": "software", "type": 1}]
+})";
+
+std::string Replace(std::string s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) s.replace(at, from.size(), to);
+  return s;
+}
+
+TEST(Profile, SoftwareOnlyFixtureModelsThisVm) {
+  ASSERT_OK_AND_ASSIGN(MockProfile p, LoadProfile("software-only"));
+  EXPECT_EQ(p.name, "software-only");
+  EXPECT_EQ(p.arch, "x86_64");
+  EXPECT_EQ(p.ncpus, 2);
+  EXPECT_EQ(p.page_size, 4096u);
+  EXPECT_EQ(p.perf_event_paranoid, 2);
+  EXPECT_EQ(p.max_sample_rate, 100000u);
+  EXPECT_EQ(p.max_stack, 127u);
+  EXPECT_EQ(p.mlock_kb, 516u);
+  EXPECT_EQ(p.hz, 250u);
+  EXPECT_FALSE(p.provenance.empty());
+  ASSERT_EQ(p.pmus.size(), 1u);
+  EXPECT_EQ(p.pmus[0].name, "software");
+  EXPECT_EQ(p.pmus[0].type, 1u);
+  EXPECT_TRUE(p.pmus[0].events.empty()) << "sysfs has no events/ for the software PMU";
+  const MachineInfo m = p.ToMachineInfo();
+  EXPECT_EQ(m.ncpus, 2);
+  EXPECT_EQ(m.pmus.size(), 1u);
+}
+
+TEST(Profile, DefaultsForOptionalKeys) {
+  ASSERT_OK_AND_ASSIGN(MockProfile p, ParseProfile(kValid, "/x/test-machine.json"));
+  EXPECT_EQ(p.name, "test-machine") << "the file's stem";
+  EXPECT_EQ(p.hz, 250u);
+  EXPECT_EQ(p.max_contexts_per_stack, 8u);
+  EXPECT_EQ(p.attr_size, sizeof(perf_event_attr));
+  EXPECT_TRUE(p.privileged);
+}
+
+TEST(Profile, UnknownNameIsEnoent) {
+  EXPECT_THAT(LoadProfile("no-such-machine"), FailsWithErrno(ENOENT));
+  EXPECT_THAT(LoadProfile("/nonexistent/dir/x.json"), FailsWithErrno(ENOENT));
+  EXPECT_THAT(LoadProfile(""), FailsWithErrno(ENOENT));
+}
+
+TEST(Profile, MalformedJsonIsEinval) {
+  Result<MockProfile> r = ParseProfile("{\"arch\": ", "broken.json");
+  EXPECT_THAT(r, FailsWithErrno(EINVAL));
+  EXPECT_THAT(r.call(), HasSubstr("malformed JSON"));
+  EXPECT_THAT(ParseProfile("[1, 2]", "array.json"), FailsWithErrno(EINVAL));
+}
+
+TEST(Profile, ErrorsNameTheKey) {
+  struct Case {
+    std::string from, to, key;
+  } cases[] = {
+      {"\"ncpus\": 4,", "", "'ncpus': missing"},
+      {"\"ncpus\": 4", "\"ncpus\": \"four\"", "'ncpus': expected an integer"},
+      {"\"ncpus\": 4", "\"ncpus\": 0", "'ncpus': 0 is outside"},
+      {"\"page_size\": 4096", "\"page_size\": 6000", "'page_size': 6000 is not a power of two"},
+      {"\"arch\": \"x86_64\"", "\"arch\": 64", "'arch': expected a string"},
+      {"\"mlock_kb\": 516", "\"mlock_kb\": 516, \"mlockkb\": 1", "'mlockkb': unknown key"},
+      {"\"name\": \"software\"", "\"name\": \"cpu\"", "'pmus[0].name': PMU 'cpu' is not implemented"},
+      {"\"type\": 1", "\"type\": 4", "'pmus[0].type'"},
+      {"\"type\": 1}", "\"type\": 1, \"events\": {\"x\": 1}}", "'pmus[0].events.x': expected a string"},
+      {"[{\"name\": \"software\", \"type\": 1}]", "3", "'pmus': expected an array"},
+  };
+  for (const Case& c : cases) {
+    Result<MockProfile> r = ParseProfile(Replace(kValid, c.from, c.to), "t.json");
+    EXPECT_THAT(r, FailsWithErrno(EINVAL)) << c.key;
+    EXPECT_THAT(r.call(), HasSubstr(c.key));
+  }
+}
+
+TEST(Profile, LoadErrorsCarryTheFileAndKey) {
+  const std::string dir = ::testing::TempDir() + "/profiles-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/bad.json") << Replace(kValid, "\"ncpus\": 4,", "");
+  Result<MockProfile> r = LoadProfile(dir + "/bad.json");
+  EXPECT_THAT(r, FailsWithErrno(EINVAL));
+  EXPECT_THAT(r.call(), HasSubstr("bad.json"));
+  EXPECT_THAT(r.call(), HasSubstr("'ncpus'"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Profile, NamesResolveInPerftestProfileDir) {
+  const std::string dir = ::testing::TempDir() + "/profiles-env-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/tiny.json") << kValid;
+  ::setenv("PERFTEST_PROFILE_DIR", dir.c_str(), 1);
+  Result<MockProfile> r = LoadProfile("tiny");
+  Result<MockProfile> gone = LoadProfile("software-only");  // not in this directory
+  ::unsetenv("PERFTEST_PROFILE_DIR");
+  ASSERT_OK(r);
+  EXPECT_EQ(r->name, "tiny");
+  EXPECT_EQ(r->ncpus, 4);
+  EXPECT_THAT(gone, FailsWithErrno(ENOENT));
+  EXPECT_THAT(gone.call(), HasSubstr("tiny")) << "the message lists the known profiles";
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace perftest
