@@ -46,8 +46,9 @@ class Event {
   // PERF_EVENT_IOC_ID: the event's id (the value PERF_SAMPLE_ID / PERF_FORMAT_ID carry).
   Result<uint64_t> Id();
   // PERF_EVENT_IOC_SET_OUTPUT: send this event's records to `target`'s buffer;
-  // nullptr (fd -1) stops redirecting. Errors: EINVAL (different CPU or task,
-  // different clock), EBUSY (this event has its own mapping).
+  // nullptr (fd -1) stops redirecting. Errors (kernel/events/core.c
+  // perf_event_set_output(), 6.x): EINVAL when the two are on different CPUs
+  // or tasks, use different clocks, or this event already has its own mapping.
   Result<void> SetOutput(const Event* target);
   // PERF_EVENT_IOC_PAUSE_OUTPUT: stop (true) or resume (false) writing to the buffer.
   Result<void> PauseOutput(bool pause);

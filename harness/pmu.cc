@@ -63,6 +63,7 @@ Result<std::vector<Pmu>> DiscoverPmus(std::string_view root) {
     pmu.events = ReadDir(dir / "events");
     pmus.push_back(std::move(pmu));
   }
+  if (ec) return Result<std::vector<Pmu>>::Failure(ec.value(), call);  // the listing stopped early
   std::sort(pmus.begin(), pmus.end(), [](const Pmu& a, const Pmu& b) { return a.name < b.name; });
   return Result<std::vector<Pmu>>::Ok(std::move(pmus), call);
 }

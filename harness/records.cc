@@ -241,10 +241,17 @@ Result<SampleRecord> ParseSample(const SampleLayout& layout, std::span<const std
     uint64_t size;
     std::vector<std::byte> data;
     if (!c.Get(&size, "aux.size")) return fail();
-    if (size > c.remaining() || !c.Bytes(size, &data, "aux.data")) return fail();
+    if (!c.Bytes(size, &data, "aux.data")) return fail();
     s.aux = std::move(data);
   }
   if (!c.error().empty()) return fail();
+  if (c.remaining() != 0) {
+    // The kernel writes exactly the fields sample_type asks for: extra bytes
+    // mean the layout (sample_type, read_format, register masks) is not the
+    // one the record was written with.
+    return Malformed<SampleRecord>("PERF_RECORD_SAMPLE",
+                                   fmt::format("{} bytes left after the last field at offset {}", c.remaining(), c.offset()));
+  }
   return Result<SampleRecord>::Ok(std::move(s));
 }
 
@@ -453,7 +460,7 @@ void EncodeRecord(const SampleLayout& layout, const Record& r, std::vector<std::
           if (r.header.misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
             std::byte id[24] = {};
             id[0] = static_cast<std::byte>(std::min<size_t>(b.build_id.size(), 20));
-            std::memcpy(id + 4, b.build_id.data(), std::min<size_t>(b.build_id.size(), 20));
+            if (!b.build_id.empty()) std::memcpy(id + 4, b.build_id.data(), std::min<size_t>(b.build_id.size(), 20));
             w.Bytes(id);
           } else {
             w.Put(b.maj); w.Put(b.min); w.Put(b.ino); w.Put(b.ino_generation);

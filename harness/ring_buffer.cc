@@ -81,6 +81,12 @@ uint64_t RingBuffer::Begin() {
   } else if (mode_ == RingMode::kReadWrite) {
     pos_ = ReadTail();
     end_ = head;
+    // A sane page never publishes more than one buffer of unread data, and
+    // positions move in whole records (multiples of 8).
+    if (end_ - pos_ > data_size_ || pos_ % 8 != 0) {
+      error_ = fmt::format("corrupt positions: data_tail={} data_head={} data_size={}", pos_, end_, data_size_);
+      pos_ = end_ = head;
+    }
   } else if (backward_) {
     // Newest record at data_head; the whole data area behind it may hold older ones.
     pos_ = head;
@@ -101,7 +107,7 @@ uint64_t RingBuffer::Begin() {
 
 std::vector<std::byte> RingBuffer::CopyOut(uint64_t pos, size_t len) const {
   std::vector<std::byte> out(len);
-  if (data_size_ == 0) return out;
+  if (len == 0 || data_size_ == 0) return out;
   const size_t off = pos & (data_size_ - 1);
   const size_t first = std::min(len, data_size_ - off);
   std::memcpy(out.data(), data_ + off, first);
@@ -117,7 +123,7 @@ std::optional<RawRecord> RingBuffer::Next() {
   std::memcpy(&r.header, data_ + off, sizeof r.header);
   const bool overwrite_backward = mode_ == RingMode::kOverwrite && backward_;
   if (r.header.size == 0 && overwrite_backward) return std::nullopt;  // never written
-  if (r.header.size < sizeof(perf_event_header) || r.header.size % 8 != 0) {
+  if (r.header.size < sizeof(perf_event_header) || r.header.size % 8 != 0 || r.header.size > data_size_) {
     error_ = fmt::format("malformed record header at position {} (offset {}): type={} size={}", pos_, off,
                          r.header.type, r.header.size);
     return std::nullopt;

@@ -31,8 +31,7 @@ struct Workload {
   Kind kind = Kind::kSpin;
   uint64_t count = 0;
   // kSpin: how long. kSleep: each sleep. kTouchPages: minimum spacing between
-  // two page touches (keeps sampling below perf_event_max_sample_rate, so the
-  // kernel does not throttle; kernel/events/core.c __perf_event_account_interrupt()).
+  // two page touches (0: as fast as the CPU goes).
   std::chrono::nanoseconds duration{0};
   std::string comm;
 
