@@ -12,10 +12,14 @@ The package is driven by the ``./perftest`` launcher at the repository root
   host      facts about this machine for the report's "host" block
   schema    a small JSON Schema subset validator (stdlib only)
   report    the report document: build, summarize, validate, load, write
-  render    renderer registry (md, json, text; html/junit/ktap later)
+  render    renderer registry: md, html, junit, ktap, json, text
+  denylist  deny lists: cases not to run (or expected to fail), with reasons
+  progress  run's progress output: terminal status line or plain lines
   run       the "run" command: choose the backend, run cases, write the report
+  diff      the "diff" command: the porting check between two reports
+  doctor    the "doctor" command: what this machine allows, and why
   bench     the "bench" command: Google Benchmark JSON -> ratios to baseline
   cli       argparse entry point
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

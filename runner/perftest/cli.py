@@ -1,4 +1,4 @@
-"""``perftest`` command line (argparse): list, run, report, bench.
+"""``perftest`` command line (argparse): list, run, report, diff, doctor, bench.
 
 main(argv=None) -> exit code. Every PerftestError is printed as
 "perftest: error: <message>" without a traceback and mapped to its exit
@@ -10,20 +10,22 @@ import json
 import os
 import sys
 
-from . import __version__, layout, report
-from .bench import run_bench
-from .duration import parse_duration
-from .errors import EXIT_INTERRUPTED, EXIT_OK, PerftestError, UsageError
+from . import __version__, layout
+from .duration import DEFAULT_CASE_TIMEOUT_S, parse_duration
+from .errors import EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_OK, PerftestError, UsageError
 from .render import RENDERERS
-from .run import DEFAULT_TIMEOUT_S, run_command, split_list
-from .suite import SuiteBinary
+
+# The commands' modules are imported when a command runs, so `perftest
+# --help` and the light commands start fast.
 
 EPILOG = """\
 exit codes:
-  0    every case passed (skips allowed, unless --strict)
-  1    some case failed, errored, timed out or crashed (with --strict: or skipped)
-  2    bad usage or bad input (unknown suite, backend or profile; unwritable
-       --output; missing suite binary; a file that is not a perftest report)
+  0    every case passed (skips allowed, unless --strict); diff: nothing regressed
+  1    some case failed, errored, timed out or crashed (with --strict: or skipped);
+       diff: something regressed
+  2    bad usage or bad input (unknown suite, backend, profile or format;
+       unwritable --output; missing suite binary; a file that is not a valid
+       perftest report; a bad deny list line)
   3    harness error (a binary that cannot be run, listing or probe failed)
   130  interrupted by Ctrl-C (143: SIGTERM); the partial report is written,
        unfinished cases marked not_run
@@ -31,6 +33,7 @@ exit codes:
 environment:
   PERFTEST_BUILD_DIR     build tree holding bin/suite_* and bin/bench_* (default <repo>/build)
   PERFTEST_PROFILES_DIR  mock profiles (default <repo>/fixtures/profiles)
+  PERFTEST_DENYLIST_DIR  deny lists for --denylist=auto (default <repo>/ci/denylists)
 """
 
 
@@ -39,6 +42,19 @@ def _duration(text):
         return parse_duration(text)
     except UsageError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _count(flag):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError("%s takes a whole number, got %r" % (flag, text)) \
+                from None
+        if value < 1:
+            raise argparse.ArgumentTypeError("%s must be at least 1, got %d" % (flag, value))
+        return value
+    return parse
 
 
 def build_parser():
@@ -65,9 +81,12 @@ def build_parser():
 
     sp = add("run", "run suites and write a report",
              "Run every case of the selected suites, each in its own process group with a "
-             "timeout, and write DIR/report.json and DIR/report.md.")
+             "timeout, and write DIR/report.json with its renderings report.md, "
+             "report.html, report.junit.xml and report.ktap.")
     sp.add_argument("--suite", action="append", metavar="NAME[,NAME...]",
                     help="suites to run (repeatable; default: every suite_* in the build tree)")
+    sp.add_argument("--all", action="store_true",
+                    help="run every suite in the build tree (the default without --suite)")
     sp.add_argument("--backend", choices=("auto", "kernel", "mock"), default="auto",
                     help="auto (default): kernel if perf_event_open works here "
                          "(probed with the first suite), else mock")
@@ -76,14 +95,25 @@ def build_parser():
                          "a profile JSON (mock backend only; default %s)" % layout.DEFAULT_PROFILE)
     sp.add_argument("--output", metavar="DIR",
                     help="report directory (default ./perftest-out/<suites>-<backend>)")
-    sp.add_argument("--timeout", type=_duration, default=DEFAULT_TIMEOUT_S, metavar="DUR",
+    sp.add_argument("--timeout", type=_duration, default=DEFAULT_CASE_TIMEOUT_S, metavar="DUR",
                     help="per-case time limit: 30, 30s, 500ms, 2m (default 60s)")
     sp.add_argument("--filter", metavar="GLOB[,GLOB...]",
                     help="only cases whose feature id or test name matches a glob, "
                          "e.g. 'ringbuffer.*' or 'RingBuffer.Wrap*'")
+    sp.add_argument("-j", "--jobs", type=_count("--jobs"), default=1, metavar="N",
+                    help="run N cases in parallel, each still in its own process group "
+                         "(default 1); the report keeps the listing order")
+    sp.add_argument("--repeat", type=_count("--repeat"), default=1, metavar="N",
+                    help="run each case N times; cases whose runs disagree are marked flaky "
+                         "(status: the first failing run)")
+    sp.add_argument("--denylist", action="append", metavar="FILE[,FILE...]|auto",
+                    help="deny list(s): matching cases are not run (reported as skips with "
+                         "denylisted: true) or are expected failures; 'auto' picks the files "
+                         "in ci/denylists whose '# match:' line fits this kernel, arch and "
+                         "backend (format: ci/denylists/README.md)")
     sp.add_argument("--strict", action="store_true",
                     help="a skipped case fails the run (exit 1)")
-    sp.add_argument("-q", "--quiet", action="store_true", help="no per-case progress lines")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no per-case progress output")
 
     sp = add("report", "re-render a saved report",
              "Validate a saved report.json and render it.")
@@ -92,6 +122,31 @@ def build_parser():
                     help="; ".join("%s: %s" % (k, RENDERERS[k].description)
                                    for k in sorted(RENDERERS)))
     sp.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    sp = add("diff", "compare two reports: the porting check",
+             "Compare two saved reports case by case, matched by feature id: what NEW "
+             "gained, lost or changed against BASE (two kernels, a machine and a mock "
+             "profile, two arch profiles). Exit 0 when nothing regressed, 1 when something "
+             "did (a case that passed in BASE fails in NEW, a skipped one now fails, a new "
+             "case fails), 2 on bad input.")
+    sp.add_argument("base", metavar="BASE.json")
+    sp.add_argument("new", metavar="NEW.json")
+    sp.add_argument("--format", choices=("text", "md", "json"), default="text",
+                    help="text (default), md (Markdown, e.g. for a CI job summary), json")
+    sp.add_argument("--strict", action="store_true",
+                    help="also count lost coverage as a regression: pass -> skip/not_run, "
+                         "and a removed case that passed")
+    sp.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    sp = add("doctor", "what this machine allows perf_event_open to do, and why",
+             "Explain this machine: perf_event_paranoid and what it means for this user, "
+             "capabilities, mlock limits, seccomp, PMUs (hardware PMU, intel_pt), tracefs, "
+             "container or VM, the kernel probe of a suite binary, and the backend "
+             "`perftest run --backend=auto` would choose. Exit 0; 3 when the probe binary "
+             "misbehaves.")
+    sp.add_argument("--json", action="store_true", help="print the facts as JSON")
+    sp.add_argument("--suite", metavar="NAME",
+                    help="suite binary to probe with (default: ringbuffer, else the first built)")
 
     sp = add("bench", "run Google Benchmarks, print ratios against their baselines",
              "Run <build>/bin/bench_NAME --benchmark_format=json and print each benchmark's "
@@ -105,6 +160,8 @@ def build_parser():
 
 
 def cmd_list(args):
+    from .run import split_list
+    from .suite import SuiteBinary
     binaries = layout.resolve_suites(split_list(args.suite))
     listing = []
     for name, path in binaries.items():
@@ -130,21 +187,49 @@ def cmd_list(args):
     return EXIT_OK
 
 
-def cmd_report(args):
-    doc = report.load_report(args.report)
-    text = RENDERERS[args.format].render(doc)
-    if args.output:
+def _emit(text, output):
+    if output:
         try:
-            with open(args.output, "w", encoding="utf-8") as f:
+            with open(output, "w", encoding="utf-8") as f:
                 f.write(text)
         except OSError as e:
-            raise UsageError("cannot write %s: %s" % (args.output, e.strerror or e)) from None
+            raise UsageError("cannot write %s: %s" % (output, e.strerror or e)) from None
     else:
         sys.stdout.write(text)
+
+
+def cmd_report(args):
+    from . import report
+    doc = report.load_report(args.report)
+    _emit(RENDERERS[args.format].render(doc), args.output)
+    return EXIT_OK
+
+
+def cmd_diff(args):
+    from . import diff
+    base, new = diff.load_pair(args.base, args.new)
+    result = diff.compare(base, new, args.base, args.new, strict=args.strict)
+    _emit(diff.FORMATS[args.format](result), args.output)
+    return diff.exit_code(result)
+
+
+def cmd_doctor(args):
+    from . import doctor
+    from .suite import SuiteBinary
+    binary = None
+    if args.suite:
+        path = layout.resolve_suites([args.suite])[args.suite]
+        binary = SuiteBinary(args.suite, path)
+    facts = doctor.gather(binary=binary)
+    sys.stdout.write(doctor.render_json(facts) if args.json else doctor.render_text(facts))
+    if facts.get("probe_harness_error"):
+        print("perftest: error: %s" % facts["probe_error"], file=sys.stderr)
+        return EXIT_HARNESS
     return EXIT_OK
 
 
 def cmd_bench(args, extra):
+    from .bench import run_bench
     names = [args.name] if args.name else list(layout.discover_benches())
     if not names:
         raise UsageError("no benchmark binaries in %s (%s)" % (layout.bin_dir(), layout.BUILD_HINT))
@@ -169,9 +254,14 @@ def _main(argv):
     if args.command == "list":
         return cmd_list(args)
     if args.command == "run":
+        from .run import run_command
         return run_command(args, ["perftest"] + list(argv))
     if args.command == "report":
         return cmd_report(args)
+    if args.command == "diff":
+        return cmd_diff(args)
+    if args.command == "doctor":
+        return cmd_doctor(args)
     if args.command == "bench":
         return cmd_bench(args, extra)
     parser.error("unknown command %r" % args.command)

@@ -7,6 +7,8 @@ import re
 
 from .errors import UsageError
 
+DEFAULT_CASE_TIMEOUT_S = 60.0     # perftest run --timeout default
+
 _UNITS = {"": 1.0, "s": 1.0, "ms": 0.001, "m": 60.0, "min": 60.0, "h": 3600.0}
 _RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|min|s|m|h)?\s*$", re.IGNORECASE)
 

@@ -5,10 +5,12 @@ carrying the exit code the CLI returns; ``cli.main`` prints its message
 without a traceback.
 
 Exit codes (also in ``perftest --help`` and runner/README.md):
-  0    every case passed (skips allowed unless --strict)
-  1    some case failed, errored, timed out or crashed (or skipped, --strict)
-  2    bad usage or bad input (unknown suite/profile/backend, bad --output,
-       missing suite binary, a file that is not a perftest report)
+  0    every case passed (skips allowed unless --strict); diff: no regression
+  1    some case failed, errored, timed out or crashed (or skipped, --strict);
+       diff: a regression
+  2    bad usage or bad input (unknown suite/profile/backend/format, bad
+       --output, missing suite binary, a file that is not a valid perftest
+       report, a bad deny list)
   3    harness error (a binary that cannot be run, listing/probe failed)
   130  interrupted by SIGINT (Ctrl-C); 143 for SIGTERM. A partial report
        is written first.

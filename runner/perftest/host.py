@@ -7,7 +7,8 @@ architectures, hardened /proc) gives null, never an exception.
 Sources: uname(2); /proc/cmdline; /proc/cpuinfo; /sys/bus/event_source/
 devices/*/{type,caps/*} (the PMUs perf_event_open(2) can address by
 attr.type); /proc/sys/kernel/perf_event_{paranoid,max_sample_rate,mlock_kb};
-/proc/self/status (CapEff, Seccomp); container and hypervisor hints.
+/proc/self/status (CapEff, Seccomp); /proc/self/mounts (tracefs); container
+and hypervisor hints.
 """
 
 import glob
@@ -19,6 +20,7 @@ _ARM_IMPLEMENTERS = {
     0x69: "Intel", 0xC0: "Ampere",
 }
 
+CAP_IPC_LOCK = 14
 CAP_SYS_ADMIN = 21
 CAP_PERFMON = 38
 
@@ -189,8 +191,24 @@ def capabilities(status_text):
         "cap_eff": None if cap_eff is None else "0x%016x" % cap_eff,
         "cap_perfmon": has(CAP_PERFMON),
         "cap_sys_admin": has(CAP_SYS_ADMIN),
+        "cap_ipc_lock": has(CAP_IPC_LOCK),
         "seccomp": seccomp,
     }
+
+
+def tracefs_mount(mounts_text):
+    """Mount point of tracefs from /proc/self/mounts text, or None.
+
+    /sys/kernel/tracing is preferred when tracefs is mounted in several
+    places (it is also auto-mounted under /sys/kernel/debug/tracing)."""
+    points = []
+    for line in (mounts_text or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[2] == "tracefs":
+            points.append(fields[1].replace("\\040", " "))
+    if "/sys/kernel/tracing" in points:
+        return "/sys/kernel/tracing"
+    return points[0] if points else None
 
 
 def collect_host():
@@ -218,4 +236,5 @@ def collect_host():
         "euid": os.geteuid(),
     })
     host.update(capabilities(read_text("/proc/self/status")))
+    host["tracefs"] = tracefs_mount(read_text("/proc/self/mounts", limit=1 << 22))
     return host

@@ -15,14 +15,50 @@ escapes the group and is not killed.
 Raises OSError when the command cannot be executed (the caller decides how
 to report it). KeyboardInterrupt/Interrupted while waiting kills the group
 and re-raises.
+
+Parallel runs pass a ProcessTracker: run_isolated registers each child's
+process group with it, and ``tracker.stop()`` (from the main thread, on
+Ctrl-C) kills every registered group and refuses new ones, so worker
+threads return promptly.
 """
 
 import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
+
+
+class ProcessTracker:
+    """The process groups currently running, for stopping them all at once."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._groups = set()
+        self.stopping = False
+
+    def add(self, pgid):
+        """Register a group; if stop() already ran, kill it and return False."""
+        with self._lock:
+            if not self.stopping:
+                self._groups.add(pgid)
+                return True
+        kill_group(pgid)
+        return False
+
+    def discard(self, pgid):
+        with self._lock:
+            self._groups.discard(pgid)
+
+    def stop(self):
+        """Refuse new groups and SIGKILL every registered one."""
+        with self._lock:
+            self.stopping = True
+            groups = list(self._groups)
+        for g in groups:
+            kill_group(g)
 
 
 @dataclass
@@ -92,13 +128,15 @@ def wait_exited(pid, timeout_s):
     return _wait_exited_polling(pid, timeout_s)
 
 
-def run_isolated(argv, *, timeout_s=None, stdout=None, stderr=None, cwd=None, env=None):
+def run_isolated(argv, *, timeout_s=None, stdout=None, stderr=None, cwd=None, env=None,
+                 tracker=None):
     """Run argv in a new session; kill its process group when it ends.
 
     stdout/stderr: file objects or subprocess constants (stdin is /dev/null).
     timeout_s: seconds or None for no limit. On timeout the group is killed
     and ``timed_out`` is True. ``duration_s`` is wall-clock from start to
-    exit (or to the timeout).
+    exit (or to the timeout). tracker: a ProcessTracker to register the
+    group with while it runs.
     """
     start = time.monotonic()
     proc = subprocess.Popen(
@@ -111,6 +149,8 @@ def run_isolated(argv, *, timeout_s=None, stdout=None, stderr=None, cwd=None, en
         start_new_session=True,
         close_fds=True,
     )
+    if tracker is not None:
+        tracker.add(proc.pid)
     try:
         exited = wait_exited(proc.pid, timeout_s)
         duration = time.monotonic() - start
@@ -118,6 +158,9 @@ def run_isolated(argv, *, timeout_s=None, stdout=None, stderr=None, cwd=None, en
         kill_group(proc.pid)
         proc.wait()
         raise
+    finally:
+        if tracker is not None:
+            tracker.discard(proc.pid)
     kill_group(proc.pid)
     proc.wait()
     return ProcResult(returncode=proc.returncode, timed_out=not exited, duration_s=duration)

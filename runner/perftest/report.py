@@ -17,11 +17,13 @@ import tempfile
 from . import schema
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 STATUSES = ("pass", "fail", "skip", "error", "timeout", "crash")
 NOT_RUN = "not_run"            # only in interrupted runs (run.interrupted)
 FAILING = ("fail", "error", "timeout", "crash")
 SKIP_CLASSES = ("unsupported", "permission", "sandbox", "kernel_version")
+# Summary counts added in 1.1: properties of cases, not statuses (not part of total).
+FLAG_COUNTS = (("flaky", "flaky"), ("denylisted", "denylisted"), ("xfail", "xfail"))
 
 _SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
 _schema_cache = None
@@ -37,13 +39,21 @@ def report_schema():
 
 
 def summarize(cases):
-    """{"total", "pass", ..., "crash", "not_run"} counts over case dicts."""
+    """{"total", "pass", ..., "crash", "not_run", "flaky", "denylisted", "xfail"}
+    counts over case dicts (the last three count the case flags of 1.1)."""
     summary = {"total": len(cases)}
     for s in STATUSES + (NOT_RUN,):
         summary[s] = 0
     for c in cases:
         summary[c["status"]] = summary.get(c["status"], 0) + 1
+    for key, flag in FLAG_COUNTS:
+        summary[key] = sum(1 for c in cases if c.get(flag))
     return summary
+
+
+def is_failing(case):
+    """fail/error/timeout/crash, unless a deny list expects it to fail (xfail)."""
+    return case["status"] in FAILING and not case.get("xfail")
 
 
 def build_report(run, host, cases):
@@ -71,8 +81,15 @@ def validate_report(doc):
             problems.append("$.cases[%d].skip_class: a skip needs a skip_class" % i)
         if c["status"] != "skip" and c["skip_class"] is not None:
             problems.append("$.cases[%d].skip_class: must be null for status %r" % (i, c["status"]))
+        if c.get("denylisted") and c["status"] != "skip":
+            problems.append("$.cases[%d].denylisted: a denylisted case must be a skip, not %r"
+                            % (i, c["status"]))
+        if c.get("flaky") and len({r["status"] for r in c.get("repeats") or []}) < 2:
+            problems.append("$.cases[%d].flaky: a flaky case needs repeats with differing "
+                            "statuses" % i)
     counted = summarize(doc["cases"])
-    for key in ("total",) + STATUSES:
+    optional = (NOT_RUN,) + tuple(k for k, _ in FLAG_COUNTS)
+    for key in ("total",) + STATUSES + tuple(k for k in optional if k in doc["summary"]):
         if doc["summary"][key] != counted[key]:
             problems.append("$.summary.%s: %d, but the cases count %d"
                             % (key, doc["summary"][key], counted[key]))
@@ -146,12 +163,13 @@ def write_report(doc, outdir, formats=("md",)):
 
 
 def exit_code(doc, strict=False):
-    """0 all passed (skips allowed unless strict), 1 any failing case (or
-    skip/no cases when strict), 130 when the run was interrupted."""
+    """0 all passed (skips allowed unless strict), 1 any failing case (an
+    expected failure from a deny list does not count; with strict also a skip
+    or no cases), 130 when the run was interrupted."""
     s = doc["summary"]
     if doc["run"].get("interrupted"):
         return EXIT_INTERRUPTED
-    if any(s.get(k, 0) for k in FAILING):
+    if any(is_failing(c) for c in doc["cases"]):
         return EXIT_FAILED
     if strict and (s.get("skip", 0) or s.get("total", 0) == 0):
         return EXIT_FAILED

@@ -2,8 +2,21 @@
 own process group, write the report, print the summary.
 
 Order of work, so bad input fails fast (exit 2) before anything runs:
-resolve suites -> check --profile -> check --output (when given) -> list
-cases -> apply --filter -> choose the backend (probe) -> run -> report.
+resolve suites -> check --jobs/--repeat, --profile, explicit --denylist
+files, --output (when given) -> list cases -> apply --filter -> choose the
+backend (probe) -> pick --denylist=auto files -> run -> report.
+
+Running: every (case, repeat) is a unit of work on a pool of --jobs threads;
+each unit is one isolated process (suite.SuiteBinary.run_case). Results are
+reported in selection order whatever order they finish in; the progress
+output (progress.py) labels each finished case. A case denied by a deny list
+is not run (a skip with ``denylisted``); an ``xfail`` entry runs it and marks
+it. With --repeat N the runs of a case are folded by ``aggregate``.
+
+Ctrl-C / SIGTERM: the handler only records the signal; the main loop then
+kills every running case's process group (procs.ProcessTracker), cancels the
+queued ones, and writes the partial report: finished cases keep their
+result, the others are ``not_run``; exit 130 (143).
 
 Backend choice (recorded as run.backend / run.backend_reason):
   mock    as requested; no probe.
@@ -18,6 +31,7 @@ current directory (<suites> is the suite name, names joined by "+", or
 run with the same suites and backend.
 """
 
+import concurrent.futures
 import datetime
 import fnmatch
 import os
@@ -25,16 +39,19 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 
-from . import __version__, layout, report
-from .duration import format_duration
+from . import __version__, denylist, layout, report
+from .duration import DEFAULT_CASE_TIMEOUT_S, format_duration
 from .errors import HarnessError, Interrupted, UsageError
 from .host import collect_host
+from .procs import ProcessTracker
+from .progress import make_progress
 from .render import RENDERERS, RUN_FORMATS
 from .suite import CaseResult, SuiteBinary
 
-DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_TIMEOUT_S = DEFAULT_CASE_TIMEOUT_S
 
 
 def say(*parts, **kw):
@@ -98,8 +115,10 @@ def choose_backend(requested, binary):
     return "mock", "auto: %s" % probe_reason(probe), probe
 
 
-def _log_path(outdir, case):
+def _log_path(outdir, case, repeat_index=None):
     safe = case.test.replace("/", "_").replace(os.sep, "_")
+    if repeat_index is not None:
+        safe += ".%d" % repeat_index
     return os.path.join(outdir, "logs", case.suite, safe + ".log")
 
 
@@ -107,12 +126,18 @@ def _now_iso():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class _SignalsToInterrupted:
-    """During the run, SIGINT and SIGTERM raise Interrupted(signum)."""
+class _SignalsToFlag:
+    """During the run, SIGINT and SIGTERM only record the signal; the main
+    loop notices within a fraction of a second, stops the running cases and
+    writes the partial report."""
+
+    def __init__(self):
+        self.signum = None
 
     def __enter__(self):
         def handler(signum, frame):
-            raise Interrupted(signum)
+            if self.signum is None:
+                self.signum = signum
         self.saved = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
         return self
 
@@ -122,10 +147,55 @@ class _SignalsToInterrupted:
         return False
 
 
+def aggregate(case, runs):
+    """One CaseResult from the runs of a case (``--repeat``; see SCHEMA.md).
+
+    All runs agree: that result (mean duration). They differ: ``flaky``; the
+    status of the first failing run (else skip), its reason prefixed with
+    "flaky (k of N runs passed): "."""
+    if len(runs) == 1:
+        return runs[0]
+    statuses = [r.status for r in runs]
+    repeats = []
+    for r in runs:
+        d = {"status": r.status, "duration_s": round(r.duration_s, 3)}
+        if r.status != "pass":
+            d["reason"] = r.reason
+        repeats.append(d)
+    mean = sum(r.duration_s for r in runs) / len(runs)
+    extra = {"repeats": repeats, "flaky": len(set(statuses)) > 1}
+    if not extra["flaky"]:
+        chosen, reason = runs[0], runs[0].reason
+    else:
+        chosen = next((r for r in runs if r.status in report.FAILING), None) or next(
+            r for r in runs if r.status == "skip")
+        passed = statuses.count("pass")
+        reason = "flaky (%d of %d runs passed): %s" % (passed, len(runs), chosen.reason)
+    return CaseResult(case.suite, case.test, chosen.feature, chosen.spec, chosen.status,
+                      chosen.skip_class, reason, mean, chosen.log, extra)
+
+
+def denied_result(case, entry):
+    return CaseResult(case.suite, case.test, case.feature, case.spec, "skip", entry.skip_class,
+                      "denylisted: %s" % entry.reason, 0.0, None,
+                      {"denylisted": True, "denylist_reason": entry.reason,
+                       "denylist_entry": entry.source})
+
+
+def _validate_counts(args):
+    if args.jobs < 1:
+        raise UsageError("--jobs=%d: must be at least 1" % args.jobs)
+    if args.repeat < 1:
+        raise UsageError("--repeat=%d: must be at least 1" % args.repeat)
+
+
 def run_command(args, command):
     """Execute ``perftest run``; returns the exit code. ``command`` is the
     argv recorded in run.command."""
     requested = split_list(args.suite)
+    if getattr(args, "all", False) and requested:
+        raise UsageError("--all runs every suite; drop it or --suite=%s" % ",".join(requested))
+    _validate_counts(args)
     binaries = layout.resolve_suites(requested)
     suite_names = list(binaries)
 
@@ -135,6 +205,11 @@ def run_command(args, command):
             raise UsageError("--profile=%s selects a mock machine, but --backend=kernel "
                              "runs on this one; drop one of them" % args.profile)
         profile_name, profile_path, _ = layout.load_profile(args.profile)
+
+    deny_specs = split_list(args.denylist)
+    for spec in deny_specs:                 # bad files fail before anything runs
+        if spec != "auto":
+            denylist.load(spec)
 
     outdir = report.check_output_dir(args.output) if args.output else None
 
@@ -163,6 +238,13 @@ def run_command(args, command):
         say("note: --profile=%s ignored: the kernel backend was chosen" % args.profile)
         profile_name = profile_path = None
 
+    u = os.uname()
+    denied_by = denylist.resolve(deny_specs, u.release, u.machine, backend)
+    if "auto" in deny_specs and not any(
+            p for p in denied_by.paths if os.path.dirname(p) == denylist.directory()):
+        say("note: --denylist=auto: no deny list in %s matches kernel %s, arch %s, backend %s"
+            % (denylist.directory(), u.release, u.machine, backend))
+
     if outdir is None:
         outdir = report.check_output_dir(
             default_output_dir(suite_names, not requested, backend))
@@ -171,45 +253,33 @@ def run_command(args, command):
     say("backend: %s (%s)" % (backend, backend_reason))
     if profile_name:
         say("profile: %s (%s)" % (profile_name, profile_path))
-    say("running %d cases from %s, timeout %s per case"
-        % (len(selected), ", ".join(suite_names), format_duration(args.timeout)))
+    for path in denied_by.paths:
+        say("deny list: %s" % path)
+    how = "timeout %s per case" % format_duration(args.timeout)
+    if args.repeat > 1:
+        how += ", %d runs of each" % args.repeat
+    if args.jobs > 1:
+        how += ", %d in parallel" % args.jobs
+    say("running %d cases from %s, %s" % (len(selected), ", ".join(suite_names), how))
 
     started = _now_iso()
     t0 = time.monotonic()
-    results = []
-    interrupted = None
-    scratch_root = tempfile.mkdtemp(prefix="perftest-run-")
-    width = len(str(len(selected)))
-    try:
-        with _SignalsToInterrupted():
-            try:
-                for i, case in enumerate(selected, 1):
-                    r = suites[case.suite].run_case(
-                        case, backend=backend, profile_path=profile_path,
-                        timeout_s=args.timeout, scratch_root=scratch_root,
-                        log_path=_log_path(outdir, case))
-                    results.append(r)
-                    if not args.quiet:
-                        say("[%*d/%d] %-7s %s (%s) %.2fs" % (
-                            width, i, len(selected), r.status, case.feature or "-",
-                            case.test, r.duration_s))
-            except KeyboardInterrupt:
-                interrupted = Interrupted(signal.SIGINT)
-            except Interrupted as e:
-                interrupted = e
-    finally:
-        shutil.rmtree(scratch_root, ignore_errors=True)
+    outcome = _run_cases(args, suites, selected, denied_by, backend, profile_path, outdir)
+    results, interrupted = outcome
 
     # From here on a second Ctrl-C must not lose the partial report.
     old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         if interrupted:
             print("", file=sys.stderr)
-            warn("%s: writing a partial report; %d cases not run"
-                 % (interrupted, len(selected) - len(results)))
-            for case in selected[len(results):]:
-                results.append(CaseResult(case.suite, case.test, case.feature, case.spec,
-                                          report.NOT_RUN, None, "not run: %s" % interrupted, 0.0))
+            not_run = sum(1 for r in results if r is None)
+            warn("%s: writing a partial report; %d cases not run" % (interrupted, not_run))
+        final = []
+        for case, r in zip(selected, results):
+            if r is None:
+                r = CaseResult(case.suite, case.test, case.feature, case.spec,
+                               report.NOT_RUN, None, "not run: %s" % interrupted, 0.0)
+            final.append(r)
         run = {
             "backend": backend,
             "backend_reason": backend_reason,
@@ -224,11 +294,14 @@ def run_command(args, command):
             "filter": args.filter,
             "interrupted": interrupted is not None,
             "build_dir": layout.build_dir(),
+            "jobs": args.jobs,
+            "repeat": args.repeat,
+            "denylists": denied_by.paths,
         }
         if probe is not None:
             run["probe"] = probe
         doc = report.build_report(run, collect_host(),
-                                  [r.to_json(log_base=outdir) for r in results])
+                                  [r.to_json(log_base=outdir) for r in final])
         try:
             paths = report.write_report(doc, outdir, RUN_FORMATS)
         except OSError as e:
@@ -242,3 +315,96 @@ def run_command(args, command):
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def _run_cases(args, suites, selected, denied_by, backend, profile_path, outdir):
+    """Run every (case, repeat) unit on a pool of ``args.jobs`` threads, each
+    unit its own isolated process. Returns ([CaseResult or None per selected
+    case, in selection order], Interrupted or None); None = not run."""
+    n = args.repeat
+    results = [None] * len(selected)
+    runs = [dict() for _ in selected]
+    progress = make_progress(sys.stdout, len(selected), quiet=args.quiet)
+    tracker = ProcessTracker()
+    running = {}                       # unit -> case, for the progress line
+    lock = threading.Lock()
+    scratch_root = tempfile.mkdtemp(prefix="perftest-run-")
+
+    def work(index, k):
+        case = selected[index]
+        if tracker.stopping:
+            return None
+        with lock:
+            running[(index, k)] = case
+        try:
+            r = suites[case.suite].run_case(
+                case, backend=backend, profile_path=profile_path, timeout_s=args.timeout,
+                scratch_root=scratch_root,
+                log_path=_log_path(outdir, case, k if n > 1 else None), tracker=tracker)
+        finally:
+            with lock:
+                running.pop((index, k), None)
+        # A case killed because the run was interrupted has no trustworthy result.
+        return None if tracker.stopping else r
+
+    def finish_case(index, xfail_entry):
+        case = selected[index]
+        r = aggregate(case, [runs[index][k] for k in range(n)])
+        if xfail_entry is not None:
+            r.extra = dict(r.extra or {}, xfail=True, denylist_reason=xfail_entry.reason,
+                           denylist_entry=xfail_entry.source)
+        results[index] = r
+        progress.case_done(case, r)
+
+    xfails = {}
+    units = []
+    for i, case in enumerate(selected):
+        entry = denied_by.match(case)
+        if entry is not None and not entry.xfail:
+            results[i] = denied_result(case, entry)
+            continue
+        if entry is not None:
+            xfails[i] = entry
+        units += [(i, k) for k in range(n)]
+
+    interrupted = None
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs,
+                                                 thread_name_prefix="perftest-case")
+    try:
+        with _SignalsToFlag() as sig:
+            # Denied cases are reported first, as they are decided.
+            for i, r in enumerate(results):
+                if r is not None:
+                    progress.case_done(selected[i], r)
+            futures = {pool.submit(work, i, k): (i, k) for i, k in units}
+            pending = set(futures)
+            try:
+                while pending:
+                    done, pending = concurrent.futures.wait(
+                        pending, timeout=0.1, return_when=concurrent.futures.FIRST_COMPLETED)
+                    for f in sorted(done, key=lambda f: futures[f]):
+                        i, k = futures[f]
+                        r = f.result()
+                        if r is None:
+                            continue
+                        runs[i][k] = r
+                        if len(runs[i]) == n:
+                            finish_case(i, xfails.get(i))
+                    if sig.signum is not None:
+                        interrupted = Interrupted(sig.signum)
+                        break
+                    with lock:
+                        now = list(running.values())
+                    progress.tick(now)
+            except KeyboardInterrupt:
+                interrupted = Interrupted(signal.SIGINT)
+            if interrupted is not None:
+                tracker.stop()
+                pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        tracker.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+        progress.finish()
+        shutil.rmtree(scratch_root, ignore_errors=True)
+    # A case is finished only with all its repeats; the others stay None (not run).
+    return results, interrupted

@@ -51,6 +51,7 @@ class CaseResult:
     reason: str
     duration_s: float
     log: object = None   # path of the saved output of a non-pass case
+    extra: dict = None   # keys added to the case's JSON (repeats, flaky, denylist keys)
 
     def to_json(self, log_base=None):
         d = {
@@ -65,6 +66,8 @@ class CaseResult:
         }
         if self.log:
             d["log"] = os.path.relpath(self.log, log_base) if log_base else self.log
+        if self.extra:
+            d.update(self.extra)
         return d
 
 
@@ -173,7 +176,8 @@ class SuiteBinary:
         })
         return probe
 
-    def run_case(self, case, *, backend, profile_path, timeout_s, scratch_root, log_path=None):
+    def run_case(self, case, *, backend, profile_path, timeout_s, scratch_root, log_path=None,
+                 tracker=None):
         """Run one case isolated; returns a CaseResult (never raises for the
         case's own misbehaviour; a binary that cannot be executed is an
         ``error`` case)."""
@@ -188,7 +192,7 @@ class SuiteBinary:
             with open(out_path, "wb") as out:
                 try:
                     proc = run_isolated(argv, timeout_s=timeout_s, stdout=out,
-                                        stderr=subprocess.STDOUT, cwd=scratch)
+                                        stderr=subprocess.STDOUT, cwd=scratch, tracker=tracker)
                 except OSError as e:
                     return CaseResult(case.suite, case.test, case.feature, case.spec,
                                       "error", None, "cannot execute %s: %s" % (self.path, e), 0.0)

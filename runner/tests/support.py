@@ -25,11 +25,14 @@ PROFILES = {
 
 
 def install_script(src, dst):
-    """Copy a Python script, pointing its shebang at this interpreter."""
+    """Copy a Python script, pointing its shebang at this interpreter with -S
+    (no site-packages: the fakes use the standard library only, and each
+    starts in half the time, which the runner tests feel: they start one
+    per case)."""
     with open(src) as f:
         body = f.read().split("\n", 1)[1]
     with open(dst, "w") as f:
-        f.write("#!%s\n%s" % (sys.executable, body))
+        f.write("#!%s -S\n%s" % (sys.executable, body))
     os.chmod(dst, os.stat(dst).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
@@ -157,3 +160,59 @@ def minimal_report(**overrides):
 
 
 DELETE = object()
+
+
+def mixed_report():
+    """A report with every status, two suites, a denylisted skip, an expected
+    failure, a flaky case and characters that need escaping in every format."""
+    def case(suite, name, feature, status, skip_class=None, reason="", **extra):
+        c = {"suite": suite, "name": name, "feature": feature, "spec": "spec of %s" % name,
+             "status": status, "skip_class": skip_class, "reason": reason, "duration_s": 0.012}
+        c.update(extra)
+        return c
+
+    cases = [
+        case("ringbuffer", "RingBuffer.MmapSizeRule", "ringbuffer.mmap_size_rule", "pass"),
+        case("ringbuffer", "RingBuffer.Wraps", "ringbuffer.wraparound", "fail",
+             reason="rb.cc:10\nExpected equality of these values:\n  a <b> & \"c\"\n  \x00\x07bad"),
+        case("ringbuffer", "RingBuffer.Aux", "ringbuffer.aux", "skip", "permission",
+             "needs CAP_PERFMON # or paranoid <= 0"),
+        case("ringbuffer", "RingBuffer.Hang", "ringbuffer.hang", "timeout",
+             reason="timed out after 1s; process group killed", log="logs/ringbuffer/RingBuffer.Hang.log"),
+        case("ringbuffer", "RingBuffer.Crash", None, "crash",
+             reason="killed by SIGSEGV (Segmentation fault)"),
+        case("ringbuffer", "RingBuffer.Err", "ringbuffer.err", "error",
+             reason="exit status 1 but gtest reports pass"),
+        case("groups", "Groups.Flaky", "groups.flaky", "fail", reason="g.cc:1\nflaked",
+             flaky=True, repeats=[{"status": "pass", "duration_s": 0.01},
+                                  {"status": "fail", "duration_s": 0.01, "reason": "g.cc:1\nflaked"}]),
+        case("groups", "Groups.Denied", "groups.denied", "skip", "unsupported",
+             "denylisted: known kernel bug", denylisted=True,
+             denylist_reason="known kernel bug", denylist_entry="x.txt:3"),
+        case("groups", "Groups.Known", "groups.known", "fail", reason="g.cc:2\nknown divergence",
+             xfail=True, denylist_reason="documented divergence", denylist_entry="x.txt:4"),
+        case("groups", "Groups.Later", "groups.later", "not_run", reason="not run: interrupted by SIGINT"),
+    ]
+    doc = minimal_report(cases=cases)
+    doc["schema_version"] = "1.1"
+    doc["run"]["suites"] = ["ringbuffer", "groups"]
+    from perftest import report as _report
+    doc["summary"] = _report.summarize(cases)
+    return doc
+
+
+def run_main(*argv, env=None):
+    """perftest.cli.main in this process: (exit code, stdout, stderr). For the
+    quick error-path checks; end-to-end behaviour is tested through the
+    launcher in a subprocess."""
+    import contextlib
+    import io
+    from unittest import mock
+
+    from perftest.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.dict(os.environ, env or {}), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()

@@ -47,7 +47,8 @@ class CpuTest(unittest.TestCase):
     def test_capabilities(self):
         caps = host.capabilities("Name:\tx\nCapEff:\t000001fffeffffff\nSeccomp:\t2\n")
         self.assertEqual(caps, {"cap_eff": "0x000001fffeffffff", "cap_perfmon": True,
-                                "cap_sys_admin": True, "seccomp": 2})
+                                "cap_sys_admin": True, "cap_ipc_lock": True,
+                                "seccomp": 2})
         caps = host.capabilities("CapEff:\t0000000000000000\n")
         self.assertFalse(caps["cap_perfmon"])
         self.assertIsNone(host.capabilities(None)["cap_eff"])

@@ -11,7 +11,7 @@ from perftest.errors import UsageError
 from perftest.host import collect_host
 from perftest.render import RENDERERS
 
-from .support import DELETE, minimal_report
+from .support import DATA, DELETE, minimal_report, mixed_report, run_main
 
 
 class SchemaFileTest(unittest.TestCase):
@@ -68,6 +68,13 @@ class ValidateTest(unittest.TestCase):
             ({"cases.0.skip_class": "permission"}, "must be null for status 'pass'"),
             ({"summary.pass": 7}, "$.summary.pass: 7, but the cases count 1"),
             ({"summary.crash": DELETE}, "missing required key 'crash'"),
+            ({"cases.0.denylisted": True}, "a denylisted case must be a skip, not 'pass'"),
+            ({"cases.1.flaky": True}, "a flaky case needs repeats with differing statuses"),
+            ({"cases.1.repeats": [{"status": "flaky", "duration_s": 0}]},
+             "$.cases[1].repeats[0].status"),
+            ({"summary.flaky": 2}, "$.summary.flaky: 2, but the cases count 0"),
+            ({"run.jobs": 0}, "$.run.jobs: 0 is less than 1"),
+            ({"cases.2.denylist_reason": ""}, "$.cases[2].denylist_reason: shorter than 1"),
         ]
         for overrides, expected in cases:
             with self.subTest(overrides=overrides):
@@ -140,6 +147,34 @@ class LoadReportTest(unittest.TestCase):
             report.check_output_dir(os.path.join(blocker, "sub"))
         self.assertIn(os.path.join(blocker, "sub"), str(cm.exception))
         self.assertIn("Not a directory", str(cm.exception))
+
+
+class SchemaVersionsTest(unittest.TestCase):
+    def test_writes_1_1_reads_1_0(self):
+        self.assertEqual(report.SCHEMA_VERSION, "1.1")
+        self.assertEqual(report.build_report({}, {}, [])["schema_version"], "1.1")
+        path = os.path.join(DATA, "report_1.0_ringbuffer_kernel.json")
+        doc = report.load_report(path)
+        self.assertEqual(doc["schema_version"], "1.0")
+        for fmt in ("md", "html", "junit", "ktap", "json", "text"):
+            with self.subTest(fmt=fmt):
+                code, out, err = run_main("report", path, "--format=%s" % fmt)
+                self.assertEqual(code, 0, err)
+                self.assertTrue(out.endswith("\n"))
+
+    def test_new_summary_counts(self):
+        doc = mixed_report()
+        self.assertEqual(report.validate_report(doc), [])
+        s = doc["summary"]
+        self.assertEqual((s["flaky"], s["denylisted"], s["xfail"], s["not_run"]), (1, 1, 1, 1))
+
+    def test_xfail_does_not_fail_the_run(self):
+        doc = mixed_report()
+        keep = [c for c in doc["cases"] if c["status"] in ("pass", "skip") or c.get("xfail")]
+        doc["cases"], doc["summary"] = keep, report.summarize(keep)
+        self.assertEqual(report.exit_code(doc), 0)
+        keep[-1]["xfail"] = False
+        self.assertEqual(report.exit_code(doc), 1)
 
 
 class ExitCodeTest(unittest.TestCase):

@@ -1,9 +1,49 @@
 """Helpers shared by renderers: status order/labels, one-line reasons, host lines."""
 
+import re
+
 from ..gtest import one_line
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")   # would beep or garble a terminal
 
 STATUS_ORDER = ("fail", "crash", "timeout", "error", "not_run", "skip", "pass")
 COUNT_KEYS = ("pass", "fail", "skip", "error", "timeout", "crash")
+FAILING = ("fail", "error", "timeout", "crash")
+
+
+def is_failing(case):
+    """A failing status that counts against the run: fail/error/timeout/crash,
+    unless a deny list declared the case an expected failure (``xfail``)."""
+    return case["status"] in FAILING and not case.get("xfail")
+
+
+def is_xfail(case):
+    """A failing case a deny list declared as expected to fail."""
+    return case["status"] in FAILING and bool(case.get("xfail"))
+
+
+def verdict(doc):
+    """PASSED / FAILED / FAILED (--strict: ...) / INTERRUPTED (n not run)."""
+    run, summary = doc["run"], doc["summary"]
+    if run.get("interrupted"):
+        return "INTERRUPTED (%d not run)" % summary.get("not_run", 0)
+    if any(is_failing(c) for c in doc["cases"]):
+        return "FAILED"
+    if run.get("strict") and (summary.get("skip", 0) or summary["total"] == 0):
+        return "FAILED (--strict: %s)" % ("skips count as failures" if summary.get("skip")
+                                          else "no cases ran")
+    return "PASSED"
+
+
+def annotations(case):
+    """Short tags for a case beyond its status: flaky, expected to fail (a
+    denylisted case's reason already starts with "denylisted: ")."""
+    tags = []
+    if case.get("flaky"):
+        tags.append("flaky: %s" % ", ".join(r["status"] for r in case.get("repeats") or []))
+    if case.get("xfail"):
+        tags.append("expected to fail")
+    return tags
 
 
 def sort_key(case):
@@ -33,10 +73,13 @@ def case_label(case):
 
 
 def reason_line(case, limit=None):
-    reason = one_line(case.get("reason") or "", limit)
+    """One-line reason: "[skip_class] [flaky: ...] [denylisted] reason"."""
+    tags = []
     if case["status"] == "skip" and case.get("skip_class"):
-        reason = "[%s] %s" % (case["skip_class"], reason)
-    return reason
+        tags.append(case["skip_class"])
+    tags += annotations(case)
+    prefix = "".join("[%s] " % t for t in tags)
+    return _CONTROL.sub("?", one_line(prefix + (case.get("reason") or ""), limit))
 
 
 def backend_line(run):

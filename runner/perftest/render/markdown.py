@@ -89,7 +89,8 @@ def render(doc):
                 c["status"].upper() if c["status"] != "pass" else "pass",
                 code(c.get("feature")),
                 code(c["name"]),
-                cell(c.get("reason")),
+                cell(" ".join("[%s]" % t for t in common.annotations(c)) + " " + (c.get("reason") or "")
+                     if common.annotations(c) else c.get("reason")),
                 "%.3f s" % c.get("duration_s", 0),
             ])
         if rows:

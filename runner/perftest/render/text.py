@@ -34,17 +34,13 @@ def render(doc, width=None):
     if len(skips) > MAX_SKIP_LINES:
         out.append("  ... and %d more skips (see the report)" % (len(skips) - MAX_SKIP_LINES))
 
-    failing = sum(summary.get(k, 0) for k in ("fail", "error", "timeout", "crash"))
-    if run.get("interrupted"):
-        verdict = "INTERRUPTED (%d not run)" % summary.get("not_run", 0)
-    elif failing:
-        verdict = "FAILED"
-    elif run.get("strict") and (summary.get("skip", 0) or summary["total"] == 0):
-        verdict = "FAILED (--strict: %s)" % ("skips count as failures" if summary.get("skip")
-                                             else "no cases ran")
-    else:
-        verdict = "PASSED"
+    verdict = common.verdict(doc)
     counts = ", ".join("%d %s" % (summary.get(k, 0), k) for k in common.COUNT_KEYS)
+    for key, label in (("flaky", "flaky"), ("denylisted", "denylisted"),
+                       ("xfail", "expected failures")):
+        n = sum(1 for c in doc["cases"] if c.get(key))
+        if n:
+            counts += "; %d %s" % (n, label)
     out.append("result: %s: %d cases, %s (%.1fs)" % (verdict, summary["total"], counts,
                                                       run.get("duration_s", 0)))
     return "\n".join(out) + "\n"

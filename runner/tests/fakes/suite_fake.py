@@ -18,7 +18,10 @@ Copied to <build>/bin/suite_fake by tests/support.py. Behaviour per
                        (pid -> $FAKE_STATE_DIR/leak_child.pid)
 
 Environment knobs: FAKE_PROBE=ok|eperm|garbage (default ok),
-FAKE_LIST=bad (print a broken listing), FAKE_STATE_DIR (argv log, pid files).
+FAKE_LIST=bad (print a broken listing), FAKE_STATE_DIR (argv log, pid files),
+FAKE_CASE_SLEEP=SECONDS (every case sleeps first; start and end times go to
+$FAKE_STATE_DIR/times.log), FAKE_FLAKY=1 (Fake.Pass fails on every second
+run, counted in $FAKE_STATE_DIR/flaky.count).
 """
 
 import json
@@ -112,6 +115,24 @@ def main():
     print("Note: Google Test filter = %s" % test)
     print("[ RUN      ] %s" % test)
     sys.stdout.flush()
+
+    nap = float(os.environ.get("FAKE_CASE_SLEEP") or 0)
+    if nap:
+        start = time.time()
+        time.sleep(nap)
+        if STATE:
+            with open(os.path.join(STATE, "times.log"), "a") as f:
+                f.write(json.dumps({"test": test, "start": start, "end": time.time()}) + "\n")
+
+    if test == "Fake.Pass" and os.environ.get("FAKE_FLAKY") and STATE:
+        counter = os.path.join(STATE, "flaky.count")
+        n = int(open(counter).read()) if os.path.exists(counter) else 0
+        with open(counter, "w") as f:
+            f.write(str(n + 1))
+        if n % 2 == 1:
+            write_gtest(out, test, failures=["fake.cc:2\nflaked on run %d" % (n + 1)],
+                        props={"feature": "fake.pass", "spec": "fake spec: pass"})
+            return 1
 
     if test == "Fake.Pass":
         write_gtest(out, test, props={"feature": "fake.pass", "spec": "fake spec: pass"})
