@@ -69,9 +69,10 @@ def build_parser():
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    def add(name, help_, description):
+    def add(name, help_, description, add_help=True):
         return sub.add_parser(name, help=help_, description=description, epilog=EPILOG,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+                              formatter_class=argparse.RawDescriptionHelpFormatter,
+                              add_help=add_help)
 
     sp = add("list", "list suites, cases, feature ids and spec references",
              "List the suites in the build tree with their cases (from --perftest_list).")
@@ -156,6 +157,18 @@ def build_parser():
              "--benchmark_filter=Read.")
     sp.add_argument("name", nargs="?", metavar="NAME",
                     help="benchmark binary bench_NAME (default: every bench_*)")
+
+    sp = add("pt", "Intel PT: dump packets, decode, record (build/bin/perftest_pt)",
+             "Forwarded to <build>/bin/perftest_pt: `perftest pt dump FILE` prints the "
+             "packets like `perf script -D`; `perftest pt --help` for all of it.",
+             add_help=False)
+    sp.add_argument("args", nargs=argparse.REMAINDER, help="arguments for perftest_pt")
+
+    sp = add("fidelity", "mock vs kernel: the same calls, the agreement figure",
+             "Forwarded to <build>/bin/perftest_fidelity: runs seeded random call sequences "
+             "on the kernel and on the mock with this host's profile and reports every "
+             "disagreement, e.g. perftest fidelity --count=10000 --seed=1.", add_help=False)
+    sp.add_argument("args", nargs=argparse.REMAINDER, help="arguments for perftest_fidelity")
     return p
 
 
@@ -240,6 +253,14 @@ def cmd_bench(args, extra):
 
 
 def _main(argv):
+    if argv and argv[0] in ("pt", "fidelity"):
+        # Forwarded whole (options included) to the C++ tool; argparse would
+        # take the tool's options for its own.
+        from .tools import run_tool
+        args = argv[1:]
+        if args[:1] == ["--"]:
+            args = args[1:]
+        return run_tool(argv[0], args)
     extra = []
     if "--" in argv:
         i = argv.index("--")
