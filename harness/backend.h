@@ -84,6 +84,19 @@ class Backend {
   virtual TaskId CurrentTask() = 0;
   // Runs `w` in the current task. Errors: the errno of the first failing step.
   virtual Result<WorkloadResult> RunWorkload(const Workload& w) = 0;
+
+  // The id of tracepoint `system`:`name`, the attr.config of a
+  // PERF_TYPE_TRACEPOINT event: the contents of
+  // <tracefs>/events/<system>/<name>/id (Documentation/trace/events.rst).
+  // KernelBackend looks in /sys/kernel/tracing and /sys/kernel/debug/tracing
+  // and, when neither has events/, mounts tracefs at /sys/kernel/tracing
+  // (needs CAP_SYS_ADMIN). Errors: ENOENT no such tracepoint; the errno of
+  // mount(2) (EPERM, ENODEV) when tracefs is not mounted and cannot be;
+  // EACCES when the id file is not readable. The default (a backend that has
+  // no tracefs) fails with ENOSYS.
+  virtual Result<uint64_t> TracepointId(std::string_view system, std::string_view name) {
+    return Result<uint64_t>::Failure(ENOSYS, "tracepoint_id(" + std::string(system) + ":" + std::string(name) + ")");
+  }
 };
 
 // The real kernel: syscalls, /proc and sysfs.

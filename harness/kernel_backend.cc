@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -42,6 +43,33 @@ uint64_t MonotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+// Memory accesses of Workload::kWriteMemory / kReadMemory: one access of
+// exactly `width` bytes per iteration (volatile, never merged or elided), in
+// functions that are never inlined so the loop stays as written at -O2.
+template <typename T>
+__attribute__((noinline)) void StoreLoop(volatile T* p, uint64_t times) {
+  for (uint64_t i = 0; i < times; ++i) *p = static_cast<T>(i);
+}
+template <typename T>
+__attribute__((noinline)) void LoadLoop(const volatile T* p, uint64_t times) {
+  for (uint64_t i = 0; i < times; ++i) (void)*p;
+}
+
+// Retires about `n` user-mode instructions: a two-instruction loop on x86_64
+// and aarch64, a volatile counter elsewhere.
+__attribute__((noinline)) void RetireInstructions(uint64_t n) {
+  uint64_t iters = n / 2;
+  if (iters == 0) return;
+#if defined(__x86_64__)
+  asm volatile("1: sub $1, %0\n\tjnz 1b" : "+r"(iters) : : "cc");
+#elif defined(__aarch64__)
+  asm volatile("1: subs %0, %0, #1\n\tb.ne 1b" : "+r"(iters) : : "cc");
+#else
+  volatile uint64_t i = iters;
+  while (i != 0) i = i - 1;
+#endif
 }
 
 void SpinFor(std::chrono::nanoseconds d) {
@@ -98,6 +126,33 @@ class KernelBackend final : public Backend {
 
   Result<int> Fcntl(int fd, int cmd, long arg) override {
     return FromSyscall<int>(::fcntl(fd, cmd, arg), DescribeFcntl(fd, cmd, arg));
+  }
+
+  Result<uint64_t> TracepointId(std::string_view system, std::string_view name) override {
+    const std::string call = fmt::format("tracepoint_id({}:{})", system, name);
+    std::string root;
+    for (const char* dir : {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}) {
+      if (::access((std::string(dir) + "/events").c_str(), F_OK) == 0) {
+        root = dir;
+        break;
+      }
+    }
+    if (root.empty()) {
+      // No tracefs mounted: mount it where the kernel provides the mount point.
+      if (::mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr) != 0) {
+        return Result<uint64_t>::Failure(errno, call + ": tracefs is not mounted; mount(tracefs, /sys/kernel/tracing)");
+      }
+      root = "/sys/kernel/tracing";
+    }
+    const std::string path = fmt::format("{}/events/{}/{}/id", root, system, name);
+    std::ifstream in(path);
+    if (!in) {
+      const int err = errno != 0 ? errno : ENOENT;
+      return Result<uint64_t>::Failure(err, fmt::format("{}: {}", call, path));
+    }
+    uint64_t id = 0;
+    if (!(in >> id)) return Result<uint64_t>::Failure(EINVAL, fmt::format("{}: {} is not a number", call, path));
+    return Result<uint64_t>::Ok(id, fmt::format("{}: {}", call, path));
   }
 
   const MachineInfo& Machine() override {
@@ -160,6 +215,43 @@ class KernelBackend final : public Backend {
           while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
           }
         }
+        break;
+      case Workload::Kind::kWriteMemory:
+      case Workload::Kind::kReadMemory: {
+        const bool write = w.kind == Workload::Kind::kWriteMemory;
+        if ((w.width != 1 && w.width != 2 && w.width != 4 && w.width != 8) || w.addr % w.width != 0) {
+          return Result<WorkloadResult>::Failure(EINVAL, call);
+        }
+        switch (w.width) {
+          case 1:
+            write ? StoreLoop(reinterpret_cast<volatile uint8_t*>(w.addr), w.count)
+                  : LoadLoop(reinterpret_cast<volatile uint8_t*>(w.addr), w.count);
+            break;
+          case 2:
+            write ? StoreLoop(reinterpret_cast<volatile uint16_t*>(w.addr), w.count)
+                  : LoadLoop(reinterpret_cast<volatile uint16_t*>(w.addr), w.count);
+            break;
+          case 4:
+            write ? StoreLoop(reinterpret_cast<volatile uint32_t*>(w.addr), w.count)
+                  : LoadLoop(reinterpret_cast<volatile uint32_t*>(w.addr), w.count);
+            break;
+          default:
+            write ? StoreLoop(reinterpret_cast<volatile uint64_t*>(w.addr), w.count)
+                  : LoadLoop(reinterpret_cast<volatile uint64_t*>(w.addr), w.count);
+            break;
+        }
+        break;
+      }
+      case Workload::Kind::kExecute: {
+        auto* target = reinterpret_cast<void (*)()>(ExecuteTargetAddress());
+        for (uint64_t i = 0; i < w.count; ++i) target();
+        break;
+      }
+      case Workload::Kind::kSyscalls:
+        for (uint64_t i = 0; i < w.count; ++i) ::syscall(SYS_getpid);
+        break;
+      case Workload::Kind::kInstructions:
+        RetireInstructions(w.count);
         break;
     }
     return Result<WorkloadResult>::Ok(std::move(out), call);

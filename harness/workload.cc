@@ -3,7 +3,13 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+// The target of Workload::kExecute: never inlined, never folded (the empty
+// asm is a side effect), so an HW_BREAKPOINT_X on its address fires once per call.
+extern "C" __attribute__((noinline, used)) void perftest_workload_execute_target() { asm volatile("" ::: "memory"); }
+
 namespace perftest {
+
+uint64_t ExecuteTargetAddress() { return reinterpret_cast<uint64_t>(&perftest_workload_execute_target); }
 
 Workload Workload::TouchPages(uint64_t pages, std::chrono::nanoseconds spacing) {
   Workload w;
@@ -49,6 +55,42 @@ Workload Workload::Fork(uint64_t children) {
   return w;
 }
 
+Workload Workload::WriteMemory(const volatile void* addr, uint32_t width, uint64_t times) {
+  Workload w;
+  w.kind = Kind::kWriteMemory;
+  w.addr = reinterpret_cast<uint64_t>(addr);
+  w.width = width;
+  w.count = times;
+  return w;
+}
+
+Workload Workload::ReadMemory(const volatile void* addr, uint32_t width, uint64_t times) {
+  Workload w = WriteMemory(addr, width, times);
+  w.kind = Kind::kReadMemory;
+  return w;
+}
+
+Workload Workload::Execute(uint64_t times) {
+  Workload w;
+  w.kind = Kind::kExecute;
+  w.count = times;
+  return w;
+}
+
+Workload Workload::Syscalls(uint64_t times) {
+  Workload w;
+  w.kind = Kind::kSyscalls;
+  w.count = times;
+  return w;
+}
+
+Workload Workload::Instructions(uint64_t instructions) {
+  Workload w;
+  w.kind = Kind::kInstructions;
+  w.count = instructions;
+  return w;
+}
+
 std::string Workload::Describe() const {
   switch (kind) {
     case Kind::kTouchPages:
@@ -63,6 +105,16 @@ std::string Workload::Describe() const {
       return fmt::format("mmap_exec({} pages)", count);
     case Kind::kFork:
       return fmt::format("fork({} children)", count);
+    case Kind::kWriteMemory:
+      return fmt::format("write_memory({:#x}, width={}, {} times)", addr, width, count);
+    case Kind::kReadMemory:
+      return fmt::format("read_memory({:#x}, width={}, {} times)", addr, width, count);
+    case Kind::kExecute:
+      return fmt::format("execute({:#x}, {} times)", ExecuteTargetAddress(), count);
+    case Kind::kSyscalls:
+      return fmt::format("syscalls(getpid, {} times)", count);
+    case Kind::kInstructions:
+      return fmt::format("instructions({})", count);
   }
   return "workload(?)";
 }

@@ -26,6 +26,11 @@ struct Workload {
     kSetComm,     // prctl(PR_SET_NAME, comm): a PERF_RECORD_COMM
     kMmapExec,    // map `count` anonymous pages PROT_READ|PROT_EXEC, then unmap: a PERF_RECORD_MMAP[2]
     kFork,        // fork `count` children that _exit(0) at once, reaped: FORK/EXIT records
+    kWriteMemory, // store `width` bytes at `addr`, `count` times: breakpoints (HW_BREAKPOINT_W/RW)
+    kReadMemory,  // load `width` bytes from `addr`, `count` times: breakpoints (HW_BREAKPOINT_RW)
+    kExecute,     // call the function at ExecuteTargetAddress() `count` times: HW_BREAKPOINT_X
+    kSyscalls,    // getpid(2) `count` times: syscalls:sys_enter_getpid / sys_exit_getpid
+    kInstructions,  // retire about `count` user-mode instructions (a counted loop): hardware counters
   };
 
   Kind kind = Kind::kSpin;
@@ -34,6 +39,10 @@ struct Workload {
   // two page touches (0: as fast as the CPU goes).
   std::chrono::nanoseconds duration{0};
   std::string comm;
+  // kWriteMemory, kReadMemory: the address (must stay valid and writable for
+  // the call: a variable of the caller) and the access width, 1, 2, 4 or 8.
+  uint64_t addr = 0;
+  uint32_t width = 0;
 
   static Workload TouchPages(uint64_t pages, std::chrono::nanoseconds spacing = std::chrono::nanoseconds{0});
   static Workload Spin(std::chrono::nanoseconds how_long);
@@ -41,10 +50,20 @@ struct Workload {
   static Workload SetComm(std::string comm);
   static Workload MmapExec(uint64_t pages);
   static Workload Fork(uint64_t children);
+  // Errors at RunWorkload: EINVAL for a width other than 1, 2, 4, 8 or an addr not aligned to it.
+  static Workload WriteMemory(const volatile void* addr, uint32_t width, uint64_t times);
+  static Workload ReadMemory(const volatile void* addr, uint32_t width, uint64_t times);
+  static Workload Execute(uint64_t times);
+  static Workload Syscalls(uint64_t times);
+  static Workload Instructions(uint64_t instructions);
 
   // e.g. "touch_pages(64, spacing=100us)"; used in failure messages.
   std::string Describe() const;
 };
+
+// The function kExecute calls (never inlined; a real function of this
+// process): the bp_addr of an HW_BREAKPOINT_X breakpoint that kExecute hits.
+uint64_t ExecuteTargetAddress();
 
 // What a workload did, as far as a suite can check it in the records.
 struct WorkloadResult {

@@ -213,8 +213,9 @@ SampleRecord BuildSample(const MockEvent& ev, const SampleData& d, const OutputC
   }
   if (st & PERF_SAMPLE_CALLCHAIN) s.callchain = Callchain(ev, d, ctx);
   if (st & PERF_SAMPLE_RAW) {
-    // No raw data for software events: perf_output_sample() writes {size = 4, data = 0}.
-    s.raw = std::vector<std::byte>(4, std::byte{0});
+    // Tracepoints: the trace entry. No raw data for other events:
+    // perf_output_sample() writes {size = 4, data = 0}.
+    s.raw = d.has_raw ? d.raw : std::vector<std::byte>(4, std::byte{0});
   }
   const bool has_user_regs = !IsIdle(d);  // perf_sample_regs_user(): kernel threads have none
   const uint64_t user_ip = d.user_mode ? d.ip : kUserSleepIp;

@@ -44,6 +44,10 @@ inline constexpr uint64_t kUserSleepIp = 0x00007ffff7e9a1f5;  // libc clock_nano
 inline constexpr uint64_t kKernelSwitchIp = 0xffffffff81f3c1a2;  // __schedule
 inline constexpr uint64_t kKernelIdleIp = 0xffffffff81f4a0c6;    // default_idle
 inline constexpr uint64_t kUserStackPointer = 0x00007ffffffde3a0;
+inline constexpr uint64_t kUserStoreIp = 0x0000555555555c3e;    // after the store of WriteMemory
+inline constexpr uint64_t kUserLoadIp = 0x0000555555555c7b;     // after the load of ReadMemory
+inline constexpr uint64_t kUserSyscallIp = 0x00007ffff7e8b829;  // libc syscall(), after `syscall`
+inline constexpr uint64_t kKernelForkIp = 0xffffffff810a6d4e;   // copy_process
 
 // time for event records: perf_event_clock() for the event's clockid.
 uint64_t EventClock(const MockEvent& ev, uint64_t now);

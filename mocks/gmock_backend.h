@@ -51,6 +51,7 @@ class GMockBackend : public Backend {
   MOCK_METHOD(const MachineInfo&, Machine, (), (override));
   MOCK_METHOD(TaskId, CurrentTask, (), (override));
   MOCK_METHOD(Result<WorkloadResult>, RunWorkload, (const Workload& w), (override));
+  MOCK_METHOD(Result<uint64_t>, TracepointId, (std::string_view system, std::string_view name), (override));
 
   // The machine WithDefaults() reports: x86_64, 1 CPU, 4096-byte pages, no PMUs.
   MachineInfo& machine() { return machine_; }
@@ -80,6 +81,7 @@ class GMockBackend : public Backend {
     ON_CALL(*this, Poll(_, _)).WillByDefault(Return(Result<int>::Failure(ENOSYS, "poll")));
     ON_CALL(*this, Fcntl(_, _, _)).WillByDefault(Return(Result<int>::Failure(ENOSYS, "fcntl")));
     ON_CALL(*this, RunWorkload(_)).WillByDefault(Return(Result<WorkloadResult>::Failure(ENOSYS, "run_workload")));
+    ON_CALL(*this, TracepointId(_, _)).WillByDefault(Return(Result<uint64_t>::Failure(ENOSYS, "tracepoint_id")));
     return *this;
   }
 

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -15,7 +16,9 @@
 
 #include "harness/internal/describe.h"
 #include "mocks/internal/mock_backend_impl.h"
+#include "mocks/breakpoint_pmu.h"
 #include "mocks/software_pmu.h"
+#include "mocks/tracepoint_pmu.h"
 
 namespace perftest::mock {
 namespace {
@@ -44,6 +47,9 @@ Result<T> Fail(int err, const std::string& call, const std::string& why) {
 int ClockOf(const MockEvent& ev) { return ev.attr.use_clockid ? ev.attr.clockid : -1; }
 
 bool FdIsOpen(int fd) { return fd >= 0 && ::fcntl(fd, F_GETFD) != -1; }
+
+// perf_event_validate_size(): "16*1024", the largest read_format record.
+constexpr size_t kMaxReadSize = 16 * 1024;
 
 }  // namespace
 
@@ -76,6 +82,67 @@ AttrLimits MockBackend::Limits() const {
   l.privileged = profile_.privileged;
   l.x86_64 = profile_.arch == "x86_64";
   return l;
+}
+
+// kernel/events/core.c perf_tp_event_init() -> kernel/trace/trace_event_perf.c
+// perf_trace_init(): attr.config must be a tracefs id; perf_trace_event_perm().
+int MockBackend::TracepointEventInit(MockEvent& ev, std::string* why) {
+  const perf_event_attr& a = ev.attr;
+  if (a.sample_type & PERF_SAMPLE_BRANCH_STACK) {
+    *why = "no branch sampling for tracepoint events";
+    return EOPNOTSUPP;
+  }
+  for (const auto& [name, id] : profile_.tracepoints) {
+    if (id == a.config) ev.tracepoint = FindTracepointModel(name);
+  }
+  if (ev.tracepoint == nullptr) {
+    *why = fmt::format("no tracepoint has id {} (perf_trace_init())", a.config);
+    return EINVAL;
+  }
+  // perf_trace_event_perm(): raw data needs perf_allow_tracepoint(), except
+  // for TRACE_EVENT_FL_CAP_ANY events (the syscalls) attached to a task.
+  const bool cap_any = ev.tracepoint->name.rfind("syscalls:", 0) == 0 && ev.pid != -1;
+  if ((a.sample_type & PERF_SAMPLE_RAW) && !cap_any && !profile_.privileged && profile_.perf_event_paranoid > -1) {
+    *why = "PERF_SAMPLE_RAW of a tracepoint needs CAP_PERFMON or perf_event_paranoid -1";
+    return EPERM;
+  }
+  ev.pmu = PmuId::kTracepoint;
+  PeriodStateInit(ev);
+  return 0;
+}
+
+// kernel/events/hw_breakpoint.c hw_breakpoint_event_init() ->
+// register_perf_hw_breakpoint(): reserve_bp_slot() first, then hw_breakpoint_parse().
+int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
+  const perf_event_attr& a = ev.attr;
+  if (a.sample_type & PERF_SAMPLE_BRANCH_STACK) {
+    *why = "no branch sampling for breakpoint events";
+    return EOPNOTSUPP;
+  }
+  if (a.bp_type == HW_BREAKPOINT_EMPTY || a.bp_type == HW_BREAKPOINT_INVALID) {
+    *why = "bp_type EMPTY or INVALID (reserve_bp_slot())";
+    return EINVAL;
+  }
+  // Slots: per CPU, CPU-wide breakpoints + the task's (those that may run there) + this one.
+  auto on_cpu = [](const MockEvent& e, int cpu) { return e.cpu == -1 || e.cpu == cpu; };
+  for (int cpu = 0; cpu < profile_.ncpus; ++cpu) {
+    if (!on_cpu(ev, cpu)) continue;
+    uint32_t cpu_wide = 0, task = 0;
+    for (const auto& e : events_) {
+      if (e->pmu != PmuId::kBreakpoint || e->parent != nullptr) continue;
+      if (e->pid == -1 && e->cpu == cpu) ++cpu_wide;
+      if (e->pid != -1 && on_cpu(*e, cpu)) ++task;  // one simulated task
+    }
+    if (cpu_wide + task + 1 > profile_.hw_breakpoint_slots) {
+      *why = fmt::format("CPU {} has {} breakpoint slots, {} CPU-wide and {} of the task in use", cpu,
+                         profile_.hw_breakpoint_slots, cpu_wide, task);
+      return ENOSPC;
+    }
+  }
+  if (int err = BreakpointParse(a, BreakpointArch::kX86_64, why)) return err;
+  ev.pmu = PmuId::kBreakpoint;
+  PeriodStateInit(ev);
+  return 0;
 }
 
 // SYSCALL_DEFINE5(perf_event_open) and perf_event_alloc(), in the kernel's order.
@@ -138,10 +205,21 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   const Pmu* pmu = nullptr;
   for (const Pmu& p : profile_.pmus) {
     if (p.type == attr.type) pmu = &p;
+    // PERF_TYPE_HARDWARE and HW_CACHE go to the core PMU (perf_init_event()'s
+    // fallback over all PMUs: only it accepts them).
+    if ((attr.type == PERF_TYPE_HARDWARE || attr.type == PERF_TYPE_HW_CACHE) && p.type == PERF_TYPE_RAW) pmu = &p;
   }
   if (pmu == nullptr) return fail(ENOENT, fmt::format("no PMU has type {} on this machine", attr.type));
   if (pmu->type == PERF_TYPE_SOFTWARE) {
     if (int err = SoftwareEventInit(*ev, &why)) return fail(err, why);
+  } else if (pmu->type == PERF_TYPE_TRACEPOINT) {
+    if (int err = TracepointEventInit(*ev, &why)) return fail(err, why);
+  } else if (pmu->type == PERF_TYPE_BREAKPOINT) {
+    if (int err = BreakpointEventInit(*ev, &why)) return fail(err, why);
+  } else if (pmu->type == PERF_TYPE_RAW) {
+    if (int err = HardwareEventInit(attr, pmu->type, profile_.hardware, &ev->hw_event, &why)) return fail(err, why);
+    ev->pmu = PmuId::kCore;
+    PeriodStateInit(*ev);
   }
   // perf_try_init_event(): capabilities the software PMU lacks.
   if (attr.aux_output) return fail(EOPNOTSUPP, "aux_output needs PERF_PMU_CAP_AUX_OUTPUT");
@@ -166,6 +244,31 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
     if (group_leader->cpu != cpu) return fail(EINVAL, "group members must be on the same CPU");
     if (group_leader->pid != ev->pid) return fail(EINVAL, "group members must be on the same context (task or CPU)");
     if (attr.exclusive || attr.pinned) return fail(EINVAL, "only a group leader can be pinned or exclusive");
+    // perf_event_validate_size() (Linux 6.7+): with the new member, no
+    // event of the group may have a read_format record over 16 KiB.
+    const size_t nr = group_leader->siblings.size() + 2;
+    bool too_big = ReadFormatSize(attr.read_format, nr) > kMaxReadSize ||
+                   ReadFormatSize(group_leader->attr.read_format, nr) > kMaxReadSize;
+    for (const MockEvent* s : group_leader->siblings) too_big |= ReadFormatSize(s->attr.read_format, nr) > kMaxReadSize;
+    if (too_big) {
+      return fail(E2BIG, fmt::format("a group of {} would make a read_format record over {} bytes", nr, kMaxReadSize));
+    }
+    // x86 validate_group(): the group's hardware events must fit the counters together.
+    if (ev->pmu == PmuId::kCore) {
+      std::vector<HwEvent> group;
+      for (const MockEvent* e : {group_leader}) {
+        if (e->pmu == PmuId::kCore) group.push_back(e->hw_event);
+      }
+      for (const MockEvent* s : group_leader->siblings) {
+        if (s->pmu == PmuId::kCore) group.push_back(s->hw_event);
+      }
+      group.push_back(ev->hw_event);
+      if (!HardwareFits(group, profile_.hardware)) {
+        return fail(EINVAL, fmt::format("{} hardware events of the group do not fit {} general-purpose and {} fixed "
+                                        "counters (validate_group())",
+                                        group.size(), profile_.hardware.gp_counters, profile_.hardware.fixed_counters));
+      }
+    }
   }
   if (output_event != nullptr) {
     if (int err = SetOutput(*ev, output_event, &why)) return fail(err, why);
@@ -273,6 +376,30 @@ int MockBackend::PeriodIoctl(MockEvent& ev, uintptr_t arg, std::string* why) {
   return 0;
 }
 
+// perf_event_modify_attr() -> perf_event_modify_breakpoint(): the event is
+// disabled, the new attr checked (hw_breakpoint_parse(), then every field but
+// bp_addr/bp_type/bp_len/disabled must equal the event's), copied, and the
+// event re-enabled only if its attr.disabled is 0 — the open-time value when
+// the check fails, so a breakpoint opened disabled stays disabled after any
+// MODIFY_ATTRIBUTES that does not say disabled = 0 (Linux 6.18).
+int MockBackend::ModifyBreakpoint(MockEvent& ev, const perf_event_attr& new_attr, std::string* why) {
+  ev.attr.sig_data = new_attr.sig_data;  // perf_event_modify_copy_attr()
+  DisableEvent(ev);
+  int err = BreakpointParse(new_attr, BreakpointArch::kX86_64, why);
+  if (err == 0) {
+    perf_event_attr old_attr = ev.attr;
+    BreakpointCopyAttr(new_attr, &old_attr);
+    if (std::memcmp(&old_attr, &new_attr, sizeof old_attr) != 0) {
+      *why = "only bp_addr, bp_type, bp_len and disabled may change";
+      err = EINVAL;
+    } else {
+      BreakpointCopyAttr(new_attr, &ev.attr);
+    }
+  }
+  if (!ev.attr.disabled) EnableEvent(ev);
+  return err;
+}
+
 // _perf_ioctl().
 Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
   const std::string call = DescribeIoctl(fd, request, arg);
@@ -328,10 +455,21 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
       if (int err = SetOutput(*ev, output, &why)) return Fail<int>(err, call, why);
       return Result<int>::Ok(0, call);
     }
-    case PERF_EVENT_IOC_SET_FILTER:
+    case PERF_EVENT_IOC_SET_FILTER: {
       // strndup_user() first, then perf_event_set_filter(): only tracepoints and address filters.
       if (arg == 0) return Fail<int>(EFAULT, call, "NULL filter string");
-      return Fail<int>(EINVAL, call, "filters need a tracepoint or an address-filter PMU");
+      if (ev->tracepoint == nullptr) return Fail<int>(EINVAL, call, "filters need a tracepoint or an address-filter PMU");
+      // ftrace_profile_set_filter(): one filter per event, ever.
+      if (ev->filter != nullptr) return Fail<int>(EEXIST, call, "the event already has a filter");
+      std::unique_ptr<TraceFilter> f;
+      const char* text = reinterpret_cast<const char*>(arg);
+      if (int err = TraceFilter::Parse(*ev->tracepoint, std::string_view(text, ::strnlen(text, profile_.page_size)),
+                                       &f, &why)) {
+        return Fail<int>(err, call, why);
+      }
+      ev->filter = std::move(f);
+      return Result<int>::Ok(0, call);
+    }
     case PERF_EVENT_IOC_SET_BPF: {
       const int prog_fd = static_cast<int>(static_cast<unsigned int>(arg));
       return Fail<int>(FdIsOpen(prog_fd) ? EINVAL : EBADF, call, "not a BPF program fd (bpf_prog_get())");
@@ -342,8 +480,18 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
       rb->SetPaused(arg != 0);  // rb_toggle_paused()
       return Result<int>::Ok(0, call);
     }
-    case PERF_EVENT_IOC_QUERY_BPF:
-      return Fail<int>(EINVAL, call, "only tracing events have BPF programs");
+    case PERF_EVENT_IOC_QUERY_BPF: {
+      // kernel/trace/bpf_trace.c perf_event_query_prog_array().
+      if (!profile_.privileged) return Fail<int>(EPERM, call, "needs CAP_PERFMON (perfmon_capable())");
+      if (ev->attr.type != PERF_TYPE_TRACEPOINT) return Fail<int>(EINVAL, call, "only tracepoints have BPF programs");
+      if (arg == 0) return Fail<int>(EFAULT, call, "NULL query");
+      perf_event_query_bpf query;
+      std::memcpy(&query, reinterpret_cast<const void*>(arg), sizeof query);
+      if (query.ids_len > 64) return Fail<int>(E2BIG, call, "ids_len > BPF_TRACE_MAX_PROGS");
+      const uint32_t prog_cnt = 0;  // no BPF programs in the model
+      std::memcpy(reinterpret_cast<char*>(arg) + offsetof(perf_event_query_bpf, prog_cnt), &prog_cnt, sizeof prog_cnt);
+      return Result<int>::Ok(0, call);
+    }
     case PERF_EVENT_IOC_MODIFY_ATTRIBUTES: {
       // perf_event_modify_attr(): only breakpoints can be modified.
       if (arg == 0) return Fail<int>(EFAULT, call, "NULL attr pointer");
@@ -352,7 +500,9 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
         return Fail<int>(err, call, why);
       }
       if (new_attr.type != ev->attr.type) return Fail<int>(EINVAL, call, "attr.type differs");
-      return Fail<int>(EOPNOTSUPP, call, "only breakpoint attributes can be modified");
+      if (ev->attr.type != PERF_TYPE_BREAKPOINT) return Fail<int>(EOPNOTSUPP, call, "only breakpoint attributes can be modified");
+      if (int err = ModifyBreakpoint(*ev, new_attr, &why)) return Fail<int>(err, call, why);
+      return Result<int>::Ok(0, call);
     }
     default:
       return Fail<int>(ENOTTY, call, "unknown perf ioctl");
@@ -478,7 +628,13 @@ Result<void> MockBackend::Munmap(void* addr, size_t length) {
 void MockBackend::DestroyEvent(MockEvent* ev) {
   if (ev->active) SchedOut(*ev);
   if (ev->is_leader()) {
-    for (MockEvent* s : ev->siblings) s->leader = s;
+    // perf_group_detach(): the siblings become singleton groups, but nothing
+    // schedules those that were not running: they wait for the task's next
+    // sched-in (or a ctx_resched() of their PMU) — Linux 6.18.
+    for (MockEvent* s : ev->siblings) {
+      s->leader = s;
+      if (s->enabled && !s->active && s->pid != -1) s->deferred = true;
+    }
     ev->siblings.clear();
   } else {
     auto& sib = ev->leader->siblings;
@@ -537,6 +693,17 @@ Result<int> MockBackend::Poll(std::span<pollfd> fds, int timeout_ms) {
     if (p.revents != 0) ++ready;
   }
   return Result<int>::Ok(ready, call);
+}
+
+// The simulated tracefs: events/<system>/<name>/id from the profile.
+Result<uint64_t> MockBackend::TracepointId(std::string_view system, std::string_view name) {
+  const std::string key = fmt::format("{}:{}", system, name);
+  const std::string call = fmt::format("tracepoint_id({}): events/{}/{}/id", key, system, name);
+  auto it = profile_.tracepoints.find(key);
+  if (it == profile_.tracepoints.end()) {
+    return Fail<uint64_t>(ENOENT, call, fmt::format("profile '{}' has no such tracepoint", profile_.name));
+  }
+  return Result<uint64_t>::Ok(it->second, call);
 }
 
 Result<int> MockBackend::Fcntl(int fd, int cmd, long arg) {

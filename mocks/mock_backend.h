@@ -37,9 +37,19 @@
 //    LOST, wakeups and poll, PAUSE_OUTPUT.
 //  - Side-band: COMM, MMAP/MMAP2, FORK/EXIT (EXIT through inherited events),
 //    SWITCH / SWITCH_CPU_WIDE, all with sample_id_all trailers.
-// Not modelled yet: hardware PMUs, multiplexing, enable_on_exec (there is no
-// exec), signals (F_SETOWN/SIGIO, sigtrap), the AUX area, POLLHUP for an exited
-// task, cgroups (PERF_FLAG_PID_CGROUP fails with EBADF).
+//  - The tracepoint PMU (tracepoint_pmu.h): ids from the profile's simulated
+//    tracefs, syscalls:sys_{enter,exit}_getpid (Syscalls), sched:sched_switch
+//    (Sleep), sched:sched_process_fork (Fork); raw data; SET_FILTER.
+//  - The breakpoint PMU (breakpoint_pmu.h): x86 bp_type/bp_len rules, slots,
+//    WriteMemory/ReadMemory/Execute, MODIFY_ATTRIBUTES.
+//  - A core PMU when the profile has one (hardware_pmu.h): generic, hw_cache
+//    and raw events, general-purpose and fixed counters, group validation.
+//  - Group scheduling as Linux 6.18 does it: ctx_resched() of one PMU on
+//    enable, siblings of a closed leader waiting for the next sched-in,
+//    member times frozen while the leader is off.
+// Not modelled yet: multiplexing rotation, enable_on_exec (there is no exec),
+// signals (F_SETOWN/SIGIO, sigtrap), the AUX area, POLLHUP for an exited task,
+// cgroups (PERF_FLAG_PID_CGROUP fails with EBADF), rdpmc.
 #pragma once
 
 #include <sys/types.h>

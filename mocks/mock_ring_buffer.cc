@@ -77,11 +77,14 @@ void MockRingBuffer::Copy(uint64_t pos, std::span<const std::byte> bytes) {
 
 MockRingBuffer::Outcome MockRingBuffer::Output(std::span<const std::byte> record, const OutputOptions& opt,
                                                uint64_t* lost_samples) {
-  // __perf_output_begin(): a paused buffer loses the record.
+  // __perf_output_begin(): a paused buffer loses the record. Every lost
+  // record counts in event->lost_samples (PERF_FORMAT_LOST), samples and
+  // side-band alike: "local_inc(&rb->lost); atomic64_inc(&event->lost_samples);"
+  // (checked on Linux 6.18: a dummy event's lost MMAP records are counted).
   if (paused_) {
     if (nr_pages_ == 0) return Outcome::kNoPages;
     ++lost_;
-    if (opt.sample && lost_samples != nullptr) ++*lost_samples;
+    if (lost_samples != nullptr) ++*lost_samples;
     return Outcome::kLost;
   }
 
@@ -98,9 +101,10 @@ MockRingBuffer::Outcome MockRingBuffer::Output(std::span<const std::byte> record
   uint64_t head = head_;
   const uint64_t offset = head;
   if (!overwrite_ && !HasSpace(head, tail, data_size(), size, opt.backward)) {
-    // fail: local_inc(&rb->lost); the handle is put without a head change.
+    // fail: local_inc(&rb->lost); atomic64_inc(&event->lost_samples); the
+    // handle is put without a head change.
     ++lost_;
-    if (opt.sample && lost_samples != nullptr) ++*lost_samples;
+    if (lost_samples != nullptr) ++*lost_samples;
     return Outcome::kLost;
   }
   head = opt.backward ? head - size : head + size;

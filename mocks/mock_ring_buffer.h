@@ -43,7 +43,7 @@ namespace perftest::mock {
 // How one record is written, as the writing event asks for it.
 struct OutputOptions {
   bool backward = false;       // attr.write_backward: perf_output_begin_backward()
-  bool sample = false;         // PERF_RECORD_SAMPLE: counts toward wakeup_events and lost_samples
+  bool sample = false;         // PERF_RECORD_SAMPLE: counts toward wakeup_events
   uint32_t wakeup_events = 0;  // attr.wakeup_events when !attr.watermark, else 0
   // Builds the PERF_RECORD_LOST {id, lost} record (with the writer's sample_id
   // trailer) that precedes the record when earlier records were lost.
@@ -72,7 +72,7 @@ class MockRingBuffer {
 
   // Writes one whole record (header included, size a multiple of 8).
   // `lost_samples` (may be null) is the writing event's PERF_FORMAT_LOST count,
-  // bumped when a sample is lost.
+  // bumped for every record lost (samples and side-band records alike).
   Outcome Output(std::span<const std::byte> record, const OutputOptions& opt, uint64_t* lost_samples);
 
   // PERF_EVENT_IOC_PAUSE_OUTPUT (rb_toggle_paused()): a buffer without data

@@ -188,5 +188,23 @@ TEST_F(MockRingBufferTest, PausedCountsLostOnlyWithDataPages) {
   EXPECT_EQ(empty->lost(), 0u);
 }
 
+// ring_buffer.c __perf_output_begin(): "fail: local_inc(&rb->lost);
+// atomic64_inc(&event->lost_samples);" for every record, not only samples
+// (Linux 6.18: a dummy event's lost MMAP records show in PERF_FORMAT_LOST).
+TEST_F(MockRingBufferTest, LostSideBandRecordsCountInLostSamples) {
+  auto rb = Make(1, true);
+  OutputOptions opt;
+  opt.sample = false;  // e.g. PERF_RECORD_MMAP
+  uint64_t lost_samples = 0;
+  int written = 0;
+  for (int i = 0; i < 100; ++i) written += rb->Output(Rec(56), opt, &lost_samples) == MockRingBuffer::Outcome::kWritten;
+  EXPECT_EQ(written, 73) << "4095 usable bytes / 56";
+  EXPECT_EQ(lost_samples, 27u);
+  EXPECT_EQ(rb->lost(), 27u);
+  rb->SetPaused(true);
+  rb->Output(Rec(56), opt, &lost_samples);
+  EXPECT_EQ(lost_samples, 28u) << "paused: side-band records count too";
+}
+
 }  // namespace
 }  // namespace perftest::mock

@@ -40,28 +40,72 @@ namespace {
 constexpr uint64_t kMmapTop = 0x00007ffff7fc0000;
 // The least simulated time a page touch takes (the fault itself), ns.
 constexpr uint64_t kMinTouchNs = 1000;
+// One memory access or call of kWriteMemory/kReadMemory/kExecute, ns.
+constexpr uint64_t kMemoryAccessNs = 1;
+// One getpid(2), ns.
+constexpr uint64_t kSyscallNs = 200;
+// __NR_getpid (x86_64).
+constexpr int64_t kGetpidNr = 39;
+
+// The CPU whose counters an event uses while active (the task runs on CPU 0).
+static int CountersCpu(const MockEvent& e) { return e.pid == -1 ? e.cpu : 0; }
 
 // perf_event_task_match(): which events see FORK and EXIT.
 bool TaskMatch(const perf_event_attr& a) { return a.comm || a.mmap || a.mmap2 || a.mmap_data || a.task; }
 
 }  // namespace
 
+// event->pmu_ctx->pmu: a software event in a hardware group lives in the
+// leader's PMU context (perf_event_open() "move_group"/is_software_event()).
+static PmuId EffectivePmu(const MockEvent& e) {
+  return e.pmu != PmuId::kCore && e.leader->pmu == PmuId::kCore ? PmuId::kCore : e.pmu;
+}
+// The PMU whose ctx_resched() schedules the event's group.
+static PmuId GroupPmu(const MockEvent& e) { return EffectivePmu(*e.leader); }
+
 bool MockBackend::Schedulable(const MockEvent& ev) const {
-  if (!ev.enabled) return false;
+  if (!ev.enabled || ev.deferred) return false;
   if (!ev.is_leader() && !ev.leader->enabled) return false;  // group scheduling
   if (ev.pid == -1) return true;                              // a CPU context always runs
   return task_.running && (ev.cpu == -1 || ev.cpu == 0);      // the task runs on CPU 0
 }
 
+bool MockBackend::CountersFree(const std::vector<const MockEvent*>& joining) const {
+  if (joining.empty()) return true;
+  const int cpu = CountersCpu(*joining.front());
+  std::vector<HwEvent> on;
+  for (const auto& e : events_) {
+    if (e->active && e->pmu == PmuId::kCore && CountersCpu(*e) == cpu) on.push_back(e->hw_event);
+  }
+  for (const MockEvent* e : joining) on.push_back(e->hw_event);
+  return HardwareFits(on, profile_.hardware);
+}
+
+// ctx_sched_out()/ctx_sched_in() reduced: events that may no longer run go
+// out; then, in creation order, a group goes in as a unit (group_sched_in())
+// when its hardware events find counters next to those already in, and a
+// member only with its leader in.
 void MockBackend::Reschedule() {
   for (size_t i = 0; i < events_.size(); ++i) {
     MockEvent& e = *events_[i];
-    const bool want = Schedulable(e);
-    if (want && !e.active) {
+    if (e.active && (!Schedulable(e) || (!e.is_leader() && !e.leader->active))) SchedOut(e);
+  }
+  for (size_t i = 0; i < events_.size(); ++i) {
+    MockEvent& e = *events_[i];
+    if (e.active || !Schedulable(e)) continue;
+    if (!e.is_leader()) {
+      if (!e.leader->active) continue;
+      if (e.pmu == PmuId::kCore && !CountersFree({&e})) continue;
       SchedIn(e);
-    } else if (!want && e.active) {
-      SchedOut(e);
+      continue;
     }
+    std::vector<const MockEvent*> group;
+    if (e.pmu == PmuId::kCore) group.push_back(&e);
+    for (const MockEvent* s : e.siblings) {
+      if (s->pmu == PmuId::kCore && !s->active && Schedulable(*s)) group.push_back(s);
+    }
+    if (!CountersFree(group)) continue;  // no rotation in the model: the group waits
+    SchedIn(e);
   }
 }
 
@@ -81,9 +125,28 @@ void MockBackend::SchedOut(MockEvent& ev) {
   ev.active = false;
 }
 
+// _perf_event_enable() -> __perf_event_enable(): the event becomes INACTIVE,
+// then ctx_resched(cpuctx, task_ctx, event->pmu_ctx->pmu): only the groups
+// led from the event's own PMU are scheduled out and in again. A member whose
+// leader is in another PMU (a minor-faults member of a task-clock leader, say)
+// is therefore not scheduled in until the task is next switched in, or until
+// something reschedules the leader's PMU (Linux 6.18: time_enabled grows,
+// time_running and the count stay 0 meanwhile).
 void MockBackend::EnableEvent(MockEvent& ev) {
   if (ev.enabled) return;
   ev.enabled = true;
+  if (!ev.is_leader() && ev.leader->active && ev.pid != -1 && EffectivePmu(ev) != GroupPmu(ev)) ev.deferred = true;
+  const PmuId resched = EffectivePmu(ev);
+  for (const auto& e : events_) {
+    if (e->deferred && GroupPmu(*e) == resched) e->deferred = false;
+  }
+  // __perf_event_enable() -> ctx_resched(event's pmu): that PMU's groups go
+  // out and come back in group order, so the counters go to the oldest groups first.
+  if (ev.pmu == PmuId::kCore) {
+    for (const auto& e : events_) {
+      if (e->active && e->pmu == PmuId::kCore && CountersCpu(*e) == CountersCpu(ev)) SchedOut(*e);
+    }
+  }
   Reschedule();
   UpdateUserPage(ev);
 }
@@ -142,10 +205,13 @@ void MockBackend::Advance(uint64_t dt) {
       }
     }
     const uint64_t step = next - now_;
+    if (task_.running) CoreClockTicks(now_, next);
     for (const auto& e : events_) {
       // Task events' times run with the task's context; CPU-wide ones always.
+      // A member's effective state is its leader's while the leader is off
+      // (__perf_effective_state() in __perf_update_times()): no enabled time.
       const bool ctx_running = e->pid == -1 || task_.running;
-      if (e->enabled && ctx_running) e->time_enabled += step;
+      if (e->enabled && e->leader->enabled && ctx_running) e->time_enabled += step;
       if (e->active) e->time_running += step;
       if (e->active && e->is_clock && !e->hw.stopped) {
         e->count += step;  // cpu_clock_event_update() / task_clock_event_update()
@@ -239,7 +305,9 @@ int MockBackend::Overflow(MockEvent& ev, int throttle, const SampleData& data) {
   }
   // PERF_EVENT_IOC_REFRESH: the event disables itself when the budget runs out.
   bool limit_reached = false;
-  if (ev.event_limit > 0 && --ev.event_limit == 0) {
+  // "int events = atomic_read(&event->event_limit); if (events && atomic_dec_and_test(...))":
+  // a negative budget (REFRESH with a negative argument) counts down without end.
+  if (ev.event_limit != 0 && --ev.event_limit == 0) {
     ret = 1;
     limit_reached = true;
     SoftwareEventStop(ev, /*from_overflow=*/true);
@@ -398,7 +466,9 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
     }
     case Workload::Kind::kSpin:
       task_.stack = SampleData::Stack::kUserSpin;
+      task_.retiring = true;
       Advance(static_cast<uint64_t>(std::max<int64_t>(0, w.duration.count())));
+      task_.retiring = false;
       break;
     case Workload::Kind::kSleep:
       for (uint64_t i = 0; i < w.count; ++i) {
@@ -410,6 +480,13 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         d.stack = SampleData::Stack::kKernelSwitch;
         d.pid = task_.pid;
         d.tid = task_.tid;
+        // __schedule(): trace_sched_switch() fires before the context
+        // switch (prepare_task_switch()), so the task's events see it.
+        TracepointFire("sched:sched_switch",
+                       TraceValues{{{"prev_pid", task_.pid}, {"prev_prio", 120}, {"prev_state", 1},
+                                    {"next_pid", 0}, {"next_prio", 120}},
+                                   {{"prev_comm", task_.comm}, {"next_comm", "swapper/0"}}},
+                       d);
         SoftwareOccurrence(PERF_COUNT_SW_CONTEXT_SWITCHES, d);
         SwitchEvent(/*sched_in=*/false, /*task=*/true);
         task_.running = false;
@@ -421,9 +498,16 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         idle.ip = kKernelSwitchIp;
         idle.user_mode = false;
         idle.stack = SampleData::Stack::kKernelIdle;
+        TracepointFire("sched:sched_switch",
+                       TraceValues{{{"prev_pid", 0}, {"prev_prio", 120}, {"prev_state", 0},
+                                    {"next_pid", task_.pid}, {"next_prio", 120}},
+                                   {{"prev_comm", "swapper/0"}, {"next_comm", task_.comm}}},
+                       idle);
         SoftwareOccurrence(PERF_COUNT_SW_CONTEXT_SWITCHES, idle);
         SwitchEvent(/*sched_in=*/false, /*task=*/false);
         task_.running = true;
+        // perf_event_task_sched_in(): the whole context goes in, group by group.
+        for (const auto& e : events_) e->deferred = false;
         Reschedule();
         SwitchEvent(/*sched_in=*/true, /*task=*/true);
       }
@@ -452,6 +536,19 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         const pid_t child = next_pid_++;
         out.children.push_back(child);
         const OutputContext parent_ctx = Context();
+        // copy_process() -> trace_sched_process_fork(), in the parent, kernel regs.
+        {
+          SampleData k;
+          k.ip = kKernelForkIp;
+          k.user_mode = false;
+          k.stack = SampleData::Stack::kKernelSwitch;
+          k.pid = task_.pid;
+          k.tid = task_.tid;
+          TracepointFire("sched:sched_process_fork",
+                         TraceValues{{{"parent_pid", task_.pid}, {"child_pid", child}},
+                                     {{"parent_comm", task_.comm}, {"child_comm", task_.comm}}},
+                         k);
+        }
         // perf_event_fork() -> perf_event_task(child, NULL, 1), in the parent.
         ForEachSideBand([&](MockEvent& ev) {
           if (!TaskMatch(ev.attr)) return;
@@ -476,6 +573,9 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
           c->parent = e.get();
           c->enabled = e->enabled;
           c->is_clock = e->is_clock;
+          c->pmu = e->pmu;
+          c->tracepoint = e->tracepoint;
+          c->filter = e->filter;
           copies.push_back(std::move(c));
         }
         // The child _exit()s at once: perf_event_exit_task() reports EXIT
@@ -507,8 +607,149 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         }
       }
       break;
+    case Workload::Kind::kWriteMemory:
+    case Workload::Kind::kReadMemory: {
+      if ((w.width != 1 && w.width != 2 && w.width != 4 && w.width != 8) || w.addr % w.width != 0) {
+        return Result<WorkloadResult>::Failure(EINVAL, call + " [mock: width 1, 2, 4 or 8, aligned]");
+      }
+      const bool write = w.kind == Workload::Kind::kWriteMemory;
+      for (uint64_t i = 0; i < w.count; ++i) {
+        Advance(kMemoryAccessNs);
+        // The data breakpoint traps after the access: ip is the next instruction.
+        BreakpointAccess(w.addr, w.width, write ? Access::kWrite : Access::kRead,
+                         write ? kUserStoreIp : kUserLoadIp);
+        HardwareCount(write ? HwKind::kL1dWrites : HwKind::kL1dReads, 1);
+      }
+      break;
+    }
+    case Workload::Kind::kExecute:
+      for (uint64_t i = 0; i < w.count; ++i) {
+        Advance(kMemoryAccessNs);
+        // An instruction breakpoint is a fault: ip is the instruction's address.
+        BreakpointAccess(ExecuteTargetAddress(), 1, Access::kExecute, ExecuteTargetAddress());
+      }
+      break;
+    case Workload::Kind::kSyscalls:
+      for (uint64_t i = 0; i < w.count; ++i) {
+        // syscall(SYS_getpid): the syscall tracepoints fire with the task's
+        // user regs (perf_syscall_enter()/exit() pass them), ip after `syscall`.
+        const SampleData d = UserData(kUserSyscallIp, 0);
+        Advance(kSyscallNs / 2);
+        TracepointFire("syscalls:sys_enter_getpid", TraceValues{{{"__syscall_nr", kGetpidNr}}, {}}, d);
+        Advance(kSyscallNs - kSyscallNs / 2);
+        TracepointFire("syscalls:sys_exit_getpid", TraceValues{{{"__syscall_nr", kGetpidNr}, {"ret", task_.pid}}, {}},
+                       d);
+      }
+      break;
+    case Workload::Kind::kInstructions:
+      // The counted loop: exactly `count` instructions, a branch every two,
+      // one mispredicted exit; it takes `count` cycles.
+      task_.stack = SampleData::Stack::kUserSpin;
+      Advance(w.count * 1000 / profile_.cpu_mhz);
+      HardwareCount(HwKind::kInstructions, w.count);
+      HardwareCount(HwKind::kBranches, w.count / 2);
+      HardwareCount(HwKind::kBranchMisses, w.count >= 2 ? 1 : 0);
+      break;
   }
   return Result<WorkloadResult>::Ok(std::move(out), call);
+}
+
+// The core PMU's view of [from, to) ns of the task running on CPU 0: cycles
+// and ref-cycles at cpu_mhz, bus cycles at a tenth of that, and, while the
+// task retires instructions (Spin), one instruction per cycle and a branch
+// every two. Counted from absolute time so that splitting an interval changes
+// nothing.
+void MockBackend::CoreClockTicks(uint64_t from, uint64_t to) {
+  if (!profile_.has_hardware) return;
+  auto at = [&](uint64_t t, uint64_t div) {
+    return static_cast<uint64_t>(static_cast<unsigned __int128>(t) * profile_.cpu_mhz / (1000 * div));
+  };
+  const uint64_t cycles = at(to, 1) - at(from, 1);
+  HardwareCount(HwKind::kCycles, cycles);
+  HardwareCount(HwKind::kRefCycles, cycles);
+  HardwareCount(HwKind::kBusCycles, at(to, 10) - at(from, 10));
+  if (task_.retiring) {
+    HardwareCount(HwKind::kInstructions, cycles);
+    HardwareCount(HwKind::kBranches, at(to, 2) - at(from, 2));
+  }
+}
+
+// `n` occurrences of `kind` in the task (user mode) on CPU 0: every ACTIVE
+// core event counting it there, unless it excludes user mode. Sampling events
+// overflow every sample_period (x86_perf_event_set_period(): the counter
+// starts at -left).
+void MockBackend::HardwareCount(HwKind kind, uint64_t n) {
+  if (n == 0) return;
+  for (size_t i = 0; i < events_.size(); ++i) {
+    MockEvent& ev = *events_[i];
+    if (!ev.active || ev.hw.stopped || ev.pmu != PmuId::kCore || ev.hw_event.kind != kind) continue;
+    if (ev.pid == -1 ? ev.cpu != 0 : ev.pid != task_.tid) continue;
+    if (ev.attr.exclude_user) continue;
+    if (!ev.is_sampling()) {
+      ev.count += n;
+      continue;
+    }
+    uint64_t left = n;
+    while (left > 0) {
+      const uint64_t until = ev.hw.period_left > 0 ? static_cast<uint64_t>(ev.hw.period_left) : ev.hw.sample_period;
+      if (left < until) {
+        ev.count += left;
+        ev.hw.period_left = static_cast<int64_t>(until - left);
+        break;
+      }
+      ev.count += until;
+      left -= until;
+      ev.hw.period_left = static_cast<int64_t>(ev.hw.sample_period);
+      SampleData d = UserData(kUserSpinIp, 0);
+      d.period = ev.hw.sample_period;
+      if (Overflow(ev, 1, d) != 0) {
+        SoftwareEventStop(ev, /*from_overflow=*/true);
+        break;
+      }
+    }
+  }
+}
+
+// perf_tp_event(): every event on the tracepoint's per-CPU list (ACTIVE ones)
+// that perf_tp_event_match() accepts counts 1 via perf_swevent_event().
+void MockBackend::TracepointFire(const std::string& name, TraceValues values, const SampleData& data) {
+  auto it = profile_.tracepoints.find(name);
+  if (it == profile_.tracepoints.end()) return;  // not in this machine's tracefs
+  const uint64_t id = it->second;
+  bool any = false;
+  for (const auto& e : events_) any |= e->active && e->attr.type == PERF_TYPE_TRACEPOINT && e->attr.config == id;
+  if (!any) return;
+  values.numbers["common_type"] = static_cast<int64_t>(id);
+  values.numbers["common_flags"] = 0;
+  values.numbers["common_preempt_count"] = 1;
+  values.numbers["common_pid"] = data.pid;
+  SampleData d = data;
+  d.has_raw = true;
+  d.raw = TraceRawData(*FindTracepointModel(name), static_cast<uint16_t>(id), values);
+  for (size_t i = 0; i < events_.size(); ++i) {
+    MockEvent& ev = *events_[i];
+    if (!ev.active || ev.hw.stopped) continue;
+    if (ev.attr.type != PERF_TYPE_TRACEPOINT || ev.attr.config != id) continue;
+    if (ev.pid == -1 ? ev.cpu != static_cast<int>(d.cpu) : ev.pid != d.tid) continue;
+    // perf_tp_event_match(): exclude_kernel drops kernel-regs firings; exclude_user is not looked at.
+    if (ev.attr.exclude_kernel && !d.user_mode) continue;
+    if (ev.filter != nullptr && !ev.filter->Match(values)) continue;
+    SoftwareEventCount(ev, 1, d,
+                       [this](MockEvent& e, int throttle, const SampleData& sd) { return Overflow(e, throttle, sd); });
+  }
+}
+
+// perf_bp_event(): sample addr = bp_addr; perf_exclude_event() for the mode.
+void MockBackend::BreakpointAccess(uint64_t addr, uint32_t width, Access access, uint64_t ip) {
+  for (size_t i = 0; i < events_.size(); ++i) {
+    MockEvent& ev = *events_[i];
+    if (!ev.active || ev.hw.stopped || ev.pmu != PmuId::kBreakpoint) continue;
+    if (ev.pid == -1 ? ev.cpu != 0 : ev.pid != task_.tid) continue;
+    if (!BreakpointHits(ev.attr, addr, width, access)) continue;
+    if (ev.attr.exclude_user) continue;  // a user-mode access
+    SoftwareEventCount(ev, 1, UserData(ip, ev.attr.bp_addr),
+                       [this](MockEvent& e, int throttle, const SampleData& sd) { return Overflow(e, throttle, sd); });
+  }
 }
 
 }  // namespace perftest::mock

@@ -1,6 +1,7 @@
 #include "mocks/profile.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+
+#include "mocks/tracepoint_pmu.h"
 
 #ifndef PERFTEST_PROFILE_DIR
 #define PERFTEST_PROFILE_DIR "fixtures/profiles"
@@ -98,13 +101,17 @@ struct KnownPmu {
 };
 constexpr KnownPmu kImplementedPmus[] = {
     {"software", PERF_TYPE_SOFTWARE},
+    {"tracepoint", PERF_TYPE_TRACEPOINT},
+    {"breakpoint", PERF_TYPE_BREAKPOINT},
+    {"cpu", PERF_TYPE_RAW},
 };
 
 const std::set<std::string>& KnownKeys() {
   static const std::set<std::string> keys = {
       "name",      "arch",         "description",     "provenance", "ncpus",  "page_size",
       "perf_event_paranoid", "max_sample_rate", "max_stack", "max_contexts_per_stack", "mlock_kb",
-      "hz",        "attr_size",    "privileged",      "memlock_rlimit_kb",    "pmus"};
+      "hz",        "attr_size",    "privileged",      "memlock_rlimit_kb",    "pmus",
+      "tracepoints", "hw_breakpoint_slots", "cpu_mhz", "hardware"};
   return keys;
 }
 
@@ -113,6 +120,10 @@ std::string Stem(std::string_view origin) {
 }
 
 }  // namespace
+
+bool MockProfile::HasPmu(uint32_t type) const {
+  return std::any_of(pmus.begin(), pmus.end(), [type](const Pmu& p) { return p.type == type; });
+}
 
 MachineInfo MockProfile::ToMachineInfo() const {
   MachineInfo m;
@@ -200,13 +211,49 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
         if (pmu.name == k.name) known = &k;
       }
       if (known == nullptr) {
-        r.Fail(prefix + "name", fmt::format("PMU '{}' is not implemented by MockBackend (implemented: software)", pmu.name));
+        r.Fail(prefix + "name", fmt::format("PMU '{}' is not implemented by MockBackend (implemented: software, "
+                                            "tracepoint, breakpoint, cpu)", pmu.name));
       } else if (pmu.type != known->type) {
         r.Fail(prefix + "type", fmt::format("PMU '{}' has type {} in the kernel, not {}", pmu.name, known->type, pmu.type));
       } else if (!names.insert(pmu.name).second || !types.insert(pmu.type).second) {
         r.Fail(prefix + "name", fmt::format("PMU '{}' (type {}) is listed twice", pmu.name, pmu.type));
       }
       p.pmus.push_back(std::move(pmu));
+    }
+  }
+  r.Int(root, "hw_breakpoint_slots", &p.hw_breakpoint_slots, 0, 64, /*required=*/false);
+  r.Int(root, "cpu_mhz", &p.cpu_mhz, 1, 100000, /*required=*/false);
+  if (const Json* tps = r.Find(root, "tracepoints", "tracepoints", /*required=*/false); tps != nullptr && r.ok()) {
+    if (!tps->is_object()) r.Fail("tracepoints", fmt::format("expected an object of ids, got {}", tps->type_name()));
+    for (auto it = tps->begin(); r.ok() && tps->is_object() && it != tps->end(); ++it) {
+      const std::string key = "tracepoints." + it.key();
+      if (!it.value().is_number_unsigned()) {
+        r.Fail(key, fmt::format("expected a tracefs id (unsigned integer), got {}", it.value().type_name()));
+      } else if (mock::FindTracepointModel(it.key()) == nullptr) {
+        r.Fail(key, fmt::format("the model cannot fire this tracepoint (modelled: {})",
+                                fmt::join(mock::ModelledTracepoints(), ", ")));
+      } else {
+        p.tracepoints[it.key()] = it.value().get<uint64_t>();
+      }
+    }
+    if (r.ok() && !p.tracepoints.empty() &&
+        std::none_of(p.pmus.begin(), p.pmus.end(), [](const Pmu& q) { return q.type == PERF_TYPE_TRACEPOINT; })) {
+      r.Fail("tracepoints", "tracepoints need the \"tracepoint\" PMU in pmus");
+    }
+  }
+  p.has_hardware = p.HasPmu(PERF_TYPE_RAW);
+  if (const Json* hw = r.Find(root, "hardware", "hardware", /*required=*/p.has_hardware && r.ok()); hw != nullptr && r.ok()) {
+    if (!p.has_hardware) r.Fail("hardware", "describes a core PMU, but pmus has no \"cpu\"");
+    if (!hw->is_object()) r.Fail("hardware", fmt::format("expected an object, got {}", hw->type_name()));
+    if (r.ok()) {
+      for (auto it = hw->begin(); it != hw->end(); ++it) {
+        static const std::set<std::string> keys = {"gp_counters", "fixed_counters", "counter_width", "max_precise"};
+        if (!keys.count(it.key())) r.Fail("hardware." + it.key(), "unknown key");
+      }
+      r.Int(*hw, "gp_counters", &p.hardware.gp_counters, 1, 64, true, "hardware.");
+      r.Int(*hw, "fixed_counters", &p.hardware.fixed_counters, 0, 3, true, "hardware.");
+      r.Int(*hw, "counter_width", &p.hardware.counter_width, 16, 64, true, "hardware.");
+      r.Int(*hw, "max_precise", &p.hardware.max_precise, 0, 3, false, "hardware.");
     }
   }
   if (!r.ok()) return Result<MockProfile>::Failure(EINVAL, r.error());

@@ -23,14 +23,26 @@
 //     built with: the kernel's own sizeof, written back into attr.size on E2BIG),
 //   privileged (default true: the task has CAP_PERFMON/CAP_SYS_ADMIN/CAP_IPC_LOCK),
 //   memlock_rlimit_kb (default 8192; RLIMIT_MEMLOCK, used when not privileged),
-//   pmus: [{name, type, format: {file: contents}, events: {...}, caps: {...}}].
-// Only PMUs the mock implements may be listed (today: "software", type 1).
+//   pmus: [{name, type, format: {file: contents}, events: {...}, caps: {...}}],
+//   tracepoints (default none; needs the "tracepoint" PMU): {"system:event": id},
+//     the simulated tracefs events/<system>/<event>/id; only tracepoints the
+//     model fires (mocks/tracepoint_pmu.h) may be listed,
+//   hw_breakpoint_slots (default 4; HBP_NUM, the debug registers for breakpoints),
+//   cpu_mhz (default 1000; the simulated CPU clock: Workload::Instructions(n)
+//     takes n cycles, one instruction per cycle).
+//   hardware (required with the "cpu" PMU): {gp_counters, fixed_counters,
+//     counter_width, max_precise} of the core PMU (mocks/hardware_pmu.h).
+// Only PMUs the mock implements may be listed: "software" (type 1),
+// "tracepoint" (2), "breakpoint" (5), and "cpu" (an Intel-style core PMU,
+// type 4 = PERF_TYPE_RAW as on x86; it also takes PERF_TYPE_HARDWARE and
+// PERF_TYPE_HW_CACHE).
 #pragma once
 
 #include <linux/perf_event.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +50,7 @@
 #include "harness/backend.h"
 #include "harness/pmu.h"
 #include "harness/result.h"
+#include "mocks/hardware_pmu.h"
 
 namespace perftest {
 
@@ -58,6 +71,14 @@ struct MockProfile {
   bool privileged = true;
   uint32_t memlock_rlimit_kb = 8192;
   std::vector<Pmu> pmus;
+  std::map<std::string, uint64_t> tracepoints;  // "system:event" -> tracefs id
+  uint32_t hw_breakpoint_slots = 4;
+  uint32_t cpu_mhz = 1000;  // the simulated CPU's clock; it retires one instruction per cycle
+  bool has_hardware = false;        // the "cpu" PMU is listed
+  mock::HardwareModel hardware;     // its counters
+
+  // Whether a PMU of this sysfs type is listed.
+  bool HasPmu(uint32_t type) const;
 
   // The MachineInfo the backend reports (Backend::Machine()).
   MachineInfo ToMachineInfo() const;

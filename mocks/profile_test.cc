@@ -42,13 +42,35 @@ TEST(Profile, SoftwareOnlyFixtureModelsThisVm) {
   EXPECT_EQ(p.mlock_kb, 516u);
   EXPECT_EQ(p.hz, 250u);
   EXPECT_FALSE(p.provenance.empty());
-  ASSERT_EQ(p.pmus.size(), 1u);
-  EXPECT_EQ(p.pmus[0].name, "software");
-  EXPECT_EQ(p.pmus[0].type, 1u);
-  EXPECT_TRUE(p.pmus[0].events.empty()) << "sysfs has no events/ for the software PMU";
+  // Sorted by name, as sysfs lists them; the VM's msr, power and uprobe PMUs
+  // are not modelled.
+  ASSERT_EQ(p.pmus.size(), 3u);
+  EXPECT_EQ(p.pmus[0].name, "breakpoint");
+  EXPECT_EQ(p.pmus[0].type, 5u);
+  EXPECT_EQ(p.pmus[1].name, "software");
+  EXPECT_EQ(p.pmus[1].type, 1u);
+  EXPECT_TRUE(p.pmus[1].events.empty()) << "sysfs has no events/ for the software PMU";
+  EXPECT_EQ(p.pmus[2].name, "tracepoint");
+  EXPECT_EQ(p.pmus[2].type, 2u);
+  EXPECT_EQ(p.tracepoints.at("syscalls:sys_enter_getpid"), 309u) << "tracefs id on the VM";
+  EXPECT_EQ(p.hw_breakpoint_slots, 4u);
   const MachineInfo m = p.ToMachineInfo();
   EXPECT_EQ(m.ncpus, 2);
-  EXPECT_EQ(m.pmus.size(), 1u);
+  EXPECT_EQ(m.pmus.size(), 3u);
+}
+
+TEST(Profile, TracepointsMustBeModelledAndNeedTheTracepointPmu) {
+  const std::string base = R"({"arch": "x86_64", "description": "d", "provenance": "p", "ncpus": 1,
+      "page_size": 4096, "perf_event_paranoid": 2, "max_sample_rate": 100000, "max_stack": 127,
+      "mlock_kb": 516, "privileged": true, )";
+  Result<MockProfile> unknown = ParseProfile(
+      base + R"("pmus": [{"name": "tracepoint", "type": 2}], "tracepoints": {"foo:bar": 1}})", "t.json");
+  EXPECT_THAT(unknown, FailsWithErrno(EINVAL));
+  EXPECT_THAT(unknown.call(), ::testing::HasSubstr("the model cannot fire this tracepoint"));
+  Result<MockProfile> no_pmu = ParseProfile(
+      base + R"("pmus": [{"name": "software", "type": 1}], "tracepoints": {"sched:sched_switch": 7}})", "t.json");
+  EXPECT_THAT(no_pmu, FailsWithErrno(EINVAL));
+  EXPECT_THAT(no_pmu.call(), ::testing::HasSubstr("need the \"tracepoint\" PMU"));
 }
 
 TEST(Profile, DefaultsForOptionalKeys) {
@@ -83,7 +105,7 @@ TEST(Profile, ErrorsNameTheKey) {
       {"\"page_size\": 4096", "\"page_size\": 6000", "'page_size': 6000 is not a power of two"},
       {"\"arch\": \"x86_64\"", "\"arch\": 64", "'arch': expected a string"},
       {"\"mlock_kb\": 516", "\"mlock_kb\": 516, \"mlockkb\": 1", "'mlockkb': unknown key"},
-      {"\"name\": \"software\"", "\"name\": \"cpu\"", "'pmus[0].name': PMU 'cpu' is not implemented"},
+      {"\"name\": \"software\"", "\"name\": \"intel_pt\"", "'pmus[0].name': PMU 'intel_pt' is not implemented"},
       {"\"type\": 1", "\"type\": 4", "'pmus[0].type'"},
       {"\"type\": 1}", "\"type\": 1, \"events\": {\"x\": 1}}", "'pmus[0].events.x': expected a string"},
       {"[{\"name\": \"software\", \"type\": 1}]", "3", "'pmus': expected an array"},

@@ -26,6 +26,15 @@ bool IsSoftwareClock(uint64_t config) {
   return config == PERF_COUNT_SW_CPU_CLOCK || config == PERF_COUNT_SW_TASK_CLOCK;
 }
 
+void PeriodStateInit(MockEvent& ev) {
+  const perf_event_attr& a = ev.attr;
+  HwState& hw = ev.hw;
+  hw.sample_period = a.sample_period;
+  if (a.freq && a.sample_freq) hw.sample_period = 1;
+  hw.last_period = hw.sample_period;
+  hw.period_left = static_cast<int64_t>(hw.sample_period);
+}
+
 int SoftwareEventInit(MockEvent& ev, std::string* why) {
   perf_event_attr& a = ev.attr;
   if (a.config >= PERF_COUNT_SW_MAX) {
@@ -37,13 +46,11 @@ int SoftwareEventInit(MockEvent& ev, std::string* why) {
     return EOPNOTSUPP;
   }
   ev.is_clock = IsSoftwareClock(a.config);
-
-  // perf_event_alloc(): the period state.
+  ev.pmu = a.config == PERF_COUNT_SW_CPU_CLOCK   ? PmuId::kCpuClock
+           : a.config == PERF_COUNT_SW_TASK_CLOCK ? PmuId::kTaskClock
+                                                  : PmuId::kSwevent;
+  PeriodStateInit(ev);
   HwState& hw = ev.hw;
-  hw.sample_period = a.sample_period;
-  if (a.freq && a.sample_freq) hw.sample_period = 1;
-  hw.last_period = hw.sample_period;
-  hw.period_left = static_cast<int64_t>(hw.sample_period);
 
   // perf_swevent_init_hrtimer(): a clock in freq mode gets a fixed period.
   if (ev.is_clock && ev.is_sampling() && a.freq) {
@@ -69,7 +76,9 @@ uint64_t SoftwareSetPeriod(HwState& hw) {
 void SoftwareEventStart(MockEvent& ev, bool add) {
   HwState& hw = ev.hw;
   hw.stopped = false;
-  if (!ev.is_sampling()) return;
+  // Hardware counters keep period_left as "events until overflow" (the core
+  // PMU's own x86_perf_event_set_period() convention; mock_task.cc HardwareCount()).
+  if (!ev.is_sampling() || ev.pmu == PmuId::kCore) return;
   if (ev.is_clock) {
     // perf_swevent_start_hrtimer().
     int64_t period = hw.period_left;

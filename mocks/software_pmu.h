@@ -44,6 +44,12 @@ inline constexpr uint64_t kHrtimerMinPeriodNs = 10000;  // perf_swevent_start_hr
 // cpu-clock and task-clock.
 bool IsSoftwareClock(uint64_t config);
 
+// perf_event_alloc(): the period state every event starts with
+// (hwc->sample_period = sample_period, or 1 in freq mode; last_period and
+// period_left the same). Tracepoint and breakpoint events count through
+// perf_swevent_event() too, so they share it.
+void PeriodStateInit(MockEvent& ev);
+
 // Validates ev.attr for the software PMU and sets up ev.hw and ev.is_clock.
 // Errors: ENOENT config >= PERF_COUNT_SW_MAX; EOPNOTSUPP PERF_SAMPLE_BRANCH_STACK.
 int SoftwareEventInit(MockEvent& ev, std::string* why);

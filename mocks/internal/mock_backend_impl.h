@@ -17,11 +17,13 @@
 #include "harness/backend.h"
 #include "harness/records.h"
 #include "mocks/attr_validation.h"
+#include "mocks/breakpoint_pmu.h"
 #include "mocks/event_output.h"
 #include "mocks/internal/mock_event.h"
 #include "mocks/mock_backend.h"
 #include "mocks/mock_ring_buffer.h"
 #include "mocks/profile.h"
+#include "mocks/tracepoint_pmu.h"
 
 namespace perftest::mock {
 
@@ -43,6 +45,7 @@ class MockBackend final : public Backend {
   const MachineInfo& Machine() override { return machine_; }
   TaskId CurrentTask() override { return {task_.pid, task_.tid}; }
   Result<WorkloadResult> RunWorkload(const Workload& w) override;
+  Result<uint64_t> TracepointId(std::string_view system, std::string_view name) override;
 
  private:
   // The simulated current task.
@@ -51,6 +54,7 @@ class MockBackend final : public Backend {
     pid_t tid = kMockPid;
     std::string comm = kMockComm;
     bool running = true;  // on CPU 0; false while it sleeps (CPU 0 idles)
+    bool retiring = false;  // busy in user code (Spin): the core PMU sees instructions retire
     SampleData::Stack stack = SampleData::Stack::kUserSpin;  // what an interrupt would find
   };
 
@@ -66,6 +70,9 @@ class MockBackend final : public Backend {
   AttrLimits Limits() const;
   int SetOutput(MockEvent& ev, MockEvent* output, std::string* why);  // perf_event_set_output()
   int PeriodIoctl(MockEvent& ev, uintptr_t arg, std::string* why);    // _perf_event_period()
+  int TracepointEventInit(MockEvent& ev, std::string* why);           // perf_tp_event_init()
+  int BreakpointEventInit(MockEvent& ev, std::string* why);           // hw_breakpoint_event_init()
+  int ModifyBreakpoint(MockEvent& ev, const perf_event_attr& attr, std::string* why);  // perf_event_modify_breakpoint()
   void DestroyEvent(MockEvent* ev);
   void ReleaseBuffer(const std::shared_ptr<MockRingBuffer>& rb);     // perf_mmap_close(), last mapping
 
@@ -73,6 +80,8 @@ class MockBackend final : public Backend {
   // Whether `ev` is ACTIVE: enabled, its group leader enabled, and (task
   // events) the task on a CPU the event accepts.
   bool Schedulable(const MockEvent& ev) const;
+  // Whether the hardware events `joining` find counters next to the active ones.
+  bool CountersFree(const std::vector<const MockEvent*>& joining) const;
   // Starts/stops events whose schedulability changed (event_sched_in()/out()).
   void Reschedule();
   void SchedIn(MockEvent& ev);
@@ -88,6 +97,14 @@ class MockBackend final : public Backend {
   void Advance(uint64_t dt);
   void Tick();
   void FireClock(MockEvent& ev);
+  // A tracepoint firing in the current task on CPU 0 (perf_tp_event()):
+  // `values` are the entry's fields (common_pid is filled in here).
+  void TracepointFire(const std::string& name, TraceValues values, const SampleData& data);
+  // A memory access or an execution at `addr` by the task (perf_bp_event()).
+  void BreakpointAccess(uint64_t addr, uint32_t width, Access access, uint64_t ip);
+  // The core PMU: clock-driven counts over [from, to) ns, and `n` occurrences of `kind`.
+  void CoreClockTicks(uint64_t from, uint64_t to);
+  void HardwareCount(HwKind kind, uint64_t n);
   // A software event occurrence on CPU 0 (perf_sw_event()).
   void SoftwareOccurrence(uint64_t config, const SampleData& data);
   // __perf_event_overflow() / __perf_event_account_interrupt().

@@ -5,14 +5,24 @@
 #include <linux/perf_event.h>
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <vector>
 
+#include "mocks/hardware_pmu.h"
+
 namespace perftest::mock {
 
 class MockRingBuffer;
+class TraceFilter;
+struct TracepointModel;
+
+// Which struct pmu an event belongs to (event->pmu). The kernel's software
+// PMU is three: perf_swevent (page faults, switches, dummy, ...),
+// perf_cpu_clock and perf_task_clock.
+enum class PmuId { kSwevent, kCpuClock, kTaskClock, kTracepoint, kBreakpoint, kCore };
 
 // hwc->interrupts when throttled (include/linux/perf_event.h MAX_INTERRUPTS).
 inline constexpr uint64_t kMaxInterrupts = std::numeric_limits<uint64_t>::max();
@@ -42,6 +52,9 @@ struct SampleData {
   enum class Stack { kUserTouch, kUserSpin, kKernelSwitch, kKernelIdle } stack = Stack::kUserTouch;
   pid_t pid = 0, tid = 0;      // current at the time (idle: 0)
   uint32_t cpu = 0;            // smp_processor_id()
+  // PERF_SAMPLE_RAW: the tracepoint's trace entry (has_raw), else none.
+  bool has_raw = false;
+  std::vector<std::byte> raw;
 };
 
 struct MockEvent {
@@ -57,6 +70,14 @@ struct MockEvent {
   bool enabled = false;         // state >= PERF_EVENT_STATE_INACTIVE
   bool active = false;          // state == PERF_EVENT_STATE_ACTIVE (scheduled in)
   bool is_clock = false;        // cpu-clock / task-clock (hrtimer driven)
+  // Enabled, but the kernel has not scheduled it in yet and will not before
+  // the task's next sched-in or a ctx_resched() of its group's PMU (see
+  // MockBackend::EnableEvent()).
+  bool deferred = false;
+  PmuId pmu = PmuId::kSwevent;  // event->pmu
+  const TracepointModel* tracepoint = nullptr;  // PERF_TYPE_TRACEPOINT: what attr.config names
+  std::shared_ptr<const TraceFilter> filter;   // PERF_EVENT_IOC_SET_FILTER (tracepoints)
+  HwEvent hw_event;             // PmuId::kCore: what it counts and on which counters
 
   uint64_t count = 0;           // event->count
   uint64_t child_count = 0;     // event->child_count (inherited children that exited)

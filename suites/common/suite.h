@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,12 +49,29 @@ Backend& TestBackend();
 // Records skip_class / skip_reason properties; PERFTEST_SKIP then skips.
 void RecordSkip(SkipClass c, const std::string& reason);
 
+// Records that the kernel's behaviour, which the case checks, differs from a
+// reference document (DESIGN.md: "the case follows the kernel and records the
+// documented-versus-actual divergence"): GoogleTest properties
+// `divergence_id` (stable, e.g. "ioctl.refresh_zero"), `divergence_documented`
+// (what the document says, with its reference) and `divergence_actual` (what
+// the kernel does, with the kernel function). One per case.
+void RecordDivergence(const std::string& id, const std::string& documented, const std::string& actual);
+
+// Whether `err` from an open (or a tracefs lookup) means the thing asked for
+// is not there (ENOENT, ENODEV, EOPNOTSUPP, ENXIO, ENOSYS: kUnsupported) or not
+// allowed (EACCES, EPERM: kPermission) — a precondition a case may skip on.
+// nullopt for any other errno, which is a failure, never a skip.
+std::optional<SkipClass> UnavailableClass(int err);
+
 // Base fixture: records the case's properties; on the kernel backend, skips
 // every case with its true reason when perf_event_open is unavailable here.
 class SuiteTest : public ::testing::Test {
  protected:
   void SetUp() override;
   Backend& backend() { return TestBackend(); }
+  // Whether counts are exact (the mock's model: DESIGN.md "Under the mock,
+  // counts are exact and deterministic; under the kernel, suites assert bounds").
+  bool exact() { return backend().kind() == "mock"; }
 };
 
 }  // namespace perftest
@@ -69,6 +87,22 @@ class SuiteTest : public ::testing::Test {
     ::perftest::RecordSkip(skip_class, perftest_reason);                                          \
     GTEST_SKIP() << "[" << ::perftest::SkipClassName(skip_class) << "] " << perftest_reason;     \
   } while (0)
+
+// Evaluates `expr` (a Result<T>): on an errno UnavailableClass() accepts,
+// skips the case with that class and "`what`: <the call> = -E..." as the
+// reason; on any other failure ends the test; else move-assigns to `lhs`.
+//   PERFTEST_ASSIGN_OR_SKIP(Event bp, Event::Open(backend(), attr), "no breakpoint PMU");
+#define PERFTEST_ASSIGN_OR_SKIP(lhs, expr, what) \
+  PERFTEST_ASSIGN_OR_SKIP_IMPL(PERFTEST_CONCAT(perftest_skip_result_, __LINE__), lhs, expr, what)
+#define PERFTEST_ASSIGN_OR_SKIP_IMPL(tmp, lhs, expr, what)                                   \
+  auto tmp = (expr);                                                                        \
+  if (!tmp.ok()) {                                                                          \
+    if (std::optional<::perftest::SkipClass> perftest_class = ::perftest::UnavailableClass(tmp.error())) { \
+      PERFTEST_SKIP(*perftest_class, std::string(what) + ": " + tmp.ToString());           \
+    }                                                                                       \
+  }                                                                                         \
+  ASSERT_TRUE(tmp.ok()) << tmp.ToString();                                                  \
+  lhs = std::move(tmp).value()
 
 #ifndef PERFTEST_CONCAT
 #define PERFTEST_CONCAT_INNER(a, b) a##b

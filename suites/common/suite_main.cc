@@ -119,6 +119,28 @@ const std::vector<CaseInfo>& RegisteredCases() { return Registry(); }
 
 Backend& TestBackend() { return *BackendSlot(); }
 
+std::optional<SkipClass> UnavailableClass(int err) {
+  switch (err) {
+    case ENOENT:
+    case ENODEV:
+    case EOPNOTSUPP:
+    case ENXIO:
+    case ENOSYS:
+      return SkipClass::kUnsupported;
+    case EACCES:
+    case EPERM:
+      return SkipClass::kPermission;
+    default:
+      return std::nullopt;
+  }
+}
+
+void RecordDivergence(const std::string& id, const std::string& documented, const std::string& actual) {
+  ::testing::Test::RecordProperty("divergence_id", id);
+  ::testing::Test::RecordProperty("divergence_documented", documented);
+  ::testing::Test::RecordProperty("divergence_actual", actual);
+}
+
 void RecordSkip(SkipClass c, const std::string& reason) {
   ::testing::Test::RecordProperty("skip_class", std::string(SkipClassName(c)));
   ::testing::Test::RecordProperty("skip_reason", reason);

@@ -1,0 +1,77 @@
+// The hardware PMU ("cpu", PERF_TYPE_HARDWARE / HW_CACHE / RAW) of MockBackend,
+// modelled on an Intel core PMU: general-purpose and fixed counters, the
+// generic event map, a reduced hw_cache table, raw event codes, and which
+// counter each event may use.
+//
+//   HwEvent e;
+//   if (int err = HardwareEventInit(attr, model, &e, &why)) return err;   // at open
+//   if (!HardwareFits({leader_e, member_e}, model)) return EINVAL;           // validate_group()
+//
+// Sources: arch/x86/events/core.c x86_pmu_event_init(), x86_setup_perfctr()
+// (an unmapped generic event is -ENOENT; config >= PERF_COUNT_HW_MAX -EINVAL),
+// set_ext_hw_attr() (hw_cache ids past their MAX -EINVAL, a table value of 0
+// -ENOENT, of -1 -EINVAL), x86_pmu_hw_config() (precise_ip above the PMU's
+// max_precise -EOPNOTSUPP; raw configs are masked, not refused),
+// validate_group() (a group that cannot be scheduled at once -EINVAL);
+// arch/x86/events/intel/core.c intel_perfmon_event_map and the fixed counters
+// (INST_RETIRED.ANY -> fixed 0, CPU_CLK_UNHALTED.THREAD -> fixed 1,
+// REF_CYCLES (0x0300, fixed only) -> fixed 2).
+//
+// What the model counts (mock_task.cc): cycles and ref-cycles at the profile's
+// cpu_mhz while the task runs; instructions retired by Workload::Instructions
+// (exactly n) and Spin (one per cycle); branch instructions one per two
+// instructions; one branch miss per Instructions workload; L1D read/write
+// accesses one per ReadMemory/WriteMemory access. All of it is user mode.
+// Not modelled yet: multiplexing rotation (an event that finds no counter
+// stays INACTIVE: time_enabled runs, time_running does not), counter
+// overflow at the profile's width, rdpmc.
+#pragma once
+
+#include <linux/perf_event.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace perftest::mock {
+
+// The profile's "hardware" object.
+struct HardwareModel {
+  uint32_t gp_counters = 4;     // general-purpose counters per CPU
+  uint32_t fixed_counters = 3;  // fixed counters (0: instructions, 1: cycles, 2: ref-cycles)
+  uint32_t counter_width = 48;  // bits
+  uint32_t max_precise = 3;     // caps/max_precise
+};
+
+// What an event counts in the model.
+enum class HwKind {
+  kCycles,
+  kInstructions,
+  kRefCycles,
+  kBusCycles,
+  kBranches,
+  kBranchMisses,
+  kCacheReferences,
+  kCacheMisses,
+  kL1dReads,
+  kL1dWrites,
+  kNothing,  // a valid event the model never sees happen (misses, other raw codes)
+};
+
+struct HwEvent {
+  uint64_t code = 0;     // umask << 8 | event select
+  HwKind kind = HwKind::kNothing;
+  int fixed = -1;        // the fixed counter that can count it, or -1
+  bool gp = true;        // whether a general-purpose counter can count it
+};
+
+// Decodes attr.type/attr.config (PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, or the
+// PMU's own type for raw codes). Errors as the header says.
+int HardwareEventInit(const perf_event_attr& attr, uint32_t pmu_type, const HardwareModel& m, HwEvent* out,
+                      std::string* why);
+
+// Whether `events` can all be on counters at once (x86_schedule_events(),
+// fixed counters first).
+bool HardwareFits(const std::vector<HwEvent>& events, const HardwareModel& m);
+
+}  // namespace perftest::mock
