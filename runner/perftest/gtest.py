@@ -45,6 +45,9 @@ class Verdict:
     skip_class: object = None
     feature: object = None
     spec: object = None
+    # {"id", "documented", "actual"} when the case records that the kernel
+    # diverges from the document it cites (suite properties divergence_*).
+    divergence: object = None
 
 
 def trim(text, limit=REASON_MAX):
@@ -121,6 +124,20 @@ def _with_tail(reason, output):
     return "%s; last output: %s" % (reason, tail) if tail else reason
 
 
+def divergence_of(props):
+    """The documented-versus-actual divergence a case recorded, or None.
+
+    Suites record GoogleTest properties divergence_id, divergence_documented
+    and divergence_actual (suites/common/suite.h); an id without both texts
+    is kept with the missing text as ''."""
+    did = props.get("divergence_id")
+    if not did:
+        return None
+    return {"id": str(did),
+            "documented": str(props.get("divergence_documented") or ""),
+            "actual": str(props.get("divergence_actual") or "")}
+
+
 def classify(full_name, proc, doc, doc_problem, output, timeout_s=None):
     """Decide one case's status from how its process ended and gtest's JSON.
 
@@ -136,9 +153,10 @@ def classify(full_name, proc, doc, doc_problem, output, timeout_s=None):
     props = properties(tc) if tc else {}
     feature = props.get("feature")
     spec = props.get("spec")
+    divergence = divergence_of(props)
 
     def verdict(status, reason, skip_class=None):
-        return Verdict(status, trim(reason), skip_class, feature, spec)
+        return Verdict(status, trim(reason), skip_class, feature, spec, divergence)
 
     if proc.timed_out:
         limit = ("%gs" % timeout_s) if timeout_s is not None else "the time limit"

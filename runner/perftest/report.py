@@ -56,6 +56,19 @@ def is_failing(case):
     return case["status"] in FAILING and not case.get("xfail")
 
 
+def divergences(cases):
+    """The documentation-divergences section: one entry per case that
+    recorded a divergence, with the case's outcome here."""
+    out = []
+    for c in cases:
+        d = c.get("divergence")
+        if d:
+            out.append({"id": d["id"], "suite": c["suite"], "name": c["name"],
+                        "feature": c.get("feature"), "status": c["status"],
+                        "documented": d.get("documented", ""), "actual": d.get("actual", "")})
+    return out
+
+
 def build_report(run, host, cases):
     """Assemble the document; cases are dicts as CaseResult.to_json gives."""
     return {
@@ -64,6 +77,7 @@ def build_report(run, host, cases):
         "host": host,
         "summary": summarize(cases),
         "cases": cases,
+        "divergences": divergences(cases),
     }
 
 

@@ -213,6 +213,7 @@ class SuiteBinary:
                 reason=v.reason,
                 duration_s=proc.duration_s,
                 log=log,
+                extra={"divergence": v.divergence} if v.divergence else None,
             )
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -330,6 +330,23 @@ def _details(doc):
     return out
 
 
+def _divergences(doc):
+    divs = doc.get("divergences") or []
+    if not divs:
+        return []
+    out = ["<h2>Documented versus actual behaviour</h2>",
+           "<p>Cases where this kernel follows its source, not the document the case cites.</p>",
+           "<table><thead><tr><th>id</th><th>feature</th><th>status</th><th>documented</th>"
+           "<th>actual</th></tr></thead><tbody>"]
+    for d in divs:
+        out.append("<tr><td><code>%s</code></td><td><code>%s</code></td><td>%s</td><td>%s</td>"
+                   "<td>%s</td></tr>" % (esc(d["id"]), esc(d.get("feature") or d["name"]),
+                                         esc(d["status"]), esc(d.get("documented")),
+                                         esc(d.get("actual"))))
+    out.append("</tbody></table>")
+    return out
+
+
 def render(doc):
     run, summary = doc["run"], doc["summary"]
     suites = ", ".join(run.get("suites") or []) or "no suites"
@@ -359,6 +376,7 @@ def render(doc):
     out += ["<h2>Cases</h2>"] + _filters(doc, statuses)
     for suite, counts in common.suite_counts(doc):
         out += _suite_section(doc, suite, counts)
+    out += _divergences(doc)
     out += _details(doc)
     out += ["<script>%s</script>" % _JS, "</body></html>"]
     return "\n".join(out) + "\n"

@@ -99,6 +99,15 @@ def render(doc):
             out.append("No cases.")
         out.append("")
 
+    divs = doc.get("divergences") or []
+    if divs:
+        out += ["## Documented versus actual behaviour", "",
+                "Cases where this kernel follows its source, not the document the case cites.", ""]
+        out += _table(["id", "feature", "status", "documented", "actual"],
+                      [[code(d["id"]), code(d.get("feature") or d["name"]), d["status"],
+                        cell(d.get("documented"), 400), cell(d.get("actual"), 400)] for d in divs])
+        out.append("")
+
     skips = [c for c in cases if c["status"] == "skip"]
     if skips:
         out += ["## Skips by class", ""]
