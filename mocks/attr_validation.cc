@@ -143,8 +143,9 @@ int CheckOpenAttr(const perf_event_attr& a, unsigned long flags, pid_t pid, int 
 bool HasExtendedRegs(const perf_event_attr& a, bool x86_64) {
   if (!x86_64) return false;
   constexpr uint64_t kExtended = ~((uint64_t{1} << 32) - 1);  // PERF_REG_EXTENDED_MASK
-  return ((a.sample_type & PERF_SAMPLE_REGS_USER) && (a.sample_regs_user & kExtended)) ||
-         ((a.sample_type & PERF_SAMPLE_REGS_INTR) && (a.sample_regs_intr & kExtended));
+  // kernel/events/core.c has_extended_regs() looks at the masks alone, not at
+  // sample_type: the masks are refused even when no registers are sampled.
+  return (a.sample_regs_user & kExtended) || (a.sample_regs_intr & kExtended);
 }
 
 int CheckClockId(int clockid) {

@@ -56,7 +56,8 @@ int CheckOpenAttr(const perf_event_attr& attr, unsigned long flags, pid_t pid, i
                   std::string* why);
 
 // has_extended_regs(): x86_64 XMM registers in sample_regs_user/intr, which
-// need a PMU with PERF_PMU_CAP_EXTENDED_REGS (else EOPNOTSUPP at open).
+// need a PMU with PERF_PMU_CAP_EXTENDED_REGS (else EOPNOTSUPP at open). The
+// masks count whether or not sample_type has PERF_SAMPLE_REGS_USER/INTR.
 bool HasExtendedRegs(const perf_event_attr& attr, bool x86_64);
 
 // perf_event_set_clock(): the clocks attr.clockid may name. EINVAL otherwise.

@@ -37,13 +37,15 @@ void PeriodStateInit(MockEvent& ev) {
 
 int SoftwareEventInit(MockEvent& ev, std::string* why) {
   perf_event_attr& a = ev.attr;
-  if (a.config >= PERF_COUNT_SW_MAX) {
-    if (why) *why = fmt::format("software config {} >= PERF_COUNT_SW_MAX ({})", a.config, int{PERF_COUNT_SW_MAX});
-    return ENOENT;
-  }
+  // kernel/events/core.c perf_swevent_init(): has_branch_stack() before the
+  // config range (cpu_clock/task_clock_event_init() check it too).
   if (a.sample_type & PERF_SAMPLE_BRANCH_STACK) {
     if (why) *why = "no branch sampling for software events";
     return EOPNOTSUPP;
+  }
+  if (a.config >= PERF_COUNT_SW_MAX) {
+    if (why) *why = fmt::format("software config {} >= PERF_COUNT_SW_MAX ({})", a.config, int{PERF_COUNT_SW_MAX});
+    return ENOENT;
   }
   ev.is_clock = IsSoftwareClock(a.config);
   ev.pmu = a.config == PERF_COUNT_SW_CPU_CLOCK   ? PmuId::kCpuClock
