@@ -66,11 +66,32 @@ def one_line(text, limit=None):
     return text
 
 
+def repair_utf8(value):
+    """Undo GoogleTest 1.12's JSON escaping of UTF-8: its writer escapes every
+    byte of a multi-byte character on its own ("\u00E2\u0080\u0094" for an
+    em dash), so the parsed string holds the bytes as code points 0x80-0xFF.
+    Such a string is re-decoded as UTF-8; anything else is returned as is.
+    Applied to every string of a parsed document (dicts and lists too)."""
+    if isinstance(value, str):
+        if any(0x80 <= ord(ch) <= 0xFF for ch in value) and all(ord(ch) <= 0xFF for ch in value):
+            try:
+                return value.encode("latin-1").decode("utf-8")
+            except UnicodeDecodeError:
+                return value
+        return value
+    if isinstance(value, dict):
+        return {repair_utf8(k): repair_utf8(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [repair_utf8(v) for v in value]
+    return value
+
+
 def load_json(path):
-    """Parsed gtest JSON, or (None, why) when missing or unreadable."""
+    """Parsed gtest JSON (strings repaired by repair_utf8), or (None, why)
+    when missing or unreadable."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            return json.load(f), None
+            return repair_utf8(json.load(f)), None
     except FileNotFoundError:
         return None, "no gtest JSON written"
     except (OSError, ValueError) as e:

@@ -24,6 +24,27 @@ def _case(**kw):
     return c
 
 
+class GtestUtf8Test(unittest.TestCase):
+    # As gtest 1.12 writes an em dash in a RecordProperty value (seen in
+    # suite_ioctl's divergence_actual).
+    RAW = '{"a": "says \\u00E2\\u0080\\u0094 an event", "b": ["caf\\u00C3\\u00A9"], "c": "plain"}'
+
+    def test_bytewise_escaped_utf8_is_repaired_on_load(self):
+        import json, os, tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            f.write(self.RAW)
+        try:
+            doc, problem = gtest.load_json(f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertIsNone(problem)
+        self.assertEqual(doc, {"a": "says \u2014 an event", "b": ["caf\u00e9"], "c": "plain"})
+
+    def test_genuine_latin1_text_that_is_not_utf8_is_kept(self):
+        self.assertEqual(gtest.repair_utf8("na\u00efve \u00ff"), "na\u00efve \u00ff")
+        self.assertEqual(gtest.repair_utf8("\u2014 already fine"), "\u2014 already fine")
+
+
 class DivergenceTest(unittest.TestCase):
     def test_classify_reads_the_divergence_properties(self):
         v = gtest.classify("Prctl.AllEvents", ProcResult(0, False, 0.1), _doc(PROPS), None, "")
