@@ -1,0 +1,172 @@
+// The Intel PT packet decoder: bytes in, Packets out (SDM Vol. 3C §33.4
+// "Trace Packets and Formats"). The lowest decoder layer; the flow decoder
+// holds one and offers the same verbs (libipt's pt_packet_decoder model).
+//
+//   pt::PacketDecoder decoder(trace);              // a view: `trace` must outlive it
+//   for (auto s = decoder.SyncForward(); s.ok(); s = decoder.SyncForward()) {
+//     pt::Packet p;
+//     int err;
+//     while ((err = decoder.Next(p)) == 0) Use(p);
+//     if (err == ENODATA) break;                    // end of trace
+//     Report(err, decoder.offset());                // the bad packet's offset; resync at the next PSB
+//   }
+//
+// Verbs: SyncForward / SyncBackward / SyncSet position the decoder (it starts
+// unsynchronized), Next decodes one packet and advances past it, offset()
+// tells where it is. A failed Next does not move: offset() is the byte offset
+// of the packet that could not be decoded, and SyncForward() resumes at the
+// next PSB — including a PSB that the failed packet overlapped, as when a
+// packet was cut short by the end of one AUX buffer and the trace continues
+// with a PSB (perf-intel-pt.txt "dump option").
+//
+// Speed: Next(Packet&) is inline; the first byte indexes 256-entry tables
+// (internal/opcodes.h), and fixed-size packets (and CYCs of up to 2 bytes)
+// with at least 9 bytes left are decoded with one 8-byte load, a mask and
+// three stores, one well-predicted branch, no allocation and no call. TNT-64,
+// MODE and the other fixed-size 02h packets take a short out-of-line path;
+// the rest (PSB, TMA, PTW, longer CYCs, errors, the trace's last bytes, PEBS
+// blocks) a careful one. Each packet's position depends on the previous
+// packet's first byte, so Next() in a loop is bound by that load-to-load
+// latency; Decode() decodes several PSB-delimited lanes interleaved to get
+// past it. Errors and their order match libipt 2.0 (pt_pkt_next), which the
+// differential tests check byte for byte.
+#pragma once
+
+#include <bit>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string_view>
+
+#include "harness/pt/internal/opcodes.h"
+#include "harness/pt/packet.h"
+#include "harness/result.h"
+
+namespace perftest::pt {
+
+class PacketDecoder {
+ public:
+  struct Options {
+    // Decode the PEBS-via-PT block packets (SDM §33.4.2.26-28): BBP opens a
+    // block in which a byte xxxxx100b is a BIP with the BBP's item size
+    // instead of a TNT-8, until a packet that ends the block (BEP, or any but
+    // PAD, TSC, TMA, MTC, FUP, CYC, CBR, MNT, EXSTOP, PWRE, PWRX and BIP; as
+    // perf's intel_pt_upd_pkt_ctx()). With false, 02h 63h, 02h 33h and
+    // 02h B3h are unknown opcodes (EILSEQ), as to decoders that predate them
+    // (libipt 2.0).
+    bool block_packets = true;
+  };
+
+  explicit PacketDecoder(std::span<const uint8_t> trace) : PacketDecoder(trace, Options{}) {}
+  PacketDecoder(std::span<const uint8_t> trace, Options options);
+
+  // Moves to the next PSB (sync.h FindPsbForward) and returns its offset.
+  // The search starts at the beginning of the trace if the decoder has not
+  // been synchronized; after the last sync point if the decoder is still at
+  // it; else up to 15 bytes before offset(), so that a PSB overlapped by a
+  // preceding (truncated) packet is found. Leaves any PEBS block.
+  // Errors: ENODATA, no PSB there (the decoder does not move).
+  Result<uint64_t> SyncForward();
+
+  // Moves to the previous PSB (sync.h FindPsbBackward) before offset(), or
+  // before the end of the trace if not synchronized, and returns its offset.
+  // Leaves any PEBS block.
+  // Errors: ENODATA, no PSB there (the decoder does not move).
+  Result<uint64_t> SyncBackward();
+
+  // Moves to `offset`, which need not be a PSB (to decode from a known
+  // packet boundary, as `perf script -D` does from 0), and makes it the sync
+  // point. Leaves any PEBS block.
+  // Errors: EINVAL, offset > trace size.
+  Result<void> SyncSet(uint64_t offset);
+
+  // Decodes the packet at offset() into `packet` and advances past it.
+  // Returns 0, or one of these errno values (and then neither `packet`
+  // nor the decoder changes); when several apply, the first in this list
+  // is reported — libipt's order:
+  //   ENOTCONN  not synchronized yet (no Sync* call succeeded)
+  //   ENODATA   end of the trace: offset() == size
+  //   EILSEQ    unknown opcode: the first byte, the byte after 02h, or the
+  //             byte after 02h C3h names no packet (SDM §33.4.2), or a block
+  //             packet with block_packets = false
+  //   EBADMSG   a payload the SDM does not allow, known from the opcode:
+  //             IPBytes 101b/111b (TIP, TIP.PGE, TIP.PGD, FUP), PTW
+  //             PayloadBytes 10b/11b
+  //   EMSGSIZE  truncated: the packet runs past the end of the trace (also
+  //             when the opcode itself is cut: 02h, or 02h C3h, at the end)
+  //   EBADMSG   a payload the SDM does not allow: TNT-64 without a stop bit;
+  //             a PSB whose 16 bytes are not 02h 82h x8; a MODE leaf other
+  //             than Exec (000b) or TSX (001b); a TMA with reserved bits set
+  //             (byte 4, byte 6 bits 7:1; libipt's check for erratum SKZ84);
+  //             a CYC whose count does not fit 64 bits (a 9th extension byte)
+  int Next(Packet& packet) noexcept;
+
+  // Next(Packet&) as a Result: the packet, or the errno with the call
+  // "pt::PacketDecoder::Next(offset=0x...)" naming the offset.
+  Result<Packet> Next();
+
+  // Many Next() calls at once: decodes the next packets from offset() on
+  // into `out` — the packets Next() would return, in order — and returns how
+  // many. `err` is 0 when more may follow (call again), else the errno Next()
+  // returns at the stopping point: ENODATA at the end of the trace, or an
+  // error, with offset() at the failing packet, as after Next(). A call
+  // decodes at most out.size() packets, and may stop short of that.
+  //
+  // Faster than Next() in a loop on long, well-formed traces: it takes the
+  // bytes ahead that `out` can hold for sure (one packet per byte), cuts them
+  // at PSBs into up to 4 lanes of about a PSB period each, decodes the lanes
+  // interleaved so that their dependency chains (byte -> size -> next byte)
+  // overlap, and keeps a lane only if the one before it ended exactly where
+  // it begins, outside a PEBS block — else decoding goes on from where that
+  // one ended, next call. Give it room for a few PSB periods of 1-byte
+  // packets: 16 Ki packets for the default psb_period of 4 KiB. With less
+  // than 4 Ki, or within 4 KiB of the end, it decodes a packet at a time.
+  size_t Decode(std::span<Packet> out, int& err) noexcept;
+
+  // Where the next packet starts (the failing packet's offset after an
+  // error); 0 before the first sync.
+  uint64_t offset() const { return static_cast<uint64_t>(pos_ - begin_); }
+  // The offset of the last sync point (0 before the first sync).
+  uint64_t sync_offset() const { return static_cast<uint64_t>(sync_ - begin_); }
+  bool synced() const { return synced_; }
+  // Inside a PEBS block: the BIP item size (4 or 8), else 0.
+  unsigned block_item_bytes() const { return block_; }
+  std::span<const uint8_t> trace() const { return {begin_, static_cast<size_t>(end_ - begin_)}; }
+  const Options& options() const { return options_; }
+
+  // "unknown opcode", "bad payload", "truncated packet", "end of trace",
+  // "not synchronized" for the errno values Next() returns; strerror otherwise.
+  static std::string_view ErrorDescription(int err);
+
+ private:
+  int NextSlow(Packet& packet) noexcept;
+  size_t DecodeLanes(std::span<Packet> out, int& err) noexcept;
+  void MoveTo(const uint8_t* pos);
+  void UpdateFastEnd() {
+    fast_end_ = (synced_ && block_ == 0 && end_ - begin_ >= 9) ? end_ - 8 : begin_;
+  }
+
+  const uint8_t* begin_;
+  const uint8_t* end_;
+  const uint8_t* pos_;
+  const uint8_t* sync_;
+  // pos_ < fast_end_: synchronized, outside a block, and 9 bytes readable at pos_.
+  const uint8_t* fast_end_;
+  Options options_;
+  bool synced_ = false;
+  uint8_t block_ = 0;  // BIP item size inside a PEBS block, else 0
+};
+
+inline int PacketDecoder::Next(Packet& packet) noexcept {
+  const uint8_t* pos = pos_;
+  if (pos >= fast_end_) [[unlikely]] return NextSlow(packet);
+  unsigned size;
+  if (!internal::FastDecode(begin_, static_cast<uint64_t>(pos - begin_), packet, size)) [[unlikely]] {
+    return NextSlow(packet);
+  }
+  pos_ = pos + size;
+  return 0;
+}
+
+}  // namespace perftest::pt

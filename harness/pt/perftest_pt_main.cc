@@ -1,0 +1,95 @@
+// perftest_pt: Intel PT tools on the perftest_pt library. The runner forwards
+// `perftest pt dump ...` here (DESIGN.md "Command line").
+//
+//   perftest_pt dump FILE [--offset=N] [--sync] [--lastip] [--format=text|json]
+//                         [--no-blocks] [--limit=N]
+//
+// FILE holds raw Intel PT bytes (an AUX area's contents, a fixtures/pt/*.bin).
+// Exit status: 0 dumped (decode errors are part of the output), 2 bad
+// arguments or an unreadable file.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "harness/pt/dump.h"
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+
+bool ReadFile(const std::string& path, std::vector<uint8_t>* out, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = fmt::format("cannot open {}: {}", path, std::strerror(errno));
+    return false;
+  }
+  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    *error = fmt::format("cannot read {}", path);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"perftest_pt: Intel Processor Trace tools (packet dump)"};
+  app.require_subcommand(1);
+
+  std::string file;
+  uint64_t offset = 0;
+  uint64_t limit = 0;
+  bool sync = false;
+  bool last_ip = false;
+  bool no_blocks = false;
+  std::string format = "text";
+  CLI::App* dump = app.add_subcommand(
+      "dump", "print every packet like `perf script -D`: offset, raw bytes, packet and payload");
+  dump->add_option("FILE", file, "raw Intel PT trace bytes")->required();
+  dump->add_option("--offset", offset, "start decoding at this byte offset (need not be a PSB)");
+  dump->add_flag("--sync", sync, "first move to the next PSB at or after --offset");
+  dump->add_flag("--lastip", last_ip, "show the IP each TIP/TIP.PGE/TIP.PGD/FUP makes (reset at PSB)");
+  dump->add_flag("--no-blocks", no_blocks,
+                 "no PEBS-via-PT block packets: 02 63/33/b3 are unknown opcodes (as in libipt 2.0)");
+  dump->add_option("--limit", limit, "stop after this many packets (0: all)");
+  dump->add_option("--format", format, "text (perf script -D style) or json (JSON Lines)")
+      ->check(CLI::IsMember({"text", "json"}));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitBadInput;
+  }
+
+  std::vector<uint8_t> trace;
+  std::string error;
+  if (!ReadFile(file, &trace, &error)) {
+    fmt::print(stderr, "perftest_pt: {}\n", error);
+    return kExitBadInput;
+  }
+  perftest::pt::DumpOptions options;
+  options.format = format == "json" ? perftest::pt::DumpOptions::Format::kJson : perftest::pt::DumpOptions::Format::kText;
+  options.offset = offset;
+  options.sync = sync;
+  options.last_ip = last_ip;
+  options.block_packets = !no_blocks;
+  options.limit = limit;
+  const auto stats = perftest::pt::Dump(trace, options, [](std::string_view s) {
+    std::fwrite(s.data(), 1, s.size(), stdout);
+  });
+  if (!stats.ok()) {
+    fmt::print(stderr, "perftest_pt: --offset={:#x} is past the end of {} ({} bytes)\n", offset, file, trace.size());
+    return kExitBadInput;
+  }
+  std::fflush(stdout);
+  return 0;
+}
