@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "harness/backend.h"
+#include "harness/event.h"
 
 namespace perftest {
 
@@ -72,6 +73,18 @@ class SuiteTest : public ::testing::Test {
   // Whether counts are exact (the mock's model: DESIGN.md "Under the mock,
   // counts are exact and deterministic; under the kernel, suites assert bounds").
   bool exact() { return backend().kind() == "mock"; }
+
+  // Page faults the harness itself may add on the kernel while a workload
+  // runs (its own stack and heap pages): the slack of ExpectFaults.
+  static constexpr uint64_t kFaultSlack = 32;
+  // Checks a page-fault count against a workload of `pages` touches: exact
+  // on the mock; on the kernel at least `pages` and at most kFaultSlack more.
+  void ExpectFaults(uint64_t count, uint64_t pages, const std::string& what);
+  // The event's counter (Event::ReadValue); records a failure and returns
+  // ~0 when the read fails.
+  uint64_t Value(Event& ev);
+  // Runs Workload::TouchPages(pages) in the current task; fails the case if it cannot.
+  void Touch(uint64_t pages);
 };
 
 }  // namespace perftest

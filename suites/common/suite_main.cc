@@ -146,6 +146,26 @@ void RecordSkip(SkipClass c, const std::string& reason) {
   ::testing::Test::RecordProperty("skip_reason", reason);
 }
 
+void SuiteTest::ExpectFaults(uint64_t count, uint64_t pages, const std::string& what) {
+  if (exact()) {
+    EXPECT_EQ(count, pages) << what;
+  } else {
+    EXPECT_GE(count, pages) << what;
+    EXPECT_LE(count, pages + kFaultSlack) << what;
+  }
+}
+
+uint64_t SuiteTest::Value(Event& ev) {
+  Result<uint64_t> v = ev.ReadValue();
+  EXPECT_TRUE(v.ok()) << v.ToString();
+  return v.ok() ? *v : ~uint64_t{0};
+}
+
+void SuiteTest::Touch(uint64_t pages) {
+  Result<WorkloadResult> r = backend().RunWorkload(Workload::TouchPages(pages));
+  ASSERT_TRUE(r.ok()) << r.ToString();
+}
+
 void SuiteTest::SetUp() {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
   for (const CaseInfo& c : Registry()) {

@@ -32,7 +32,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr uint64_t kFaultSlack = 32;
 constexpr uint64_t kTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 
 // Breakpoint targets.

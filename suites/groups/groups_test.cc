@@ -32,7 +32,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr uint64_t kFaultSlack = 32;
 constexpr uint64_t kTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 
 perf_event_attr Sw(uint64_t config, bool disabled = true, uint64_t read_format = kTimes) {
@@ -46,15 +45,6 @@ perf_event_attr Sw(uint64_t config, bool disabled = true, uint64_t read_format =
 
 class Groups : public SuiteTest {
  protected:
-  void ExpectFaults(uint64_t count, uint64_t pages, const std::string& what) {
-    if (exact()) {
-      EXPECT_EQ(count, pages) << what;
-    } else {
-      EXPECT_GE(count, pages) << what;
-      EXPECT_LE(count, pages + kFaultSlack) << what;
-    }
-  }
-  void Touch(uint64_t pages) { ASSERT_OK(backend().RunWorkload(Workload::TouchPages(pages))); }
   ReadValues Values(Event& ev, size_t nr = 1) {
     Result<ReadValues> v = ev.Read(nr);
     EXPECT_OK(v);

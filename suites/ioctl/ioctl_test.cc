@@ -36,7 +36,6 @@ using ::testing::ElementsAreArray;
 using ::testing::IsEmpty;
 using namespace std::chrono_literals;
 
-constexpr uint64_t kFaultSlack = 32;
 constexpr uint64_t kTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 
 // Data breakpoint targets: 8-byte aligned, written only through workloads.
@@ -72,23 +71,9 @@ perf_event_attr WriteBreakpoint(const volatile void* addr) {
 
 class Ioctl : public SuiteTest {
  protected:
-  void ExpectFaults(uint64_t count, uint64_t pages, const std::string& what) {
-    if (exact()) {
-      EXPECT_EQ(count, pages) << what;
-    } else {
-      EXPECT_GE(count, pages) << what;
-      EXPECT_LE(count, pages + kFaultSlack) << what;
-    }
-  }
-  uint64_t Value(Event& ev) {
-    Result<uint64_t> v = ev.ReadValue();
-    EXPECT_OK(v);
-    return v.ok() ? *v : ~uint64_t{0};
-  }
   Result<int> Raw(const Event& ev, unsigned long request, uintptr_t arg) {
     return backend().Ioctl(ev.fd(), request, arg);
   }
-  void Touch(uint64_t pages) { ASSERT_OK(backend().RunWorkload(Workload::TouchPages(pages))); }
   // Page indices (within `w`'s region) of the samples in `recs`, in order.
   std::vector<uint64_t> PageIndices(const std::vector<ParsedRecord>& recs, const WorkloadResult& w) {
     std::vector<uint64_t> out;

@@ -25,7 +25,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr uint64_t kFaultSlack = 32;
 constexpr uint64_t kTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 
 perf_event_attr Sw(uint64_t config, bool disabled = true) {
@@ -40,20 +39,6 @@ perf_event_attr Sw(uint64_t config, bool disabled = true) {
 class Prctl : public SuiteTest {
  protected:
   void TearDown() override { (void)backend().Prctl(PR_TASK_PERF_EVENTS_ENABLE); }
-  void ExpectFaults(uint64_t count, uint64_t pages, const std::string& what) {
-    if (exact()) {
-      EXPECT_EQ(count, pages) << what;
-    } else {
-      EXPECT_GE(count, pages) << what;
-      EXPECT_LE(count, pages + kFaultSlack) << what;
-    }
-  }
-  uint64_t Value(Event& ev) {
-    Result<uint64_t> v = ev.ReadValue();
-    EXPECT_OK(v);
-    return v.ok() ? *v : ~uint64_t{0};
-  }
-  void Touch(uint64_t pages) { ASSERT_OK(backend().RunWorkload(Workload::TouchPages(pages))); }
 };
 
 PERFTEST_CASE(Prctl, DisableThenEnable, "prctl.disable_enable",

@@ -39,7 +39,6 @@ constexpr uint64_t kTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_T
 constexpr uint64_t kAllBits = kTimes | PERF_FORMAT_ID | PERF_FORMAT_GROUP | PERF_FORMAT_LOST;
 // Page faults the kernel may add to a workload's own (first touches of stack
 // or heap by the harness between enable and disable).
-constexpr uint64_t kFaultSlack = 32;
 
 // A counting software event of this task, user mode only (allowed at
 // perf_event_paranoid 2 without privilege).
@@ -99,15 +98,6 @@ class ReadFormat : public SuiteTest {
     return Result<std::vector<uint64_t>>::Ok(std::move(words), n.call());
   }
 
-  // Checks a page-fault count against a workload of `pages` touches.
-  void ExpectFaults(uint64_t count, uint64_t pages, const std::string& what) {
-    if (exact()) {
-      EXPECT_EQ(count, pages) << what;
-    } else {
-      EXPECT_GE(count, pages) << what;
-      EXPECT_LE(count, pages + kFaultSlack) << what;
-    }
-  }
 };
 
 PERFTEST_CASE(ReadFormat, SingleLayoutEveryCombination, "read_format.layout_single",
