@@ -107,4 +107,11 @@ std::unique_ptr<Backend> MakeKernelBackend();
 // seccomp profile that denies it, EACCES when paranoid forbids, ENOSYS).
 int ProbeKernelPerfEventOpen();
 
+// The size of perf_event_attr the running kernel knows: an attr larger than
+// any kernel's, with a non-zero byte past what the kernel knows, makes
+// perf_copy_attr() fail with E2BIG and write its own size into attr.size.
+// Returns that size, or 0 when the kernel answered otherwise (perf_event_open
+// denied, ENOSYS). Compare with sizeof(perf_event_attr), the UAPI's size.
+uint32_t ProbeKernelAttrSize();
+
 }  // namespace perftest

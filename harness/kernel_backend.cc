@@ -293,4 +293,23 @@ int ProbeKernelPerfEventOpen() {
   return 0;
 }
 
+uint32_t ProbeKernelAttrSize() {
+  // One page: far past any perf_event_attr a kernel has defined.
+  struct {
+    perf_event_attr attr;
+    unsigned char tail[4096 - sizeof(perf_event_attr)];
+  } big{};
+  big.attr = SoftwareAttr(PERF_COUNT_SW_DUMMY);
+  big.attr.exclude_kernel = 1;
+  big.attr.exclude_hv = 1;
+  big.attr.size = sizeof big;
+  big.tail[sizeof big.tail - 1] = 1;
+  const long fd = syscall(SYS_perf_event_open, &big.attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd >= 0) {
+    ::close(static_cast<int>(fd));
+    return 0;
+  }
+  return errno == E2BIG ? big.attr.size : 0;
+}
+
 }  // namespace perftest

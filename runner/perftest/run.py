@@ -86,6 +86,23 @@ def default_output_dir(suite_names, all_suites, backend):
     return os.path.join(os.getcwd(), "perftest-out", "%s-%s" % (label, backend))
 
 
+def attr_sizes(probe, binary):
+    """host.attr_size_uapi / attr_size_kernel: the perf_event_attr size the
+    suites were built with (UAPI header) and the one the running kernel knows
+    (from the probe; null when perf_event_open is denied). The mock backend
+    does not probe to choose, so the first suite binary is asked here."""
+    if probe is None:
+        try:
+            probe = binary.probe()
+        except Exception:  # a probe failure must not cost the report
+            probe = {}
+    out = {}
+    for key in ("attr_size_uapi", "attr_size_kernel"):
+        value = probe.get(key)
+        out[key] = value if isinstance(value, int) and value > 0 else None
+    return out
+
+
 def probe_reason(probe):
     why = probe.get("errno_name") or ("errno %d" % probe["errno"] if probe.get("errno") else "")
     text = "perf_event_open failed"
@@ -300,7 +317,9 @@ def run_command(args, command):
         }
         if probe is not None:
             run["probe"] = probe
-        doc = report.build_report(run, collect_host(),
+        host = collect_host()
+        host.update(attr_sizes(probe, suites[suite_names[0]]))
+        doc = report.build_report(run, host,
                                   [r.to_json(log_base=outdir) for r in final])
         try:
             paths = report.write_report(doc, outdir, RUN_FORMATS)

@@ -77,3 +77,23 @@ class DivergenceTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class AttrSizeTest(unittest.TestCase):
+    def test_sizes_come_from_the_probe(self):
+        from perftest.run import attr_sizes
+        self.assertEqual(attr_sizes({"attr_size_uapi": 128, "attr_size_kernel": 136}, None),
+                         {"attr_size_uapi": 128, "attr_size_kernel": 136})
+
+    def test_unknown_kernel_size_is_null_and_mock_runs_probe_anyway(self):
+        from perftest.run import attr_sizes
+
+        class Binary:
+            def probe(self):
+                return {"attr_size_uapi": 128, "attr_size_kernel": 0}
+        self.assertEqual(attr_sizes(None, Binary()), {"attr_size_uapi": 128, "attr_size_kernel": None})
+
+    def test_rendered_line(self):
+        from perftest.render import common
+        self.assertEqual(common.attr_size_line({"attr_size_uapi": 128, "attr_size_kernel": None}),
+                         "UAPI 128 bytes, kernel ?")

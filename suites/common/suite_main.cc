@@ -94,7 +94,10 @@ void PrintProbe() {
                    {"errno_name", err == 0 ? "" : ErrnoName(err)},
                    {"reason", err == 0 ? "perf_event_open of a software dummy event succeeded"
                                        : ExplainProbeFailure(err).second},
-                   {"seccomp_mode", SeccompMode()}};
+                   {"seccomp_mode", SeccompMode()},
+                   // UAPI size this binary was built with vs the kernel's (0: unknown).
+                   {"attr_size_uapi", sizeof(perf_event_attr)},
+                   {"attr_size_kernel", ProbeKernelAttrSize()}};
   std::printf("%s\n", j.dump().c_str());
 }
 

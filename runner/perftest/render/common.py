@@ -82,6 +82,14 @@ def reason_line(case, limit=None):
     return _CONTROL.sub("?", one_line(prefix + (case.get("reason") or ""), limit))
 
 
+def attr_size_line(host):
+    """'UAPI 128 bytes, kernel 136 bytes' (1.1 keys; '?' where unknown)."""
+    def size(key):
+        v = host.get(key)
+        return "%d bytes" % v if isinstance(v, int) else "?"
+    return "UAPI %s, kernel %s" % (size("attr_size_uapi"), size("attr_size_kernel"))
+
+
 def backend_line(run):
     s = run["backend"]
     if run.get("profile"):

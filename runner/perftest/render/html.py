@@ -322,6 +322,7 @@ def _details(doc):
         ("perf_event_paranoid", esc(host.get("perf_event_paranoid"))),
         ("perf_event_max_sample_rate", esc(host.get("perf_event_max_sample_rate"))),
         ("perf_event_mlock_kb", esc(host.get("perf_event_mlock_kb"))),
+        ("perf_event_attr size", esc(common.attr_size_line(host))),
         ("environment", esc(common.environment_line(host))),
         ("privileges", esc(common.privilege_line(host))),
         ("kernel command line", "<code>%s</code>" % esc(host.get("kernel_cmdline"))),

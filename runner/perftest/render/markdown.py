@@ -66,6 +66,7 @@ def render(doc):
         ["perf_event_paranoid", cell(host.get("perf_event_paranoid"))],
         ["perf_event_max_sample_rate", cell(host.get("perf_event_max_sample_rate"))],
         ["perf_event_mlock_kb", cell(host.get("perf_event_mlock_kb"))],
+        ["perf_event_attr size", cell(common.attr_size_line(host))],
         ["environment", cell(common.environment_line(host))],
         ["privileges", cell(common.privilege_line(host))],
         ["kernel command line", code(host.get("kernel_cmdline"))],
