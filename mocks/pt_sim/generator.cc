@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace perftest::pt_sim {
 
 namespace make = pt::make;
@@ -31,14 +33,33 @@ void PtGenerator::Event(EventKind kind) {
   truth_.events.push_back(EventRecord{kind, truth_.insns.size(), ip_, enc_.offset()});
 }
 
+void PtGenerator::Advance(uint64_t core_cycles, uint64_t tsc_ticks) {
+  cycles_ += core_cycles;
+  tsc_ += tsc_ticks;
+  if (options_.output_buffer_bytes == 0) return;
+  drain_ticks_ += tsc_ticks;
+  const uint64_t per = std::max<uint32_t>(1, options_.drain_cycles_per_byte);
+  const uint64_t drained = drain_ticks_ / per;
+  drain_ticks_ %= per;
+  fill_ = drained >= fill_ ? 0 : fill_ - drained;
+}
+
 void PtGenerator::Out(const pt::Packet& p) {
   if (Dropping()) return;
-  (void)enc_.Next(p);  // the builders produce valid packets only
+  const Result<size_t> n = enc_.Next(p);  // the builders produce valid packets only
+  if (n.ok() && options_.output_buffer_bytes != 0) {
+    fill_ += *n;
+    if (fill_ > options_.output_buffer_bytes) overflow_pending_ = true;
+  }
 }
 
 void PtGenerator::OutIp(PacketType type, std::optional<uint64_t> ip) {
   if (Dropping()) return;
-  (void)enc_.NextIp(type, ip);
+  const Result<size_t> n = enc_.NextIp(type, ip);
+  if (n.ok() && options_.output_buffer_bytes != 0) {
+    fill_ += *n;
+    if (fill_ > options_.output_buffer_bytes) overflow_pending_ = true;
+  }
 }
 
 void PtGenerator::MaybeCyc() {
@@ -120,6 +141,7 @@ void PtGenerator::BeginOverflow() {
 
 void PtGenerator::EndOverflow() {
   overflowing_ = false;
+  fill_ = 0;  // what was in the buffer has drained while packets were dropped
   tnt_bits_ = 0;
   tnt_count_ = 0;
   Event(EventKind::kOverflow);
@@ -135,8 +157,7 @@ void PtGenerator::EndOverflow() {
 
 void PtGenerator::KernelTime() {
   const uint64_t c = oracle_.Between(options_.kernel_cycles / 2, options_.kernel_cycles * 3 / 2);
-  cycles_ += c;
-  tsc_ += c;
+  Advance(c, c);
   MaybeMtc();
   if (trace_en_ && enc_.offset() - last_psb_offset_ >= config_.psb_period_bytes() && !Dropping()) EmitPsb();
 }
@@ -163,7 +184,7 @@ void PtGenerator::Power() {
   Out(make::ExStop(true));
   OutIp(PacketType::kFup, ip_);
   // The core is stopped: TSC and CTC advance, core cycles do not.
-  tsc_ += oracle_.Between(options_.kernel_cycles / 2, options_.kernel_cycles * 3 / 2);
+  Advance(0, oracle_.Between(options_.kernel_cycles / 2, options_.kernel_cycles * 3 / 2));
   MaybeMtc();
   Out(make::Pwrx(2, 2, 0x1));  // woken by an interrupt
 }
@@ -206,8 +227,7 @@ Result<void> PtGenerator::Step() {
   const uint64_t index = truth_.insns.size() - 1;
   if (overflowing_ && overflow_left_ > 0) --overflow_left_;
   const uint64_t c = oracle_.Cycles();
-  cycles_ += c;
-  tsc_ += c;
+  Advance(c, c);
 
   uint64_t next = insn.next_ip();
   bool branch_packet = false;  // this instruction gave a TNT bit or a TIP

@@ -39,7 +39,8 @@
 //   CYC          core cycles since the last CYC before a packet, at least
 //                2^(cyc_thresh-1) of them (cyc).
 //   OVF          an internal-buffer overflow (the oracle schedules it every
-//                ~overflow_every instructions): packets after the next
+//                ~overflow_every instructions, or the internal buffer of
+//                output_buffer_bytes fills up): packets after the next
 //                branch packet are lost for overflow_insns instructions,
 //                then OVF, FUP(IP) with a full IP, and a PSB+ (§33.4.2.16).
 //   PTW          PTWRITE with the oracle's operand (ptw); FUP(IP of the
@@ -73,6 +74,11 @@ struct RunOptions {
   uint64_t interrupt_every = 0;    // mean instructions between simulated interrupts; 0: none
   uint64_t overflow_every = 0;     // mean instructions between internal-buffer overflows; 0: none
   uint64_t overflow_insns = 40;    // instructions whose packets an overflow loses
+  // The internal buffer between packet generation and memory: when it holds
+  // more than output_buffer_bytes (0: unlimited), the next packets overflow.
+  // It drains one byte per drain_cycles_per_byte TSC ticks.
+  uint32_t output_buffer_bytes = 0;
+  uint32_t drain_cycles_per_byte = 1;
   uint64_t power_every = 0;        // mean instructions between C-state entries (with pwr_evt); 0: none
   bool tnt64 = false;              // TNT-64 packets (up to 47 bits) instead of TNT-8
   uint8_t cbr = 0x20;              // core:bus ratio (CBR packets)
@@ -143,6 +149,7 @@ class PtGenerator {
   void Power();
   void Event(EventKind kind);
   uint64_t Ctc() const;
+  void Advance(uint64_t core_cycles, uint64_t tsc_ticks);
 
   Program program_;
   PtConfig config_;
@@ -170,6 +177,8 @@ class PtGenerator {
   uint64_t tsc_ = 0;
   uint64_t last_cyc_ = 0;     // cycles_ at the last CYC (or PSB+)
   uint64_t last_mtc_ = 0;     // CTC >> mtc_period at the last MTC/TMA
+  uint64_t fill_ = 0;         // bytes in the internal buffer (output_buffer_bytes)
+  uint64_t drain_ticks_ = 0;  // TSC ticks not yet turned into drained bytes
 };
 
 // Runs `program` for at most options.max_insns instructions with a fresh
