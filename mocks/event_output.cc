@@ -1,5 +1,7 @@
 #include "mocks/event_output.h"
 
+#include "mocks/aux_area.h"
+
 #include <linux/perf_event.h>
 
 #include <bit>
@@ -243,7 +245,16 @@ SampleRecord BuildSample(const MockEvent& ev, const SampleData& d, const OutputC
   if (st & PERF_SAMPLE_CGROUP) s.cgroup = 1;        // the root cgroup's id
   if (st & PERF_SAMPLE_DATA_PAGE_SIZE) s.data_page_size = 0;  // perf_get_page_size() of an unmapped address
   if (st & PERF_SAMPLE_CODE_PAGE_SIZE) s.code_page_size = ctx.page_size;
-  if (st & PERF_SAMPLE_AUX) s.aux = std::vector<std::byte>{};
+  if (st & PERF_SAMPLE_AUX) {
+    // perf_prepare_sample(): the AUX data is limited so that the whole record
+    // stays within U16_MAX bytes, rounded down to 8, then to the AUX size.
+    s.aux = std::vector<std::byte>{};
+    std::vector<std::byte> probe;
+    EncodeSample(SampleLayout::FromAttr(ev.attr), 0, s, &probe);
+    const size_t room = probe.size() < 0xffff ? 0xffff - probe.size() : 0;
+    const size_t size = std::min<size_t>(room, ev.attr.aux_sample_size) / 8 * 8;
+    s.aux = AuxSampleData(ev, size);
+  }
   return s;
 }
 

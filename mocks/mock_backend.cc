@@ -222,6 +222,8 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
     if (int err = TracepointEventInit(*ev, &why)) return fail(err, why);
   } else if (pmu->type == PERF_TYPE_BREAKPOINT) {
     if (int err = BreakpointEventInit(*ev, &why)) return fail(err, why);
+  } else if (pmu->name == "intel_pt") {
+    if (int err = PtEventInit(*ev, *pmu, &why)) return fail(err, why);
   } else if (pmu->type == PERF_TYPE_RAW) {
     if (int err = HardwareEventInit(attr, pmu->type, profile_.hardware, &ev->hw_event, &why)) return fail(err, why);
     ev->pmu = PmuId::kCore;
@@ -297,8 +299,9 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   // perf_event_open(), under the context lock after perf_event_validate_size()
   // (so after get_callchain_buffers() in perf_event_alloc()): perf_need_aux_event()
   // fires on aux_sample_size alone (has_aux_action()), PERF_SAMPLE_AUX or not;
-  // perf_get_aux_event() then finds no AUX group leader on these PMUs.
-  if (attr.aux_sample_size != 0) {
+  // perf_get_aux_event() then needs a group leader whose PMU has
+  // snapshot_aux (intel_pt).
+  if (attr.aux_sample_size != 0 && (group_leader == nullptr || group_leader->pmu != PmuId::kIntelPt)) {
     return fail(EINVAL, "no AUX event to take AUX data from (perf_get_aux_event())");
   }
 
@@ -556,7 +559,7 @@ Result<void*> MockBackend::Mmap(size_t length, int prot, int flags, int fd, off_
   // "Don't allow mmap() of inherited per-task counters."
   if (ev->cpu == -1 && ev->attr.inherit) return Fail<void*>(EINVAL, call, "inherited per-task event");
   if (!(flags & MAP_SHARED)) return Fail<void*>(EINVAL, call, "the mapping must be MAP_SHARED");
-  if (offset != 0) return Fail<void*>(EINVAL, call, "no AUX area (aux_offset/aux_size not set up)");
+  if (offset != 0) return MmapAux(*ev, length, prot, offset, call);
   const size_t nr_pages = vma_size / page - 1;
   if (nr_pages != 0 && (nr_pages & (nr_pages - 1)) != 0) {
     return Fail<void*>(EINVAL, call, fmt::format("{} data pages is not a power of two", nr_pages));
@@ -640,6 +643,7 @@ Result<void> MockBackend::Munmap(void* addr, size_t length) {
   Mapping m = std::move(it->second);
   mappings_.erase(it);
   ::munmap(addr, m.length);
+  if (m.aux) UnmapAux(m);
   if (--m.rb->mmap_count == 0) ReleaseBuffer(m.rb);
   // An event whose fd is closed lives while a mapping holds its file.
   MockEvent* ev = m.event;

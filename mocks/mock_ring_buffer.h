@@ -27,6 +27,7 @@
 //    moved wakeup mark sets rb->poll = POLLIN|POLLRDNORM (perf_output_wakeup()).
 #pragma once
 
+#include <linux/perf_event.h>
 #include <poll.h>
 
 #include <cstddef>
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "harness/result.h"
+#include "mocks/aux_area.h"
 
 namespace perftest::mock {
 
@@ -87,6 +89,9 @@ class MockRingBuffer {
     return p;
   }
 
+  // perf_output_wakeup() outside a record (AUX transactions): POLLIN.
+  void Wakeup() { poll_ = POLLIN | POLLRDNORM; }
+
   // perf_event_update_userpage(): seqlock-protected index/offset/times.
   void UpdateUserPage(uint64_t count, uint64_t time_enabled, uint64_t time_running);
 
@@ -101,6 +106,10 @@ class MockRingBuffer {
 
   // Live user mappings of this buffer (perf_mmap()/perf_mmap_close() rb->mmap_count).
   int mmap_count = 0;
+  // The AUX area (rb->aux_*), once mapped (mocks/aux_area.h).
+  std::shared_ptr<AuxArea> aux;
+  // The metadata page (struct perf_event_mmap_page), writer view.
+  volatile perf_event_mmap_page* user_page() const { return reinterpret_cast<volatile perf_event_mmap_page*>(base_); }
 
  private:
   MockRingBuffer() = default;

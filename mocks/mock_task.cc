@@ -110,6 +110,7 @@ void MockBackend::Reschedule() {
 }
 
 void MockBackend::SchedIn(MockEvent& ev) {
+  if (ev.pmu == PmuId::kIntelPt && !PtStart(ev)) return;  // pt_event_add() failed: stays INACTIVE
   // event_sched_in(): "Unthrottle events, since we scheduled we might have
   // missed several ticks already".
   ev.active = true;
@@ -121,6 +122,7 @@ void MockBackend::SchedIn(MockEvent& ev) {
 }
 
 void MockBackend::SchedOut(MockEvent& ev) {
+  if (ev.pmu == PmuId::kIntelPt) PtStop(ev);
   SoftwareEventStop(ev);
   ev.active = false;
 }
@@ -680,6 +682,7 @@ void MockBackend::CoreClockTicks(uint64_t from, uint64_t to) {
 // starts at -left).
 void MockBackend::HardwareCount(HwKind kind, uint64_t n) {
   if (n == 0) return;
+  if (kind == HwKind::kInstructions) PtInstructions(n);
   for (size_t i = 0; i < events_.size(); ++i) {
     MockEvent& ev = *events_[i];
     if (!ev.active || ev.hw.stopped || ev.pmu != PmuId::kCore || ev.hw_event.kind != kind) continue;

@@ -104,6 +104,7 @@ constexpr KnownPmu kImplementedPmus[] = {
     {"tracepoint", PERF_TYPE_TRACEPOINT},
     {"breakpoint", PERF_TYPE_BREAKPOINT},
     {"cpu", PERF_TYPE_RAW},
+    {"intel_pt", 0},  // type 0 here: a dynamic type (perf_pmu_register(..., -1)), any value >= PERF_TYPE_MAX
 };
 
 const std::set<std::string>& KnownKeys() {
@@ -212,8 +213,10 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
       }
       if (known == nullptr) {
         r.Fail(prefix + "name", fmt::format("PMU '{}' is not implemented by MockBackend (implemented: software, "
-                                            "tracepoint, breakpoint, cpu)", pmu.name));
-      } else if (pmu.type != known->type) {
+                                            "tracepoint, breakpoint, cpu, intel_pt)", pmu.name));
+      } else if (known->type == 0 && pmu.type < PERF_TYPE_MAX) {
+        r.Fail(prefix + "type", fmt::format("PMU '{}' has a dynamic type (>= {}), not {}", pmu.name, int{PERF_TYPE_MAX}, pmu.type));
+      } else if (known->type != 0 && pmu.type != known->type) {
         r.Fail(prefix + "type", fmt::format("PMU '{}' has type {} in the kernel, not {}", pmu.name, known->type, pmu.type));
       } else if (!names.insert(pmu.name).second || !types.insert(pmu.type).second) {
         r.Fail(prefix + "name", fmt::format("PMU '{}' (type {}) is listed twice", pmu.name, pmu.type));

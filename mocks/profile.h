@@ -35,7 +35,8 @@
 // Only PMUs the mock implements may be listed: "software" (type 1),
 // "tracepoint" (2), "breakpoint" (5), and "cpu" (an Intel-style core PMU,
 // type 4 = PERF_TYPE_RAW as on x86; it also takes PERF_TYPE_HARDWARE and
-// PERF_TYPE_HW_CACHE).
+// PERF_TYPE_HW_CACHE), and "intel_pt" (any dynamic type >= PERF_TYPE_MAX; its
+// caps/ drive pt_event_valid(), mocks/intel_pt_pmu.h).
 #pragma once
 
 #include <linux/perf_event.h>

@@ -63,6 +63,7 @@ class MockBackend final : public Backend {
     size_t length = 0;
     MockEvent* event = nullptr;                // the event whose fd was mapped
     std::shared_ptr<MockRingBuffer> rb;
+    bool aux = false;                          // the AUX area mapping (offset aux_offset)
   };
 
   // --- mock_backend.cc: syscall helpers ---
@@ -75,6 +76,16 @@ class MockBackend final : public Backend {
   int ModifyBreakpoint(MockEvent& ev, const perf_event_attr& attr, std::string* why);  // perf_event_modify_breakpoint()
   void DestroyEvent(MockEvent* ev);
   void ReleaseBuffer(const std::shared_ptr<MockRingBuffer>& rb);     // perf_mmap_close(), last mapping
+
+  // --- mock_aux.cc: the AUX area and the intel_pt PMU ---
+  int PtEventInit(MockEvent& ev, const Pmu& pmu, std::string* why);  // pt_event_init() + exclusive_event_init()
+  Result<void*> MmapAux(MockEvent& ev, size_t length, int prot, off_t offset, const std::string& call);  // perf_mmap() AUX part
+  void UnmapAux(const Mapping& m);   // perf_mmap_close() of an AUX mapping
+  bool PtStart(MockEvent& ev);       // pt_event_add(PERF_EF_START): false = cannot run now
+  void PtStop(MockEvent& ev);        // pt_event_del() -> pt_event_stop(PERF_EF_UPDATE)
+  void PtInstructions(uint64_t n);   // the task retired `n` user instructions: trace for ACTIVE PT events
+  void PtEnd(MockEvent& ev, const AuxArea::End& e);  // PERF_RECORD_AUX, wakeup, disable
+  void LogItraceStart(MockEvent& ev);  // perf_log_itrace_start()
 
   // --- mock_task.cc: the simulated task ---
   // Whether `ev` is ACTIVE: enabled, its group leader enabled, and (task

@@ -16,13 +16,14 @@
 namespace perftest::mock {
 
 class MockRingBuffer;
+class PtTraceFiller;
 class TraceFilter;
 struct TracepointModel;
 
 // Which struct pmu an event belongs to (event->pmu). The kernel's software
 // PMU is three: perf_swevent (page faults, switches, dummy, ...),
 // perf_cpu_clock and perf_task_clock.
-enum class PmuId { kSwevent, kCpuClock, kTaskClock, kTracepoint, kBreakpoint, kCore };
+enum class PmuId { kSwevent, kCpuClock, kTaskClock, kTracepoint, kBreakpoint, kCore, kIntelPt };
 
 // hwc->interrupts when throttled (include/linux/perf_event.h MAX_INTERRUPTS).
 inline constexpr uint64_t kMaxInterrupts = std::numeric_limits<uint64_t>::max();
@@ -89,6 +90,13 @@ struct MockEvent {
 
   std::shared_ptr<MockRingBuffer> rb;  // own buffer, or the SET_OUTPUT target's
   bool owns_rb = false;         // rb was created by mmap() of this event
+
+  // PmuId::kIntelPt (mocks/mock_aux.cc): PERF_ATTACH_ITRACE (the driver started
+  // once: no more PERF_RECORD_ITRACE_START), and the trace it writes.
+  bool itrace_started = false;
+  bool pt_tracing = false;      // an AUX transaction is open (pt_event_start() succeeded)
+  std::shared_ptr<PtTraceFiller> pt_filler;
+  uint64_t pt_instr_left = 0;   // instructions not yet turned into trace bytes
 
   // primary_event_id(): the parent's id for an inherited event.
   uint64_t primary_id() const { return parent != nullptr ? parent->id : id; }
