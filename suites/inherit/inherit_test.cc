@@ -295,21 +295,23 @@ std::vector<ReadRecord> ReadRecords(const std::vector<ParsedRecord>& recs) {
   return out;
 }
 
-// inherit_stat asks for a PERF_RECORD_READ of each copy's count as it goes
-// (sync_child_event()). At exit the kernel writes none: perf_event_exit_task_context()
-// sets ctx->task = TASK_TOMBSTONE before perf_event_exit_event() ->
-// sync_child_event() tests 'if (task && task != TASK_TOMBSTONE)'. (At exec,
-// remove_on_exec may write it; on this kernel that is intermittent, so no case
-// relies on it.)
-PERFTEST_CASE(Inherit, InheritStatNoReadRecordAtExit, "inherit.inherit_stat_no_read_record_at_exit",
+// inherit_stat asks for a PERF_RECORD_READ of each copy's count
+// (sync_child_event()). At exit the kernel mostly writes none:
+// perf_event_exit_task_context() sets ctx->task = TASK_TOMBSTONE before
+// perf_event_exit_event() -> sync_child_event() tests 'if (task && task !=
+// TASK_TOMBSTONE)'; runs here wrote the records intermittently (clone contexts
+// swapped at a context switch, perf_event_context_sched_out()). So the case
+// checks what is certain: inherit_stat is accepted and the counts fold as with
+// inherit alone.
+PERFTEST_CASE(Inherit, InheritStatCountsFolded, "inherit.inherit_stat_counts_folded",
               "perf_event_open(2) inherit_stat; kernel/events/core.c perf_event_exit_task_context() "
               "(ctx->task = TASK_TOMBSTONE) before sync_child_event() -> perf_event_read_event()") {
   RecordDivergence("inherit.inherit_stat_exit",
-                   "<linux/perf_event.h> inherit_stat 'per task counts'; perf_event_open(2): counts of "
+                   "<linux/perf_event.h> inherit_stat 'per task counts'; perf_event_open(2): the counts of "
                    "inherited children are saved (PERF_RECORD_READ) when they exit",
-                   "Linux 6.x writes no PERF_RECORD_READ for an exiting child: sync_child_event() skips "
-                   "perf_event_read_event() once ctx->task is TASK_TOMBSTONE "
-                   "(perf_event_exit_task_context())");
+                   "Linux 6.18 does not reliably write PERF_RECORD_READ for an exiting child: "
+                   "sync_child_event() skips perf_event_read_event() once ctx->task is TASK_TOMBSTONE "
+                   "(perf_event_exit_task_context()); the record appears only intermittently");
   perf_event_attr a = Inherited();
   a.inherit_stat = 1;
   std::vector<Event> events;
@@ -317,10 +319,9 @@ PERFTEST_CASE(Inherit, InheritStatNoReadRecordAtExit, "inherit.inherit_stat_no_r
   OpenPerCpu(a, &events, &rbs);
   if (HasFatalFailure()) return;
   ASSERT_OK(backend().RunWorkload(Workload::ForkTouch(1, kPages)));
-  EXPECT_TRUE(ReadRecords(DrainAll(rbs, a)).empty());
   uint64_t total = 0;
   for (Event& ev : events) total += Value(ev);
-  ExpectChildFaults(total, kPages, 2, "the count is folded all the same");
+  ExpectChildFaults(total, kPages, 2, "the child's pages, over the per-CPU events");
 }
 
 PERFTEST_CASE(Inherit, NoReadRecordWithoutInheritStat, "inherit.no_read_record_without_inherit_stat",
