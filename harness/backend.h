@@ -97,6 +97,27 @@ class Backend {
   virtual Result<uint64_t> TracepointId(std::string_view system, std::string_view name) {
     return Result<uint64_t>::Failure(ENOSYS, "tracepoint_id(" + std::string(system) + ":" + std::string(name) + ")");
   }
+
+  // Tasks the suite drives step by step (inherit, POLLHUP on exit, exec):
+  // SpawnTask() forks a child of the calling task now, so it inherits the
+  // attr.inherit events open at this moment (kernel/events/core.c
+  // perf_event_init_task()); the child then waits. RunInTask() runs `w` in it
+  // and returns when `w` is done (the child lives on); ExitTask() makes it
+  // _exit(0) and reaps it, which folds its inherited counts into the parent
+  // events (perf_event_exit_task() -> sync_child_event()). The pid is a valid
+  // perf_event_open() pid until ExitTask(). KernelBackend: a fork(2)ed process
+  // in its own process group with PR_SET_PDEATHSIG SIGKILL, reaped by the
+  // backend at destruction at the latest; MockBackend: a simulated task.
+  // Errors: ESRCH for a pid SpawnTask() did not return (or already exited);
+  // the errno of fork(2)/pipe(2); the child's workload errno. The default (a
+  // backend without tasks) fails with ENOSYS.
+  virtual Result<pid_t> SpawnTask() { return Result<pid_t>::Failure(ENOSYS, "spawn_task()"); }
+  virtual Result<WorkloadResult> RunInTask(pid_t pid, const Workload& w) {
+    return Result<WorkloadResult>::Failure(ENOSYS, "run_in_task(" + std::to_string(pid) + ", " + w.Describe() + ")");
+  }
+  virtual Result<void> ExitTask(pid_t pid) {
+    return Result<void>::Failure(ENOSYS, "exit_task(" + std::to_string(pid) + ")");
+  }
 };
 
 // The real kernel: syscalls, /proc and sysfs.

@@ -17,9 +17,12 @@
 #include <chrono>
 #include <fstream>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "harness/attr.h"
 #include "harness/backend.h"
+#include "harness/internal/child_process.h"
 #include "harness/internal/describe.h"
 
 namespace perftest {
@@ -162,6 +165,12 @@ class KernelBackend final : public Backend {
 
   TaskId CurrentTask() override { return {::getpid(), static_cast<pid_t>(::gettid())}; }
 
+  Result<pid_t> SpawnTask() override {
+    return tasks_.Spawn([this](const Workload& w) { return RunWorkload(w); });
+  }
+  Result<WorkloadResult> RunInTask(pid_t pid, const Workload& w) override { return tasks_.Run(pid, w); }
+  Result<void> ExitTask(pid_t pid) override { return tasks_.Exit(pid); }
+
   Result<WorkloadResult> RunWorkload(const Workload& w) override {
     const std::string call = "run_workload(" + w.Describe() + ")";
     WorkloadResult out;
@@ -207,13 +216,42 @@ class KernelBackend final : public Backend {
       }
       case Workload::Kind::kFork:
         for (uint64_t i = 0; i < w.count; ++i) {
-          const pid_t child = ::fork();
+          const pid_t child = ForkChild();
           if (child < 0) return Result<WorkloadResult>::Failure(errno, call);
-          if (child == 0) ::_exit(0);
-          out.children.push_back(child);
-          int status;
-          while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+          if (child == 0) {
+            if (w.pages_each != 0) (void)RunWorkload(Workload::TouchPages(w.pages_each));
+            ::_exit(0);
           }
+          out.children.push_back(child);
+          ReapChild(child);
+        }
+        break;
+      case Workload::Kind::kThreads: {
+        std::vector<pid_t> tids(w.count);
+        std::vector<std::thread> threads;
+        for (uint64_t i = 0; i < w.count; ++i) {
+          threads.emplace_back([this, &w, &tids, i] {
+            tids[i] = static_cast<pid_t>(::gettid());
+            if (w.pages_each != 0) (void)RunWorkload(Workload::TouchPages(w.pages_each));
+          });
+          threads.back().join();  // one at a time: each is a whole clone/exit before the next
+        }
+        out.children = std::move(tids);
+        break;
+      }
+      case Workload::Kind::kForkExec:
+        if (w.path.empty() || w.path[0] != '/') return Result<WorkloadResult>::Failure(EINVAL, call + ": path must be absolute");
+        for (uint64_t i = 0; i < w.count; ++i) {
+          const pid_t child = ForkChild();
+          if (child < 0) return Result<WorkloadResult>::Failure(errno, call);
+          if (child == 0) {
+            char* const argv[] = {const_cast<char*>(w.path.c_str()), nullptr};
+            char* const envp[] = {nullptr};
+            ::execve(w.path.c_str(), argv, envp);
+            ::_exit(127);
+          }
+          out.children.push_back(child);
+          ReapChild(child);
         }
         break;
       case Workload::Kind::kWriteMemory:
@@ -277,6 +315,7 @@ class KernelBackend final : public Backend {
 
   std::once_flag machine_once_;
   MachineInfo machine_;
+  ChildProcesses tasks_;  // SpawnTask()'s children, killed and reaped at destruction
 };
 
 }  // namespace

@@ -55,6 +55,28 @@ Workload Workload::Fork(uint64_t children) {
   return w;
 }
 
+Workload Workload::ForkTouch(uint64_t children, uint64_t pages_each) {
+  Workload w = Fork(children);
+  w.pages_each = pages_each;
+  return w;
+}
+
+Workload Workload::Threads(uint64_t threads, uint64_t pages_each) {
+  Workload w;
+  w.kind = Kind::kThreads;
+  w.count = threads;
+  w.pages_each = pages_each;
+  return w;
+}
+
+Workload Workload::ForkExec(uint64_t children, std::string path) {
+  Workload w;
+  w.kind = Kind::kForkExec;
+  w.count = children;
+  w.path = std::move(path);
+  return w;
+}
+
 Workload Workload::WriteMemory(const volatile void* addr, uint32_t width, uint64_t times) {
   Workload w;
   w.kind = Kind::kWriteMemory;
@@ -104,7 +126,12 @@ std::string Workload::Describe() const {
     case Kind::kMmapExec:
       return fmt::format("mmap_exec({} pages)", count);
     case Kind::kFork:
+      if (pages_each != 0) return fmt::format("fork({} children, {} pages each)", count, pages_each);
       return fmt::format("fork({} children)", count);
+    case Kind::kThreads:
+      return fmt::format("threads({} threads, {} pages each)", count, pages_each);
+    case Kind::kForkExec:
+      return fmt::format("fork_exec({} children, \"{}\")", count, path);
     case Kind::kWriteMemory:
       return fmt::format("write_memory({:#x}, width={}, {} times)", addr, width, count);
     case Kind::kReadMemory:

@@ -31,6 +31,8 @@ struct Workload {
     kExecute,     // call the function at ExecuteTargetAddress() `count` times: HW_BREAKPOINT_X
     kSyscalls,    // getpid(2) `count` times: syscalls:sys_enter_getpid / sys_exit_getpid
     kInstructions,  // retire about `count` user-mode instructions (a counted loop): hardware counters
+    kThreads,     // create `count` threads (CLONE_THREAD) that each touch `pages_each` fresh pages and exit; joined
+    kForkExec,    // fork `count` children that each execve(`path`) (no arguments) and exit; reaped
   };
 
   Kind kind = Kind::kSpin;
@@ -43,6 +45,10 @@ struct Workload {
   // the call: a variable of the caller) and the access width, 1, 2, 4 or 8.
   uint64_t addr = 0;
   uint32_t width = 0;
+  // kFork, kThreads: fresh pages each child touches (one page fault each) before it exits.
+  uint64_t pages_each = 0;
+  // kForkExec: the program each child execs (absolute path).
+  std::string path;
 
   static Workload TouchPages(uint64_t pages, std::chrono::nanoseconds spacing = std::chrono::nanoseconds{0});
   static Workload Spin(std::chrono::nanoseconds how_long);
@@ -50,6 +56,12 @@ struct Workload {
   static Workload SetComm(std::string comm);
   static Workload MmapExec(uint64_t pages);
   static Workload Fork(uint64_t children);
+  // Fork(children), each child touching `pages_each` fresh pages before _exit(0).
+  static Workload ForkTouch(uint64_t children, uint64_t pages_each);
+  static Workload Threads(uint64_t threads, uint64_t pages_each);
+  // Errors at RunWorkload: the child's execve(2) errno is not seen (the child
+  // exits 127); EINVAL for a relative `path`.
+  static Workload ForkExec(uint64_t children, std::string path);
   // Errors at RunWorkload: EINVAL for a width other than 1, 2, 4, 8 or an addr not aligned to it.
   static Workload WriteMemory(const volatile void* addr, uint32_t width, uint64_t times);
   static Workload ReadMemory(const volatile void* addr, uint32_t width, uint64_t times);
@@ -70,7 +82,7 @@ struct WorkloadResult {
   // kTouchPages, kMmapExec: the mapping's address range [region_begin, region_end).
   uint64_t region_begin = 0;
   uint64_t region_end = 0;
-  // kFork: the children's pids, in creation order.
+  // kFork, kForkExec: the children's pids; kThreads: the threads' tids; in creation order.
   std::vector<pid_t> children;
 };
 

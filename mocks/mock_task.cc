@@ -609,6 +609,9 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         }
       }
       break;
+    case Workload::Kind::kThreads:
+    case Workload::Kind::kForkExec:
+      return Result<WorkloadResult>::Failure(ENOSYS, call + " [mock: not modelled yet]");
     case Workload::Kind::kWriteMemory:
     case Workload::Kind::kReadMemory: {
       if ((w.width != 1 && w.width != 2 && w.width != 4 && w.width != 8) || w.addr % w.width != 0) {

@@ -1,0 +1,436 @@
+// Conformance suite: overflow notification — poll(2) readiness, POLLHUP when
+// the monitored task exits, SIGIO through fcntl(2) (F_SETOWN, O_ASYNC,
+// F_SETSIG), PERF_EVENT_IOC_REFRESH, sigtrap (SIGTRAP with TRAP_PERF), and the
+// exec rules remove_on_exec and enable_on_exec.
+//
+// Page-fault sampling, data breakpoints and inherited counters run for real on
+// a kernel without a hardware PMU, and on the mock (which delivers real
+// signals to this process: mocks/mock_signals.cc). References: perf_event_open(2)
+// "Overflow handling", "MMAP layout" (wakeup_events), sigtrap/sig_data,
+// remove_on_exec, enable_on_exec; kernel/events/core.c perf_poll(),
+// is_event_hup(), __perf_event_overflow(), perf_event_wakeup(),
+// perf_pending_task(), perf_sigtrap(), _perf_event_refresh(),
+// perf_event_enable_on_exec(), perf_event_remove_on_exec(),
+// perf_event_exit_event(); kernel/signal.c send_sig_perf(); fs/fcntl.c
+// send_sigio_to_task().
+//
+// Everything a signal handler touches is a lock-free std::atomic.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <linux/hw_breakpoint.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <ctime>
+
+#include "harness/attr.h"
+#include "harness/event.h"
+#include "harness/ring_buffer.h"
+#include "harness/siginfo_perf.h"
+#include "harness/syscall_matchers.h"
+#include "harness/task.h"
+#include "suites/common/suite.h"
+
+namespace perftest {
+namespace {
+
+using namespace std::chrono_literals;
+
+// What the handler saw. Signals arrive in this thread (the events monitor it).
+struct Caught {
+  std::atomic<int> count{0};
+  std::atomic<int> signo{0};
+  std::array<std::atomic<int>, 16> codes{};  // si_code of the first 16
+  std::atomic<int> last_code{0};
+  std::atomic<int> last_fd{-1};
+  std::atomic<long> last_band{0};
+  std::atomic<uint64_t> last_addr{0};
+  std::atomic<uint64_t> perf_data{0};
+  std::atomic<uint32_t> perf_type{0};
+};
+Caught g_caught;
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int>::is_always_lock_free);
+
+void Record(int signo, siginfo_t* si, void*) {
+  const int n = g_caught.count.load(std::memory_order_relaxed);
+  if (n < static_cast<int>(g_caught.codes.size())) g_caught.codes[n].store(si->si_code, std::memory_order_relaxed);
+  g_caught.signo.store(signo, std::memory_order_relaxed);
+  g_caught.last_code.store(si->si_code, std::memory_order_relaxed);
+  g_caught.last_fd.store(si->si_fd, std::memory_order_relaxed);
+  g_caught.last_band.store(si->si_band, std::memory_order_relaxed);
+  g_caught.last_addr.store(reinterpret_cast<uint64_t>(si->si_addr), std::memory_order_relaxed);
+  if (signo == SIGTRAP) {
+    g_caught.perf_data.store(SigPerfData(*si), std::memory_order_relaxed);
+    g_caught.perf_type.store(SigPerfType(*si), std::memory_order_relaxed);
+  }
+  g_caught.count.store(n + 1, std::memory_order_release);
+}
+
+// Installs Record() for `signo` and clears what was caught. The handler stays
+// installed afterwards: a late signal must not take the default action (SIGIO
+// terminates).
+void Catch(int signo) {
+  struct sigaction sa {};
+  sa.sa_sigaction = Record;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(::sigaction(signo, &sa, nullptr), 0);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, signo);
+  ASSERT_EQ(::sigprocmask(SIG_UNBLOCK, &set, nullptr), 0);
+  g_caught.count.store(0);
+  g_caught.signo.store(0);
+  g_caught.last_code.store(0);
+  g_caught.last_fd.store(-1);
+  for (auto& c : g_caught.codes) c.store(0);
+}
+
+// Signals may come from irq_work or task_work a little after the overflow:
+// waits up to `limit` for at least `n`. Returns the count caught.
+int WaitForSignals(int n, std::chrono::milliseconds limit = 200ms) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (g_caught.count.load(std::memory_order_acquire) < n && std::chrono::steady_clock::now() < until) {
+    timespec ts{0, 1000000};
+    ::nanosleep(&ts, nullptr);
+  }
+  return g_caught.count.load(std::memory_order_acquire);
+}
+
+// Breakpoint target: written only through workloads.
+alignas(64) volatile uint64_t g_watch = 0;
+
+// Samples every `period` page faults of this task (user mode), disabled.
+perf_event_attr FaultSampler(uint64_t period = 1, uint32_t wakeup_events = 1) {
+  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
+  a.disabled = 1;
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  a.sample_period = period;
+  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_ADDR;
+  a.wakeup_events = wakeup_events;
+  return a;
+}
+
+perf_event_attr FaultCounter() {
+  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
+  a.disabled = 1;
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  return a;
+}
+
+class Signals : public SuiteTest {
+ protected:
+  // poll(2) of one fd with timeout 0: its revents (or -1 with a failure recorded).
+  int PollNow(const Event& ev) {
+    pollfd p{ev.fd(), POLLIN, 0};
+    Result<int> r = backend().Poll(std::span<pollfd>(&p, 1), 0);
+    EXPECT_TRUE(r.ok()) << r.ToString();
+    return r.ok() ? p.revents : -1;
+  }
+  // F_SETOWN this process, then O_ASYNC (fs/fcntl.c f_setown(), setfl() -> perf_fasync()).
+  void Own(const Event& ev, bool async = true) {
+    ASSERT_THAT(backend().Fcntl(ev.fd(), F_SETOWN, ::getpid()), Succeeds());
+    if (async) {
+      Result<int> fl = backend().Fcntl(ev.fd(), F_GETFL, 0);
+      ASSERT_TRUE(fl.ok()) << fl.ToString();
+      ASSERT_THAT(backend().Fcntl(ev.fd(), F_SETFL, *fl | O_ASYNC), Succeeds());
+    }
+  }
+  // Opens `a` for a fresh child task (so it exits on demand).
+  void TaskOrSkip(std::optional<ChildTask>* out) {
+    Result<ChildTask> t = ChildTask::Spawn(backend());
+    ASSERT_TRUE(t.ok()) << t.ToString();
+    out->emplace(std::move(*t));
+  }
+};
+
+PERFTEST_CASE(Signals, PollNotReadyBeforeWakeupEvents, "signals.poll_not_ready_before_wakeup_events",
+              "perf_event_open(2) wakeup_events; kernel/events/ring_buffer.c perf_output_end() -> "
+              "perf_output_wakeup(); kernel/events/core.c perf_poll()") {
+  // wakeup_events far above what the workload (and the harness, kFaultSlack) can fault.
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler(1, 256)));
+  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), ev.fd(), 8));
+  EXPECT_EQ(PollNow(ev), 0) << "nothing written yet";
+  ASSERT_OK(ev.Enable());
+  Touch(8);
+  ASSERT_OK(ev.Disable());
+  ExpectFaults(Value(ev), 8, "samples taken");
+  EXPECT_GT(rb.ReadHead(), 0u) << "samples were written";
+  EXPECT_EQ(PollNow(ev), 0) << "fewer samples than wakeup_events: no POLLIN";
+}
+
+PERFTEST_CASE(Signals, PollInAfterWakeupEvents, "signals.poll_in_after_wakeup_events",
+              "perf_event_open(2) wakeup_events, 'Overflow handling' (poll POLLIN); kernel/events/core.c perf_poll()") {
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler(1, 4)));
+  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), ev.fd(), 8));
+  ASSERT_OK(ev.Enable());
+  Touch(8);
+  ASSERT_OK(ev.Disable());
+  EXPECT_EQ(PollNow(ev), POLLIN);
+}
+
+PERFTEST_CASE(Signals, PollInClearedByPoll, "signals.poll_in_cleared_by_poll",
+              "kernel/events/core.c perf_poll(): events = atomic_xchg(&rb->poll, 0)") {
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler(1, 1)));
+  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), ev.fd(), 8));
+  ASSERT_OK(ev.Enable());
+  Touch(2);
+  ASSERT_OK(ev.Disable());
+  EXPECT_EQ(PollNow(ev), POLLIN);
+  EXPECT_EQ(PollNow(ev), 0) << "the first poll took the readiness";
+}
+
+PERFTEST_CASE(Signals, PollHupWithoutBuffer, "signals.pollhup_without_buffer",
+              "kernel/events/core.c perf_poll(): events = EPOLLHUP unless event->rb") {
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler()));
+  EXPECT_EQ(PollNow(ev), POLLHUP);
+}
+
+PERFTEST_CASE(Signals, PollHupOnTaskExit, "signals.pollhup_on_task_exit",
+              "perf_event_open(2) 'Overflow handling'; kernel/events/core.c perf_event_exit_event() "
+              "(state EXIT, wakeup), is_event_hup(), perf_poll()") {
+  std::optional<ChildTask> child;
+  TaskOrSkip(&child);
+  if (HasFatalFailure()) return;
+  perf_event_attr a = FaultSampler(1, 1000);
+  a.disabled = 0;
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a, child->pid()));
+  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), ev.fd(), 8));
+  ASSERT_OK(child->Run(Workload::TouchPages(4)));
+  EXPECT_EQ(PollNow(ev), 0) << "the task lives and wakeup_events is not reached";
+  ASSERT_OK(child->Exit());
+  EXPECT_EQ(PollNow(ev), POLLHUP);
+}
+
+PERFTEST_CASE(Signals, PollHupHidesPollIn, "signals.pollhup_hides_pollin",
+              "kernel/events/core.c perf_poll(): 'if (is_event_hup(event)) return events;' before rb->poll") {
+  std::optional<ChildTask> child;
+  TaskOrSkip(&child);
+  if (HasFatalFailure()) return;
+  perf_event_attr a = FaultSampler(1, 1);
+  a.disabled = 0;
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a, child->pid()));
+  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), ev.fd(), 8));
+  ASSERT_OK(child->Run(Workload::TouchPages(4)));
+  EXPECT_EQ(PollNow(ev), POLLIN) << "samples of a live task";
+  ASSERT_OK(child->Run(Workload::TouchPages(4)));
+  ASSERT_OK(child->Exit());
+  EXPECT_GT(rb.ReadHead(), 0u);
+  EXPECT_EQ(PollNow(ev), POLLHUP) << "once the task is gone, POLLHUP alone, unread samples or not";
+}
+
+// Without F_SETSIG the signal carries no siginfo of its own: SEND_SIG_PRIV, si_code SI_KERNEL.
+PERFTEST_CASE(Signals, SigioOnOverflow, "signals.sigio_on_overflow",
+              "perf_event_open(2) 'Overflow handling' (O_ASYNC, F_SETOWN); kernel/events/core.c "
+              "__perf_event_overflow() -> perf_event_wakeup() -> kill_fasync(SIGIO, POLL_IN); fs/fcntl.c "
+              "send_sigio_to_task(): no F_SETSIG -> do_send_sig_info(SIGIO, SEND_SIG_PRIV)") {
+  Catch(SIGIO);
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler(1, 1)));
+  Own(ev);
+  ASSERT_OK(ev.Enable());
+  Touch(4);
+  ASSERT_OK(ev.Disable());
+  EXPECT_GE(WaitForSignals(1), 1);
+  EXPECT_EQ(g_caught.signo.load(), SIGIO);
+  EXPECT_EQ(g_caught.last_code.load(), SI_KERNEL) << "SEND_SIG_PRIV, not POLL_IN: F_SETSIG is 0";
+}
+
+PERFTEST_CASE(Signals, SigioWithoutBuffer, "signals.sigio_without_buffer",
+              "kernel/events/core.c __perf_event_overflow(): 'if (*perf_event_fasync(event) && "
+              "event->pending_kill)' queues the wakeup whether or not a buffer is mapped") {
+  Catch(SIGIO);
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler(1, 1)));
+  Own(ev);
+  ASSERT_OK(ev.Enable());
+  Touch(2);
+  ASSERT_OK(ev.Disable());
+  EXPECT_GE(WaitForSignals(1), 1) << "no mmap: SIGIO all the same";
+}
+
+PERFTEST_CASE(Signals, NoSigioWithoutOAsync, "signals.no_sigio_without_o_async",
+              "fs/fcntl.c setfl() -> perf_fasync(): only O_ASYNC puts the fd on event->fasync") {
+  Catch(SIGIO);
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler(1, 1)));
+  Own(ev, /*async=*/false);
+  ASSERT_OK(ev.Enable());
+  Touch(4);
+  ASSERT_OK(ev.Disable());
+  EXPECT_EQ(WaitForSignals(1, 50ms), 0);
+}
+
+PERFTEST_CASE(Signals, FSetsigSiginfo, "signals.f_setsig_siginfo",
+              "fcntl(2) F_SETSIG; fs/fcntl.c send_sigio_to_task(): si_code = reason (POLL_IN), si_fd, "
+              "si_band = band_table[POLL_IN - 1]") {
+  const int sig = SIGRTMIN + 1;
+  Catch(sig);
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler(1, 1)));
+  Own(ev);
+  ASSERT_THAT(backend().Fcntl(ev.fd(), F_SETSIG, sig), Succeeds());
+  EXPECT_THAT(backend().Fcntl(ev.fd(), F_GETSIG, 0), SucceedsWith(sig));
+  ASSERT_OK(ev.Enable());
+  Touch(3);
+  ASSERT_OK(ev.Disable());
+  ASSERT_GE(WaitForSignals(3), 3) << "a realtime signal is queued once per overflow";
+  EXPECT_EQ(g_caught.signo.load(), sig);
+  EXPECT_EQ(g_caught.codes[0].load(), POLL_IN);
+  EXPECT_EQ(g_caught.last_code.load(), POLL_IN);
+  EXPECT_EQ(g_caught.last_fd.load(), ev.fd());
+  EXPECT_EQ(g_caught.last_band.load(), POLLIN | POLLRDNORM);
+}
+
+PERFTEST_CASE(Signals, RefreshSignalsThenDisables, "signals.refresh_signals_then_disables",
+              "perf_event_open(2) PERF_EVENT_IOC_REFRESH; kernel/events/core.c _perf_event_refresh(), "
+              "__perf_event_overflow(): event_limit reaches 0 -> pending_kill = POLL_HUP, "
+              "perf_event_disable_inatomic()") {
+  const int sig = SIGRTMIN + 2;
+  Catch(sig);
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler(1, 1)));
+  Own(ev);
+  ASSERT_THAT(backend().Fcntl(ev.fd(), F_SETSIG, sig), Succeeds());
+  ASSERT_THAT(backend().Ioctl(ev.fd(), PERF_EVENT_IOC_REFRESH, 3), Succeeds());
+  Touch(8);
+  ASSERT_EQ(WaitForSignals(3), 3);
+  EXPECT_EQ(WaitForSignals(4, 50ms), 3) << "no signal after the event disabled itself";
+  EXPECT_EQ(g_caught.codes[0].load(), POLL_IN);
+  EXPECT_EQ(g_caught.codes[1].load(), POLL_IN);
+  EXPECT_EQ(g_caught.codes[2].load(), POLL_HUP) << "the overflow that exhausts the refresh";
+  const uint64_t after = Value(ev);
+  EXPECT_EQ(after, 3u) << "disabled at the third overflow";
+  Touch(4);
+  EXPECT_EQ(Value(ev), after) << "stays disabled";
+}
+
+PERFTEST_CASE(Signals, NoSignalAfterClose, "signals.no_signal_after_close",
+              "kernel/events/core.c perf_release() -> perf_event_release_kernel(): the event and its "
+              "fasync entry are gone (fs/fcntl.c fasync_helper() on the last fput)") {
+  Catch(SIGIO);
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler(1, 1)));
+  Own(ev);
+  ASSERT_OK(ev.Enable());
+  Touch(1);
+  ASSERT_GE(WaitForSignals(1), 1) << "the setup delivers";
+  ASSERT_OK(ev.Close());
+  const int before = g_caught.count.load();
+  Touch(8);
+  EXPECT_EQ(WaitForSignals(before + 1, 50ms), before);
+}
+
+// sigtrap on a write breakpoint: SIGTRAP to the task, synchronous.
+PERFTEST_CASE(Signals, SigtrapBreakpoint, "signals.sigtrap_breakpoint",
+              "perf_event_open(2) sigtrap, sig_data; kernel/events/core.c perf_sigtrap() -> kernel/signal.c "
+              "send_sig_perf(): SIGTRAP, si_code TRAP_PERF, si_addr = bp_addr, si_perf_data = sig_data, "
+              "si_perf_type = attr.type") {
+  Catch(SIGTRAP);
+  perf_event_attr a = MakeAttr(PERF_TYPE_BREAKPOINT, 0);
+  a.bp_type = HW_BREAKPOINT_W;
+  a.bp_addr = reinterpret_cast<uint64_t>(&g_watch);
+  a.bp_len = HW_BREAKPOINT_LEN_8;
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  a.sample_period = 1;
+  a.sigtrap = 1;
+  a.remove_on_exec = 1;
+  a.sig_data = 0x5eed5eed12345678ull;
+  a.disabled = 0;
+  PERFTEST_ASSIGN_OR_SKIP(Event ev, Event::Open(backend(), a), "no breakpoint PMU");
+  ASSERT_OK(backend().RunWorkload(Workload::WriteMemory(&g_watch, 8, 2)));
+  ASSERT_EQ(WaitForSignals(2), 2) << "one SIGTRAP per write";
+  EXPECT_EQ(g_caught.signo.load(), SIGTRAP);
+  EXPECT_EQ(g_caught.last_code.load(), kTrapPerf);
+  EXPECT_EQ(g_caught.last_addr.load(), a.bp_addr);
+  EXPECT_EQ(g_caught.perf_data.load(), a.sig_data);
+  EXPECT_EQ(g_caught.perf_type.load(), static_cast<uint32_t>(PERF_TYPE_BREAKPOINT));
+}
+
+PERFTEST_CASE(Signals, SigtrapSoftwareEvent, "signals.sigtrap_software_event",
+              "kernel/events/core.c __perf_event_overflow(): pending_addr = data->addr when the sample has "
+              "PERF_SAMPLE_ADDR (perf_sample_data_init(): the faulting address); send_sig_perf()") {
+  Catch(SIGTRAP);
+  perf_event_attr a = FaultSampler(1, 1);
+  a.sigtrap = 1;
+  a.remove_on_exec = 1;
+  a.sig_data = 0xfeedull;
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
+  ASSERT_OK(ev.Enable());
+  ASSERT_OK_AND_ASSIGN(WorkloadResult w, backend().RunWorkload(Workload::TouchPages(1)));
+  ASSERT_OK(ev.Disable());
+  ASSERT_GE(WaitForSignals(1), 1);
+  EXPECT_EQ(g_caught.last_code.load(), kTrapPerf);
+  EXPECT_EQ(g_caught.perf_data.load(), 0xfeedull);
+  EXPECT_EQ(g_caught.perf_type.load(), static_cast<uint32_t>(PERF_TYPE_SOFTWARE));
+  EXPECT_EQ(g_caught.last_addr.load(), w.region_begin) << "the faulting address";
+}
+
+PERFTEST_CASE(Signals, SigtrapNeedsRemoveOnExec, "signals.sigtrap_needs_remove_on_exec",
+              "kernel/events/core.c perf_copy_attr(): 'if (attr->sigtrap && !attr->remove_on_exec) return -EINVAL'") {
+  perf_event_attr a = FaultSampler(1, 1);
+  a.sigtrap = 1;
+  EXPECT_THAT(Event::Open(backend(), a), FailsWithErrno(EINVAL));
+  a.remove_on_exec = 1;
+  EXPECT_THAT(Event::Open(backend(), a), Succeeds());
+}
+
+PERFTEST_CASE(Signals, SigtrapNotAfterClose, "signals.sigtrap_not_after_close",
+              "kernel/events/core.c perf_event_release_kernel(): no overflow, no perf_sigtrap()") {
+  Catch(SIGTRAP);
+  perf_event_attr a = FaultSampler(1, 1);
+  a.sigtrap = 1;
+  a.remove_on_exec = 1;
+  a.disabled = 0;
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
+  ASSERT_OK(ev.Close());
+  Touch(4);
+  EXPECT_EQ(WaitForSignals(1, 50ms), 0);
+}
+
+// The exec rules, seen through an inherited counter: a child that execs.
+PERFTEST_CASE(Signals, RemoveOnExec, "signals.remove_on_exec",
+              "perf_event_open(2) remove_on_exec; kernel/events/core.c perf_event_remove_on_exec() -> "
+              "perf_event_exit_event(): the child's copy is removed at exec, its count so far folded") {
+  perf_event_attr keep = FaultCounter();
+  keep.inherit = 1;
+  keep.disabled = 0;
+  perf_event_attr removed = keep;
+  removed.remove_on_exec = 1;
+  ASSERT_OK_AND_ASSIGN(Event kept, Event::Open(backend(), keep));
+  ASSERT_OK_AND_ASSIGN(Event gone, Event::Open(backend(), removed));
+  ASSERT_OK(backend().RunWorkload(Workload::ForkExec(1, "/bin/true")));
+  const uint64_t k = Value(kept), g = Value(gone);
+  EXPECT_GE(k, g + 10) << "the exec'd program's faults count only without remove_on_exec";
+  EXPECT_LT(g, k);
+}
+
+PERFTEST_CASE(Signals, EnableOnExec, "signals.enable_on_exec",
+              "perf_event_open(2) enable_on_exec; kernel/events/core.c perf_event_enable_on_exec(): "
+              "the inherited copy (OFF like its parent) is enabled by the child's exec") {
+  perf_event_attr a = FaultCounter();
+  a.inherit = 1;
+  a.enable_on_exec = 1;
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
+  ASSERT_OK(backend().RunWorkload(Workload::ForkTouch(1, 16)));
+  EXPECT_EQ(Value(ev), 0u) << "no exec: the copy stays off";
+  ASSERT_OK(backend().RunWorkload(Workload::ForkExec(1, "/bin/true")));
+  EXPECT_GE(Value(ev), 10u) << "the exec'd program's faults";
+  Touch(4);
+  const uint64_t v = Value(ev);
+  Touch(4);
+  EXPECT_EQ(Value(ev), v) << "the parent, which did not exec, stays off";
+}
+
+PERFTEST_CASE(Signals, RemoveOnExecWithEnableOnExec, "signals.remove_on_exec_with_enable_on_exec",
+              "kernel/events/core.c perf_copy_attr(): remove_on_exec and enable_on_exec together are EINVAL") {
+  perf_event_attr a = FaultCounter();
+  a.remove_on_exec = 1;
+  a.enable_on_exec = 1;
+  EXPECT_THAT(Event::Open(backend(), a), FailsWithErrno(EINVAL));
+}
+
+}  // namespace
+}  // namespace perftest
