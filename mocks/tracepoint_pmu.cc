@@ -120,6 +120,7 @@ struct Parser {
   std::string_view s;
   size_t i = 0;
   std::string why;
+  int err = EINVAL;  // the errno of the first failure
 
   void Skip() {
     while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
@@ -132,6 +133,12 @@ struct Parser {
     }
     return false;
   }
+  // predicate_parse() stops at the end of the text after "&&" or "||": a
+  // trailing connective is accepted and ignored (Linux 6.18).
+  bool AtEnd() {
+    Skip();
+    return i == s.size();
+  }
   std::unique_ptr<Node> Fail(std::string text) {
     if (why.empty()) why = std::move(text);
     return nullptr;
@@ -139,7 +146,7 @@ struct Parser {
 
   std::unique_ptr<Node> Or() {
     std::unique_ptr<Node> left = And();
-    while (left != nullptr && Eat("||")) {
+    while (left != nullptr && Eat("||") && !AtEnd()) {
       auto n = std::make_unique<Node>();
       n->kind = Node::Kind::kOr;
       n->a = std::move(left);
@@ -151,7 +158,7 @@ struct Parser {
   }
   std::unique_ptr<Node> And() {
     std::unique_ptr<Node> left = Unary();
-    while (left != nullptr && Eat("&&")) {
+    while (left != nullptr && Eat("&&") && !AtEnd()) {
       auto n = std::make_unique<Node>();
       n->kind = Node::Kind::kAnd;
       n->a = std::move(left);
@@ -181,7 +188,11 @@ struct Parser {
     const size_t start = i;
     while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_')) ++i;
     const std::string field(s.substr(start, i - start));
-    if (field.empty()) return Fail(fmt::format("expected a field at offset {}", start));
+    if (field.empty()) {
+      // parse_pred() returns -1 when no field name starts the predicate: -EPERM.
+      if (why.empty()) err = EPERM;
+      return Fail(fmt::format("expected a field at offset {}", start));
+    }
     const TraceField* f = nullptr;
     for (const TraceField& c : CommonFields()) {
       if (c.name == field) f = &c;
@@ -249,12 +260,13 @@ int TraceFilter::Parse(const TracepointModel& tp, std::string_view text, std::un
     return ENOENT;
   }
   Parser p{tp, text};
-  std::unique_ptr<Node> root = p.Or();
+  // No predicate at all: predicate_parse() builds an empty program, -EINVAL.
+  std::unique_ptr<Node> root = p.AtEnd() ? nullptr : p.Or();
   p.Skip();
   if (root != nullptr && p.i != text.size()) root = p.Fail(fmt::format("unexpected text at offset {}", p.i));
   if (root == nullptr) {
     if (why) *why = p.why.empty() ? "not a filter" : p.why;
-    return EINVAL;
+    return p.why.empty() ? EINVAL : p.err;
   }
   std::unique_ptr<TraceFilter> f(new TraceFilter);
   f->root_ = std::move(root);

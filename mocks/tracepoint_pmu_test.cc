@@ -46,6 +46,22 @@ TEST(TracepointModel, FilterErrorsAsLinux618ReturnsThem) {
   EXPECT_EQ(f, nullptr);
 }
 
+// Linux 6.18, checked with the tracepoint suite's tracepoint.filter_invalid:
+// parse_pred() returns -1 (-EPERM) when a predicate starts with no field name,
+// and predicate_parse() accepts a trailing "&&"/"||" (it stops at the end).
+TEST(TracepointModel, FilterNoFieldIsEpermTrailingConnectiveIgnored) {
+  const mock::TracepointModel& tp = *FindTracepointModel("syscalls:sys_enter_getpid");
+  std::unique_ptr<TraceFilter> f;
+  std::string why;
+  EXPECT_EQ(TraceFilter::Parse(tp, "== 3", &f, &why), EPERM);
+  EXPECT_EQ(TraceFilter::Parse(tp, "__syscall_nr == 39 && > 2", &f, &why), EPERM);
+  ASSERT_EQ(TraceFilter::Parse(tp, "__syscall_nr == 1 &&", &f, &why), 0) << why;
+  EXPECT_FALSE(f->Match({{{"__syscall_nr", 39}}, {}}));
+  EXPECT_TRUE(f->Match({{{"__syscall_nr", 1}}, {}}));
+  ASSERT_EQ(TraceFilter::Parse(tp, "__syscall_nr == 1 ||  ", &f, &why), 0) << why;
+  EXPECT_TRUE(f->Match({{{"__syscall_nr", 1}}, {}}));
+}
+
 TEST(TracepointModel, FilterSemantics) {
   const mock::TracepointModel& tp = *FindTracepointModel("syscalls:sys_enter_getpid");
   const TraceValues v{{{"common_pid", 100}, {"common_type", 309}, {"__syscall_nr", 39}}, {}};
