@@ -25,12 +25,14 @@ constexpr uint64_t kKernelSwitchCallers[] = {0xffffffff81f3c8d7, 0xffffffff81f43
 constexpr uint64_t kKernelIdleCallers[] = {0xffffffff81f4a3e5, 0xffffffff8110c1a9, 0xffffffff8110c3df,
                                            0xffffffff81002b5a};
 
-// include/uapi/linux/perf_event.h PERF_MEM_NA.
+// include/linux/perf_event.h PERF_MEM_NA, LVLNUM included (Linux 6.18 writes
+// 0x1e05080021 into a software event's PERF_SAMPLE_DATA_SRC).
 constexpr uint64_t kPerfMemNa = (uint64_t{PERF_MEM_OP_NA} << PERF_MEM_OP_SHIFT) |
                                 (uint64_t{PERF_MEM_LVL_NA} << PERF_MEM_LVL_SHIFT) |
                                 (uint64_t{PERF_MEM_SNOOP_NA} << PERF_MEM_SNOOP_SHIFT) |
                                 (uint64_t{PERF_MEM_LOCK_NA} << PERF_MEM_LOCK_SHIFT) |
-                                (uint64_t{PERF_MEM_TLB_NA} << PERF_MEM_TLB_SHIFT);
+                                (uint64_t{PERF_MEM_TLB_NA} << PERF_MEM_TLB_SHIFT) |
+                                (uint64_t{PERF_MEM_LVLNUM_NA} << PERF_MEM_LVLNUM_SHIFT);
 
 bool IsIdle(const SampleData& d) { return d.stack == SampleData::Stack::kKernelIdle; }
 

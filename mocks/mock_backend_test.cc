@@ -621,7 +621,7 @@ TEST_F(MockBackendTest, ThrottleAndUnthrottle) {
   EXPECT_GE(throttles, 4u);
   EXPECT_LE(throttles, unthrottles + 1);
   EXPECT_GE(throttles, unthrottles);
-  // Each THROTTLE comes right before the sample that tripped it, the fifth of its tick.
+  // Each THROTTLE comes right before the sample that tripped it, the fourth of its tick.
   for (size_t i = 0; i + 1 < recs.size(); ++i) {
     if (recs[i].r.header.type != PERF_RECORD_THROTTLE) continue;
     EXPECT_EQ(recs[i + 1].r.header.type, uint32_t{PERF_RECORD_SAMPLE});

@@ -13,7 +13,7 @@
 // Throttling (Linux 6.16+ semantics, kernel/events/core.c):
 // __perf_event_account_interrupt() counts interrupts per tick; an overflow
 // that may throttle (hrtimer firings, and the second and later overflows of one
-// software event) and exceeds max_samples_per_tick = DIV_ROUND_UP(
+// software event) and reaches max_samples_per_tick = DIV_ROUND_UP(
 // perf_event_max_sample_rate, HZ) throttles the whole group
 // (perf_event_throttle_group(): every enabled member stopped, so software
 // events stop counting too, interrupts = MAX_INTERRUPTS, THROTTLE logged by the
@@ -296,7 +296,9 @@ int MockBackend::Overflow(MockEvent& ev, int throttle, const SampleData& data) {
   } else {
     ++hw.interrupts;
   }
-  if (throttle && hw.interrupts > max_samples_per_tick_) {
+  // ">=": the max_samples_per_tick-th interrupt of a tick throttles (Linux
+  // 6.18: 399 samples, THROTTLE, the 400th sample at 100 kHz and HZ 250).
+  if (throttle && hw.interrupts >= max_samples_per_tick_) {
     ThrottleGroup(ev, ctx);
     ret = 1;
   }

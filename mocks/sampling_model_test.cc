@@ -1,0 +1,86 @@
+// Unit tests of MockBackend's sampling rules that the sampling and records
+// suites found differing from Linux 6.18: each test fails without its fix.
+#include <gtest/gtest.h>
+#include <linux/perf_event.h>
+
+#include <chrono>
+
+#include "mocks/internal/mock_test_fixture.h"
+
+namespace perftest {
+namespace {
+
+using namespace std::chrono_literals;
+
+class SamplingModel : public MockTest {
+ protected:
+  perf_event_attr Clock(uint64_t config, uint64_t period, uint64_t sample_type) {
+    perf_event_attr a = SoftwareAttr(config);
+    a.sample_period = period;
+    a.sample_type = sample_type;
+    a.exclude_kernel = a.exclude_hv = 1;
+    return a;
+  }
+};
+
+// __perf_event_account_interrupt(): "hwc->interrupts >= max_samples_per_tick"
+// throttles; the kernel here writes 399 samples, THROTTLE, the 400th sample
+// (at 100 kHz and HZ 250, max_samples_per_tick = 400).
+TEST_F(SamplingModel, ThrottleOnTheMaxSamplesPerTickthInterrupt) {
+  MockProfile p = profile_;
+  p.max_sample_rate = 1000;  // DIV_ROUND_UP(1000, 250) = 4 per tick
+  Remake(p);
+  const perf_event_attr a = Clock(PERF_COUNT_SW_TASK_CLOCK, 100000, PERF_SAMPLE_TIME);  // 40 per tick
+  const int fd = MustOpen(a);
+  std::optional<RingBuffer> rb = Map(fd, 16);
+  ASSERT_TRUE(rb);
+  Enable(fd);
+  Run(Workload::Spin(20ms));
+  Disable(fd);
+  std::vector<Record> recs = Records(*rb, a);
+  size_t run = 0, throttles = 0;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const uint32_t type = recs[i].header.type;
+    if (type == PERF_RECORD_SAMPLE) ++run;
+    if (type == PERF_RECORD_UNTHROTTLE) run = 0;
+    if (type != PERF_RECORD_THROTTLE) continue;
+    ++throttles;
+    EXPECT_EQ(run, 3u) << "three samples, then THROTTLE on the fourth interrupt";
+    ASSERT_LT(i + 1, recs.size());
+    EXPECT_EQ(recs[i + 1].header.type, uint32_t{PERF_RECORD_SAMPLE}) << "the tripping sample is written";
+  }
+  EXPECT_GE(throttles, 4u);
+}
+
+// At perf_event_max_sample_rate 100 kHz a 10 us cpu-clock meets 400 timer
+// expiries per 4 ms tick: with ">=" that throttles (on the kernel here too).
+TEST_F(SamplingModel, TenMicrosecondClockThrottlesAtDefaultRate) {
+  const perf_event_attr a = Clock(PERF_COUNT_SW_CPU_CLOCK, 10000, PERF_SAMPLE_IP);
+  const int fd = MustOpen(a);
+  std::optional<RingBuffer> rb = Map(fd, 256);
+  ASSERT_TRUE(rb);
+  Enable(fd);
+  Run(Workload::Spin(20ms));
+  Disable(fd);
+  std::vector<Record> recs = Records(*rb, a);
+  EXPECT_GE(CountType(recs, PERF_RECORD_THROTTLE), 1u);
+  EXPECT_GE(CountType(recs, PERF_RECORD_UNTHROTTLE), 1u);
+}
+
+// perf_prepare_sample(): data_src defaults to PERF_MEM_NA, which in
+// include/linux/perf_event.h includes PERF_MEM_S(LVLNUM, NA).
+TEST_F(SamplingModel, DataSrcDefaultIncludesLvlnumNa) {
+  perf_event_attr a = Clock(PERF_COUNT_SW_PAGE_FAULTS, 1, PERF_SAMPLE_DATA_SRC);
+  const int fd = MustOpen(a);
+  std::optional<RingBuffer> rb = Map(fd, 4);
+  ASSERT_TRUE(rb);
+  Enable(fd);
+  Run(Workload::TouchPages(2));
+  Disable(fd);
+  std::vector<Record> recs = Records(*rb, a);
+  ASSERT_FALSE(recs.empty());
+  for (const Record& r : recs) EXPECT_EQ(*std::get<SampleRecord>(r.body).data_src, 0x1e05080021u);
+}
+
+}  // namespace
+}  // namespace perftest
