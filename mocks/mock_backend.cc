@@ -357,6 +357,7 @@ Result<size_t> MockBackend::Read(int fd, void* buf, size_t len) {
   // __perf_read(): the buffer must hold the whole read_format record.
   const size_t size = ReadSize(*ev);
   if (len < size) return Fail<size_t>(ENOSPC, call, fmt::format("read_format needs {} bytes", size));
+  if (!(ev->attr.read_format & PERF_FORMAT_GROUP)) return Result<size_t>::Ok(EncodeReadOne(*ev, buf), call);
   std::vector<std::byte> out;
   EncodeReadFormat(ev->attr.read_format, ReadEventValues(*ev), &out);
   std::memcpy(buf, out.data(), out.size());
