@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "fidelity/compare.h"
+#include "fidelity/known_disagreements.h"
 
 namespace perftest::fidelity {
 namespace {
@@ -61,9 +62,12 @@ void FidelityReport::Add(uint64_t index, const Sequence& seq, const SequenceOutc
     }
     if (agree) continue;
     all_agree = false;
+    const KnownDisagreement* known = ExplainDisagreement(rec.op, rec.pmu, unmodelled, MockReason(rec.mock.call));
+    if (known == nullptr) ++unexplained_;
     const std::string kind = DisagreementKind(rec);
     DisagreementClass& c = classes_[kind];
     if (c.count++ == 0) {
+      if (known != nullptr) c.explained_by = std::string(known->id);
       c.kind = kind;
       c.op = rec.op;
       c.pmu = rec.pmu;
@@ -132,9 +136,13 @@ std::string FidelityReport::RenderText(const RunInfo& info) const {
   out += fmt::format("\ndisagreements: {} calls in {} classes{}\n",
                      total_.compared - total_.agreeing + unmodelled_.compared - unmodelled_.agreeing, classes.size(),
                      unmodelled_pmus_.empty() ? "" : " (\"unmodelled PMU\": on a PMU the profile does not list)");
+  out += fmt::format("unexplained disagreements: {} calls (the others are known, fidelity/known_disagreements.cc)\n",
+                     unexplained_);
+  for (const KnownDisagreement& k : KnownDisagreements()) out += fmt::format("  known [{}]: {}\n", k.id, k.reason);
   size_t n = 0;
   for (const DisagreementClass& c : classes) {
-    out += fmt::format("\n{:>3}. [{}] {}{}\n", ++n, c.count, c.kind, c.unmodelled_pmu ? " — unmodelled PMU" : "");
+    out += fmt::format("\n{:>3}. [{}] {}{}{}\n", ++n, c.count, c.kind, c.unmodelled_pmu ? " — unmodelled PMU" : "",
+                       c.explained_by.empty() ? " — UNEXPLAINED" : " — known [" + c.explained_by + "]");
     for (const Example& e : c.examples) {
       out += fmt::format("     sequence {} call {} (--replay={:#x}):\n", e.sequence, e.call_index, e.sequence_seed);
       if (!e.before.empty()) out += fmt::format("       after {} earlier call(s)\n", e.call_index);
@@ -169,6 +177,10 @@ nlohmann::json FidelityReport::ToJson(const RunInfo& info) const {
   j["agreement"] = Agreement();
   j["unmodelled"] = {{"pmus", unmodelled_pmus_}, {"compared", unmodelled_.compared}, {"agreeing", unmodelled_.agreeing}};
   j["sequences"] = {{"total", sequences_}, {"fully_agreeing", sequences_agreeing_}};
+  j["unexplained"] = unexplained_;
+  nlohmann::json known = nlohmann::json::array();
+  for (const KnownDisagreement& k : KnownDisagreements()) known.push_back({{"id", k.id}, {"reason", k.reason}});
+  j["known_disagreements"] = known;
   j["by_op"] = TallyJson(by_op_);
   j["by_pmu"] = TallyJson(by_pmu_);
   nlohmann::json list = nlohmann::json::array();
@@ -193,6 +205,7 @@ nlohmann::json FidelityReport::ToJson(const RunInfo& info) const {
                     {"kernel", c.kernel},
                     {"mock", c.mock},
                     {"unmodelled_pmu", c.unmodelled_pmu},
+                    {"explained_by", c.explained_by},
                     {"count", c.count},
                     {"examples", ex}});
   }

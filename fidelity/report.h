@@ -15,7 +15,9 @@
 //    "unmodelled": {"pmus": [names], "compared", "agreeing"},
 //    "sequences": {"total", "fully_agreeing"},
 //    "by_op": {op: {"compared", "agreeing"}}, "by_pmu": {pmu: {...}},
-//    "disagreements": [{"kind", "op", "pmu", "kernel", "mock", "unmodelled_pmu", "count",
+//    "unexplained": calls no known_disagreements.h entry explains,
+//    "known_disagreements": [{"id", "reason"}],
+//    "disagreements": [{"kind", "op", "pmu", "kernel", "mock", "unmodelled_pmu", "explained_by", "count",
 //        "examples": [{"sequence", "sequence_seed" (hex string), "call_index", "call",
 //                      "before": [calls], "kernel", "mock", "kernel_call", "mock_call",
 //                      "mock_reason", "minimal": [calls]}]}]}
@@ -64,6 +66,7 @@ struct DisagreementClass {
   std::string kernel;  // OutcomeText() of the first occurrence
   std::string mock;
   bool unmodelled_pmu = false;  // on a PMU the profile does not list
+  std::string explained_by;     // KnownDisagreement::id of its first call, or "" (known_disagreements.h)
   uint64_t count = 0;
   std::vector<Example> examples;
 };
@@ -96,6 +99,8 @@ class FidelityReport {
   uint64_t sequences_agreeing() const { return sequences_agreeing_; }
   // Calls on unmodelled PMUs (SetUnmodelledPmus()), not in the figures above.
   const Tally& unmodelled() const { return unmodelled_; }
+  // Disagreeing calls (on modelled PMUs or not) no KnownDisagreements() entry explains.
+  uint64_t calls_unexplained() const { return unexplained_; }
   // calls_agreeing / calls_compared; 1 when nothing was compared.
   double Agreement() const;
   const std::map<std::string, Tally>& by_op() const { return by_op_; }
@@ -113,6 +118,7 @@ class FidelityReport {
   std::set<std::string> unmodelled_pmus_;
   Tally total_;
   Tally unmodelled_;
+  uint64_t unexplained_ = 0;
   uint64_t dependent_ = 0;
   uint64_t no_target_ = 0;
   uint64_t sequences_ = 0;

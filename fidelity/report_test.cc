@@ -1,5 +1,7 @@
 #include "fidelity/report.h"
 
+#include "fidelity/known_disagreements.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -145,6 +147,42 @@ TEST(Report, MockReasonIsTheTrailingBracket) {
   EXPECT_EQ(MockReason("read(fd=3, len=8) [mock: read_format needs 24 bytes]"), "read_format needs 24 bytes");
   EXPECT_EQ(MockReason("read(fd=3, len=8)"), "");
   EXPECT_EQ(MockReason(""), "");
+}
+
+}  // namespace
+}  // namespace perftest::fidelity
+
+namespace perftest::fidelity {
+namespace {
+
+// Known disagreements (known_disagreements.h) are marked; the rest are counted
+// as unexplained, in the text and in the JSON.
+TEST(Report, KnownDisagreementsAreMarkedAndTheRestCounted) {
+  FidelityReport r;
+  r.SetUnmodelledPmus({"msr"});
+  CallRecord on_msr = Record(0, "perf_event_open", Err(EINVAL), Err(ENOENT));
+  on_msr.pmu = "msr";
+  CallRecord tracepoint = Record(1, "perf_event_open", Ok("3"), Err(EINVAL));
+  tracepoint.pmu = "tracepoint";
+  tracepoint.mock.call = "perf_event_open(type=2, config=0x1bb) [mock: no tracepoint has id 443 (perf_trace_init())]";
+  CallRecord bug = Record(2, "read", Ok("8 bytes"), Err(EINVAL));
+  bug.pmu = "software";
+  SequenceOutcome out;
+  out.calls = {on_msr, tracepoint, bug};
+  r.Add(0, Sequence{}, out);
+  EXPECT_EQ(r.calls_unexplained(), 1u);
+  std::map<std::string, std::string> by_op;
+  for (const DisagreementClass& c : r.Classes()) by_op[c.pmu] = c.explained_by;
+  EXPECT_EQ(by_op["msr"], "unmodelled-pmu");
+  EXPECT_EQ(by_op["tracepoint"], "unmodelled-tracepoint");
+  EXPECT_EQ(by_op["software"], "");
+  const std::string text = r.RenderText(RunInfo{1, 1, "sw-only", "Linux test"});
+  EXPECT_THAT(text, ::testing::HasSubstr("unexplained disagreements: 1 calls"));
+  EXPECT_THAT(text, ::testing::HasSubstr("— UNEXPLAINED"));
+  EXPECT_THAT(text, ::testing::HasSubstr("known [unmodelled-tracepoint]"));
+  const nlohmann::json j = r.ToJson(RunInfo{1, 1, "sw-only", "Linux test"});
+  EXPECT_EQ(j["unexplained"], 1);
+  EXPECT_EQ(j["known_disagreements"].size(), KnownDisagreements().size());
 }
 
 }  // namespace

@@ -75,7 +75,9 @@ int CopyAttr(perf_event_attr* uattr, const AttrLimits& limits, perf_event_attr* 
   out->size = size;
   perf_event_attr& a = *out;
 
-  if ((FlagWord(a) & ~kKnownFlagBits) || a.__reserved_2 || a.__reserved_3) {
+  // Linux 6.13+ took bits 0-2 of __reserved_3 for aux_action (limits.aux_action).
+  const uint32_t reserved_3 = limits.aux_action ? a.__reserved_3 & ~7u : a.__reserved_3;
+  if ((FlagWord(a) & ~kKnownFlagBits) || a.__reserved_2 || reserved_3) {
     return Fail(EINVAL, why, "reserved bits are set (__reserved_1/2/3)");
   }
   if (a.sample_type & ~(uint64_t{PERF_SAMPLE_MAX} - 1)) {

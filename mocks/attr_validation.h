@@ -26,7 +26,14 @@ struct AttrLimits {
   int paranoid = 2;                 // perf_event_paranoid
   bool privileged = true;           // CAP_PERFMON / CAP_SYS_ADMIN
   bool x86_64 = true;               // perf_reg_validate() flavour
+  bool aux_action = false;          // attr.aux_start_paused/aux_pause/aux_resume exist (Linux 6.13+)
 };
+
+// The aux_action bits of Linux 6.13+ (bits 0, 1, 2 of the word this UAPI
+// header calls __reserved_3): aux_start_paused, aux_pause, aux_resume.
+inline bool AuxStartPaused(const perf_event_attr& a) { return (a.__reserved_3 & 1u) != 0; }
+inline bool AuxPause(const perf_event_attr& a) { return (a.__reserved_3 & 2u) != 0; }
+inline bool AuxResume(const perf_event_attr& a) { return (a.__reserved_3 & 4u) != 0; }
 
 // kernel/events/core.c perf_copy_attr(): copies `uattr->size` bytes (0 means
 // PERF_ATTR_SIZE_VER0) of the caller's attr into `*out`, zero-filled beyond.

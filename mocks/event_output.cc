@@ -1,6 +1,7 @@
 #include "mocks/event_output.h"
 
 #include "mocks/aux_area.h"
+#include <cstring>
 
 #include <linux/perf_event.h>
 
@@ -138,6 +139,19 @@ ReadValues ReadEventValues(const MockEvent& ev) {
     v.counters.push_back(counter(ev));
   }
   return v;
+}
+
+size_t EncodeReadOne(const MockEvent& ev, void* buf) {
+  const uint64_t rf = ev.attr.read_format;
+  uint64_t words[5];
+  size_t n = 0;
+  words[n++] = ev.count + ev.child_count;  // as ReadEventValues()
+  if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) words[n++] = ev.time_enabled;
+  if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) words[n++] = ev.time_running;
+  if (rf & PERF_FORMAT_ID) words[n++] = ev.primary_id();
+  if (rf & PERF_FORMAT_LOST) words[n++] = ev.lost_samples;
+  std::memcpy(buf, words, n * sizeof words[0]);
+  return n * sizeof words[0];
 }
 
 size_t ReadSize(const MockEvent& ev) { return ReadFormatSize(ev.attr.read_format, ev.group_size()); }

@@ -56,6 +56,11 @@ uint64_t EventClock(const MockEvent& ev, uint64_t now);
 // leader with PERF_FORMAT_GROUP: leader first, then members in open order).
 ReadValues ReadEventValues(const MockEvent& ev);
 
+// perf_read_one() without PERF_FORMAT_GROUP, encoded straight into `buf`
+// (which holds ReadSize(ev) bytes): the same values as ReadEventValues(), with
+// no allocation (read(2) is the model's hottest call). Returns the bytes written.
+size_t EncodeReadOne(const MockEvent& ev, void* buf);
+
 // Bytes read(2) returns: perf_event_read_size() (group size counted now).
 size_t ReadSize(const MockEvent& ev);
 

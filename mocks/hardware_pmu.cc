@@ -41,7 +41,7 @@ constexpr int64_t kCacheTable[PERF_COUNT_HW_CACHE_MAX][PERF_COUNT_HW_CACHE_OP_MA
     /* NODE */ {{0x01b7, 0x01b7}, {0x01b7, 0x01b7}, {kNone, kNone}},
 };
 
-HwEvent FromCode(uint64_t code) {
+HwEvent IntelFromCode(uint64_t code) {
   HwEvent e;
   e.code = code;
   switch (code) {
@@ -60,10 +60,64 @@ HwEvent FromCode(uint64_t code) {
   return e;
 }
 
-}  // namespace
+// --- arm64 PMUv3: drivers/perf/arm_pmuv3.c ---
+// armv8_pmuv3_perf_map (kUnsupported: HW_OP_UNSUPPORTED, -ENOENT in armpmu_map_hw_event()).
+constexpr uint64_t kUnsupported = ~uint64_t{0};
+constexpr uint64_t kArmGenericMap[PERF_COUNT_HW_MAX] = {
+    0x11,          // CPU_CYCLES: ARMV8_PMUV3_PERFCTR_CPU_CYCLES
+    0x08,          // INSTRUCTIONS: INST_RETIRED
+    0x04,          // CACHE_REFERENCES: L1D_CACHE
+    0x03,          // CACHE_MISSES: L1D_CACHE_REFILL
+    0x21,          // BRANCH_INSTRUCTIONS: BR_RETIRED
+    0x22,          // BRANCH_MISSES: BR_MIS_PRED_RETIRED
+    0x1d,          // BUS_CYCLES
+    0x23,          // STALLED_CYCLES_FRONTEND: STALL_FRONTEND
+    0x24,          // STALLED_CYCLES_BACKEND: STALL_BACKEND
+    kUnsupported,  // REF_CPU_CYCLES: not in the map
+};
+// armv8_pmuv3_perf_cache_map: only the READ op is mapped; everything else is
+// CACHE_OP_UNSUPPORTED (-ENOENT in armpmu_map_cache_event()).
+constexpr uint64_t kArmCacheRead[PERF_COUNT_HW_CACHE_MAX][PERF_COUNT_HW_CACHE_RESULT_MAX] = {
+    /* L1D  */ {0x04, 0x03},  // L1D_CACHE, L1D_CACHE_REFILL
+    /* L1I  */ {0x14, 0x01},  // L1I_CACHE, L1I_CACHE_REFILL
+    /* LL   */ {0x36, 0x37},  // LL_CACHE_RD, LL_CACHE_MISS_RD
+    /* DTLB */ {0x25, 0x05},  // L1D_TLB, L1D_TLB_REFILL
+    /* ITLB */ {0x26, 0x02},  // L1I_TLB, L1I_TLB_REFILL
+    /* BPU  */ {0x12, 0x10},  // BR_PRED, BR_MIS_PRED
+    /* NODE */ {kUnsupported, kUnsupported},
+};
+constexpr uint64_t kArmChain = 0x1e;  // ARMV8_PMUV3_PERFCTR_CHAIN
 
-int HardwareEventInit(const perf_event_attr& a, uint32_t pmu_type, const HardwareModel& m, HwEvent* out,
-                      std::string* why) {
+HwEvent ArmFromCode(uint64_t code) {
+  HwEvent e;
+  e.code = code;
+  switch (code) {
+    case 0x11: e.kind = HwKind::kCycles; e.fixed = 0; break;  // PMCCNTR or any event counter
+    case 0x08: e.kind = HwKind::kInstructions; break;
+    case 0x21: e.kind = HwKind::kBranches; break;
+    case 0x22: e.kind = HwKind::kBranchMisses; break;
+    case 0x1d: e.kind = HwKind::kBusCycles; break;
+    case 0x04: e.kind = HwKind::kL1dReads; break;
+    default: e.kind = HwKind::kNothing; break;
+  }
+  return e;
+}
+
+// --- RISC-V SBI PMU: drivers/perf/riscv_pmu_sbi.c ---
+// pmu_hw_event_map gives every generic event an SBI id; the model's SBI
+// implementation (OpenSBI on QEMU virt) counts only cycles and instret, on the
+// fixed counters CY and IR, so the others are ENOENT (pmu_sbi_check_std_events()
+// marks what the firmware does not support). hw_cache: the QEMU virt device
+// tree maps DTLB read/write misses and ITLB read misses (riscv,event-to-mhpmevent).
+HwEvent RiscvFromGeneric(uint64_t config) {
+  HwEvent e;
+  e.code = config + 1;  // SBI_PMU_HW_CPU_CYCLES = 1, ...
+  if (config == PERF_COUNT_HW_CPU_CYCLES) { e.kind = HwKind::kCycles; e.fixed = 0; e.gp = false; }
+  if (config == PERF_COUNT_HW_INSTRUCTIONS) { e.kind = HwKind::kInstructions; e.fixed = 1; e.gp = false; }
+  return e;
+}
+
+int IntelInit(const perf_event_attr& a, uint32_t pmu_type, const HardwareModel& m, HwEvent* out, std::string* why) {
   if (a.precise_ip > m.max_precise) {
     return Fail(EOPNOTSUPP, why, fmt::format("precise_ip {} > max_precise {}", a.precise_ip, m.max_precise));
   }
@@ -86,10 +140,93 @@ int HardwareEventInit(const perf_event_attr& a, uint32_t pmu_type, const Hardwar
   } else {
     return Fail(ENOENT, why, fmt::format("type {} is not the core PMU's", a.type));
   }
-  *out = FromCode(code);
+  *out = IntelFromCode(code);
+  return 0;
+}
+
+// armpmu_event_init() -> __hw_perf_event_init() -> armv8_pmuv3_map_event().
+int ArmInit(const perf_event_attr& a, uint32_t pmu_type, HwEvent* out, std::string* why) {
+  if (a.sample_type & PERF_SAMPLE_BRANCH_STACK) {
+    return Fail(EOPNOTSUPP, why, "armpmu_event_init(): no branch stack sampling on this PMU");
+  }
+  uint64_t code = 0;
+  if (a.type == PERF_TYPE_HARDWARE) {  // armpmu_map_hw_event()
+    if (a.config >= PERF_COUNT_HW_MAX) return Fail(EINVAL, why, fmt::format("config {} >= PERF_COUNT_HW_MAX", a.config));
+    code = kArmGenericMap[a.config];
+    if (code == kUnsupported) return Fail(ENOENT, why, fmt::format("generic event {} is HW_OP_UNSUPPORTED", a.config));
+  } else if (a.type == PERF_TYPE_HW_CACHE) {  // armpmu_map_cache_event()
+    const uint64_t id = a.config & 0xff, op = (a.config >> 8) & 0xff, result = (a.config >> 16) & 0xff;
+    if (id >= PERF_COUNT_HW_CACHE_MAX || op >= PERF_COUNT_HW_CACHE_OP_MAX || result >= PERF_COUNT_HW_CACHE_RESULT_MAX) {
+      return Fail(EINVAL, why, fmt::format("hw_cache config {:#x}: id, op or result out of range", a.config));
+    }
+    code = op == PERF_COUNT_HW_CACHE_OP_READ ? kArmCacheRead[id][result] : kUnsupported;
+    if (code == kUnsupported) return Fail(ENOENT, why, fmt::format("hw_cache config {:#x} is CACHE_OP_UNSUPPORTED", a.config));
+  } else if (a.type == PERF_TYPE_RAW || a.type == pmu_type) {  // armpmu_map_raw_event()
+    code = a.config & 0xffff;  // ARMV8_PMU_EVTYPE_EVENT (PMUv3.1+)
+  } else {
+    return Fail(ENOENT, why, fmt::format("type {} is not the core PMU's", a.type));
+  }
+  if (code == kArmChain) return Fail(EINVAL, why, "the CHAIN event (0x1e) cannot be opened on its own");
+  *out = ArmFromCode(code);
+  return 0;
+}
+
+// pmu_sbi_event_init() -> pmu_sbi_event_map().
+int RiscvInit(const perf_event_attr& a, HwEvent* out, std::string* why) {
+  if (a.type == PERF_TYPE_HARDWARE) {
+    if (a.config >= PERF_COUNT_HW_MAX) return Fail(EINVAL, why, fmt::format("config {} >= PERF_COUNT_HW_MAX", a.config));
+    *out = RiscvFromGeneric(a.config);
+    if (out->kind == HwKind::kNothing) {
+      return Fail(ENOENT, why, fmt::format("generic event {} is not supported by the SBI implementation", a.config));
+    }
+    return 0;
+  }
+  if (a.type == PERF_TYPE_HW_CACHE) {
+    const uint64_t id = a.config & 0xff, op = (a.config >> 8) & 0xff, result = (a.config >> 16) & 0xff;
+    if (id >= PERF_COUNT_HW_CACHE_MAX || op >= PERF_COUNT_HW_CACHE_OP_MAX || result >= PERF_COUNT_HW_CACHE_RESULT_MAX) {
+      return Fail(EINVAL, why, fmt::format("hw_cache config {:#x}: id, op or result out of range", a.config));
+    }
+    const bool miss = result == PERF_COUNT_HW_CACHE_RESULT_MISS;
+    const bool mapped = miss && ((id == PERF_COUNT_HW_CACHE_DTLB &&
+                                  (op == PERF_COUNT_HW_CACHE_OP_READ || op == PERF_COUNT_HW_CACHE_OP_WRITE)) ||
+                                 (id == PERF_COUNT_HW_CACHE_ITLB && op == PERF_COUNT_HW_CACHE_OP_READ));
+    if (!mapped) return Fail(ENOENT, why, fmt::format("hw_cache config {:#x} is not supported by the SBI implementation", a.config));
+    out->code = a.config;
+    out->kind = HwKind::kNothing;
+    return 0;
+  }
+  // PERF_TYPE_RAW: config[63:62] 0 = a raw hardware event, 2 = an SBI firmware event.
+  const uint64_t cls = a.config >> 62;
+  if (cls != 0 && cls != 2) return Fail(ENOENT, why, fmt::format("raw config {:#x}: bits 63:62 = {}", a.config, cls));
+  out->code = a.config;
+  out->kind = HwKind::kNothing;
+  return 0;
+}
+
+}  // namespace
+
+const char* CoreKindName(CoreKind k) {
+  switch (k) {
+    case CoreKind::kIntelCore: return "intel_core";
+    case CoreKind::kArmv8Pmuv3: return "armv8_pmuv3";
+    case CoreKind::kRiscvSbi: return "riscv_sbi";
+  }
+  return "?";
+}
+
+int HardwareEventInit(const perf_event_attr& a, uint32_t pmu_type, const HardwareModel& m, HwEvent* out,
+                      std::string* why) {
+  *out = HwEvent{};
+  int err = 0;
+  switch (m.kind) {
+    case CoreKind::kIntelCore: err = IntelInit(a, pmu_type, m, out, why); break;
+    case CoreKind::kArmv8Pmuv3: err = ArmInit(a, pmu_type, out, why); break;
+    case CoreKind::kRiscvSbi: err = RiscvInit(a, out, why); break;
+  }
+  if (err != 0) return err;
   if (out->fixed >= static_cast<int>(m.fixed_counters)) out->fixed = -1;
   if (!out->gp && out->fixed < 0) {
-    return Fail(EINVAL, why, fmt::format("event {:#x} needs a fixed counter this PMU lacks", code));
+    return Fail(EINVAL, why, fmt::format("event {:#x} needs a fixed counter this PMU lacks", out->code));
   }
   return 0;
 }

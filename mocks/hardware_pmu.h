@@ -35,13 +35,35 @@
 
 namespace perftest::mock {
 
+// Which core PMU driver the model follows (the profile's core PMU "kind").
+//   kIntelCore    arch/x86/events/intel/core.c: type 4 "cpu", fixed counters
+//                 for instructions/cycles/ref-cycles, precise_ip up to max_precise.
+//   kArmv8Pmuv3   drivers/perf/arm_pmuv3.c + arm_pmu.c: a dynamic type, the
+//                 cycle counter (PMCCNTR) as "fixed" counter 0 for CPU_CYCLES
+//                 (0x11), armv8_pmuv3_perf_map, no REF_CPU_CYCLES (ENOENT),
+//                 no branch sampling (EOPNOTSUPP), CHAIN (0x1e) refused (EINVAL).
+//   kRiscvSbi     drivers/perf/riscv_pmu_sbi.c: type 4 "cpu", fixed counters
+//                 CY (cycles, 0) and IR (instret, 1), SBI generic event ids.
+enum class CoreKind { kIntelCore, kArmv8Pmuv3, kRiscvSbi };
+
 // The profile's "hardware" object.
 struct HardwareModel {
+  CoreKind kind = CoreKind::kIntelCore;
   uint32_t gp_counters = 4;     // general-purpose counters per CPU
   uint32_t fixed_counters = 3;  // fixed counters (0: instructions, 1: cycles, 2: ref-cycles)
   uint32_t counter_width = 48;  // bits
-  uint32_t max_precise = 3;     // caps/max_precise
+  uint32_t max_precise = 3;     // caps/max_precise (Intel only: other drivers do not check precise_ip)
+  // false: PERF_PMU_CAP_NO_INTERRUPT — no counter overflow interrupt, so a
+  // sampling event fails with EOPNOTSUPP in perf_event_open() (riscv_pmu_sbi.c
+  // without the Sscofpmf extension).
+  bool overflow_interrupt = true;
+  // false: PERF_PMU_CAP_NO_EXCLUDE — any exclude_* bit is EINVAL in
+  // perf_try_init_event() (riscv_pmu_sbi.c without Sscofpmf sets both caps).
+  bool mode_exclusion = true;
 };
+
+// "intel_core", "armv8_pmuv3", "riscv_sbi".
+const char* CoreKindName(CoreKind k);
 
 // What an event counts in the model.
 enum class HwKind {

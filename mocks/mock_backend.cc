@@ -81,6 +81,7 @@ AttrLimits MockBackend::Limits() const {
   l.paranoid = profile_.perf_event_paranoid;
   l.privileged = profile_.privileged;
   l.x86_64 = profile_.arch == "x86_64";
+  l.aux_action = profile_.attr_aux_action;
   return l;
 }
 
@@ -147,13 +148,8 @@ int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
 
 // SYSCALL_DEFINE5(perf_event_open) and perf_event_alloc(), in the kernel's order.
 // Known divergences from Linux 6.18, out of scope here (perftest_fidelity reports them):
-//  - the aux_action bits (aux_start_paused, aux_pause, aux_resume) that 6.13+
-//    carved out of __reserved_3 are refused as reserved: needs per-kernel-version data;
 //  - tracepoint ids the profile does not list get EINVAL (the host may know them);
-//  - the msr, power and uprobe PMUs are not modelled (their types get ENOENT);
-//  - the cpu_clock/task_clock PMUs' dynamic types are not modelled yet: type 6/7
-//    opens get ENOENT, and MODIFY_ATTRIBUTES on them says EOPNOTSUPP, not EINVAL
-//    (perf_swevent_init() rewrote attr.type in the kernel).
+//  - the msr, power and uprobe PMUs are not modelled (their types get ENOENT).
 Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
   const std::string call = DescribeOpen(*uattr, pid, cpu, group_fd, flags);
   std::string why;
@@ -206,17 +202,38 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   ev->cpu = cpu;
   ev->fd = fd;
   ev->memfd = fd;
-  // perf_init_event(): the PMU registered for attr.type (PERF_TYPE_HARDWARE and
-  // HW_CACHE fall back to every PMU, all of which say ENOENT here).
+  // perf_init_event(): the PMU registered for attr.type. PERF_TYPE_HARDWARE and
+  // HW_CACHE (and RAW, when the core PMU's type is dynamic, as on arm64) go
+  // to the core PMU: perf_init_event()'s fallback over all PMUs, of which only
+  // it accepts them; without one they are ENOENT.
   const Pmu* pmu = nullptr;
   for (const Pmu& p : profile_.pmus) {
     if (p.type == attr.type) pmu = &p;
-    // PERF_TYPE_HARDWARE and HW_CACHE go to the core PMU (perf_init_event()'s
-    // fallback over all PMUs: only it accepts them).
-    if ((attr.type == PERF_TYPE_HARDWARE || attr.type == PERF_TYPE_HW_CACHE) && p.type == PERF_TYPE_RAW) pmu = &p;
   }
-  if (pmu == nullptr) return fail(ENOENT, fmt::format("no PMU has type {} on this machine", attr.type));
-  if (pmu->type == PERF_TYPE_SOFTWARE) {
+  if (pmu == nullptr && profile_.has_hardware &&
+      (attr.type == PERF_TYPE_HARDWARE || attr.type == PERF_TYPE_HW_CACHE || attr.type == PERF_TYPE_RAW)) {
+    for (const Pmu& p : profile_.pmus) {
+      if (p.type == profile_.core_pmu_type) pmu = &p;
+    }
+  }
+  // The clock PMUs (clock_pmu_types): cpu_clock_event_init() and
+  // task_clock_event_init() take only their own config (else ENOENT), then
+  // refuse branch sampling (EOPNOTSUPP). perf_swevent_init() hands a
+  // PERF_TYPE_SOFTWARE cpu-clock/task-clock over to them (attr.type rewritten).
+  const bool clock_type = profile_.cpu_clock_type != 0 &&
+                          (attr.type == profile_.cpu_clock_type || attr.type == profile_.task_clock_type);
+  if (pmu == nullptr && !clock_type) {
+    return fail(ENOENT, fmt::format("no PMU has type {} on this machine", attr.type));
+  }
+  const bool software = clock_type || pmu->type == PERF_TYPE_SOFTWARE;
+  if (clock_type) {
+    const uint64_t config = attr.type == profile_.cpu_clock_type ? PERF_COUNT_SW_CPU_CLOCK : PERF_COUNT_SW_TASK_CLOCK;
+    if (attr.config != config) {
+      return fail(ENOENT, fmt::format("the {} PMU (type {}) only has config {}", config == 0 ? "cpu_clock" : "task_clock",
+                                      attr.type, config));
+    }
+    if (int err = SoftwareEventInit(*ev, &why)) return fail(err, why);
+  } else if (pmu->type == PERF_TYPE_SOFTWARE) {
     if (int err = SoftwareEventInit(*ev, &why)) return fail(err, why);
   } else if (pmu->type == PERF_TYPE_TRACEPOINT) {
     if (int err = TracepointEventInit(*ev, &why)) return fail(err, why);
@@ -224,16 +241,25 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
     if (int err = BreakpointEventInit(*ev, &why)) return fail(err, why);
   } else if (pmu->name == "intel_pt") {
     if (int err = PtEventInit(*ev, *pmu, &why)) return fail(err, why);
-  } else if (pmu->type == PERF_TYPE_RAW) {
+  } else if (profile_.has_hardware && pmu->type == profile_.core_pmu_type) {
     if (int err = HardwareEventInit(attr, pmu->type, profile_.hardware, &ev->hw_event, &why)) return fail(err, why);
     ev->pmu = PmuId::kCore;
     PeriodStateInit(*ev);
+    // perf_try_init_event(): PERF_PMU_CAP_NO_EXCLUDE refuses every exclude_* bit.
+    if (!profile_.hardware.mode_exclusion && (attr.exclude_user || attr.exclude_kernel || attr.exclude_hv ||
+                                              attr.exclude_idle || attr.exclude_host || attr.exclude_guest)) {
+      return fail(EINVAL, "the PMU has PERF_PMU_CAP_NO_EXCLUDE: no exclude_* bit may be set (perf_try_init_event())");
+    }
   }
   // perf_try_init_event(), right after pmu->event_init(): software, tracepoint
   // and breakpoint PMUs lack PERF_PMU_CAP_EXTENDED_REGS.
   if (HasExtendedRegs(attr, Limits().x86_64)) return fail(EOPNOTSUPP, "XMM registers need PERF_PMU_CAP_EXTENDED_REGS");
-  // perf_event_alloc(), after perf_init_event(): capabilities these PMUs lack.
+  // perf_event_alloc(), after perf_init_event(): capabilities these PMUs lack
+  // (PERF_PMU_CAP_AUX_OUTPUT, PERF_PMU_CAP_AUX_PAUSE), in the kernel's order.
   if (attr.aux_output) return fail(EOPNOTSUPP, "aux_output needs PERF_PMU_CAP_AUX_OUTPUT");
+  const bool aux_pause = AuxPause(attr), aux_resume = AuxResume(attr);
+  if (aux_pause && aux_resume) return fail(EINVAL, "aux_pause and aux_resume together");
+  if (AuxStartPaused(attr)) return fail(EOPNOTSUPP, "aux_start_paused needs PERF_PMU_CAP_AUX_PAUSE");
   // perf_event_alloc() -> perf_cgroup_connect(): the cgroup fd is resolved
   // after the PMU init, before get_callchain_buffers(). No cgroup fd exists in the model.
   if (cgroup) return fail(EBADF, "cgroups are not modelled: pid is not a cgroup fd (perf_cgroup_connect())");
@@ -241,6 +267,11 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   if ((attr.sample_type & PERF_SAMPLE_CALLCHAIN) && attr.sample_max_stack > profile_.max_stack) {
     return fail(EOVERFLOW, fmt::format("sample_max_stack {} > perf_event_max_stack {}", attr.sample_max_stack,
                                        profile_.max_stack));
+  }
+  // perf_event_open(), right after perf_event_alloc(): a PMU with
+  // PERF_PMU_CAP_NO_INTERRUPT cannot sample.
+  if (ev->pmu == PmuId::kCore && !profile_.hardware.overflow_interrupt && attr.sample_period != 0) {
+    return fail(EOPNOTSUPP, "the PMU has no overflow interrupt (PERF_PMU_CAP_NO_INTERRUPT): no sampling events");
   }
   // perf_event_open(), after perf_event_alloc(): perf_event_set_clock(). Clocks
   // that are not NMI-safe (REALTIME, BOOTTIME, TAI) need PERF_PMU_CAP_NO_NMI,
@@ -250,7 +281,7 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
       return fail(EINVAL, fmt::format("clockid {} is not supported (perf_event_set_clock())", attr.clockid));
     }
     const bool nmi_safe = attr.clockid == CLOCK_MONOTONIC || attr.clockid == CLOCK_MONOTONIC_RAW;
-    if (!nmi_safe && pmu->type != PERF_TYPE_SOFTWARE) {
+    if (!nmi_safe && !software) {
       return fail(EINVAL, fmt::format("clockid {} is not NMI-safe and the PMU lacks PERF_PMU_CAP_NO_NMI "
                                       "(perf_event_set_clock())",
                                       attr.clockid));
@@ -297,11 +328,12 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
     if (int err = SetOutput(*ev, output_event, &why)) return fail(err, why);
   }
   // perf_event_open(), under the context lock after perf_event_validate_size()
-  // (so after get_callchain_buffers() in perf_event_alloc()): perf_need_aux_event()
-  // fires on aux_sample_size alone (has_aux_action()), PERF_SAMPLE_AUX or not;
+  // (so after get_callchain_buffers() in perf_event_alloc()): has_aux_action()
+  // (aux_sample_size, aux_pause or aux_resume), PERF_SAMPLE_AUX or not;
   // perf_get_aux_event() then needs a group leader whose PMU has
   // snapshot_aux (intel_pt).
-  if (attr.aux_sample_size != 0 && (group_leader == nullptr || group_leader->pmu != PmuId::kIntelPt)) {
+  if ((attr.aux_sample_size != 0 || aux_pause || aux_resume) &&
+      (group_leader == nullptr || group_leader->pmu != PmuId::kIntelPt)) {
     return fail(EINVAL, "no AUX event to take AUX data from (perf_get_aux_event())");
   }
 
@@ -329,6 +361,7 @@ Result<size_t> MockBackend::Read(int fd, void* buf, size_t len) {
   // __perf_read(): the buffer must hold the whole read_format record.
   const size_t size = ReadSize(*ev);
   if (len < size) return Fail<size_t>(ENOSPC, call, fmt::format("read_format needs {} bytes", size));
+  if (!(ev->attr.read_format & PERF_FORMAT_GROUP)) return Result<size_t>::Ok(EncodeReadOne(*ev, buf), call);
   std::vector<std::byte> out;
   EncodeReadFormat(ev->attr.read_format, ReadEventValues(*ev), &out);
   std::memcpy(buf, out.data(), out.size());
@@ -431,6 +464,12 @@ int MockBackend::ModifyBreakpoint(MockEvent& ev, const perf_event_attr& new_attr
   return err;
 }
 
+uint32_t MockBackend::KernelAttrType(const MockEvent& ev) const {
+  if (profile_.cpu_clock_type != 0 && ev.pmu == PmuId::kCpuClock) return profile_.cpu_clock_type;
+  if (profile_.task_clock_type != 0 && ev.pmu == PmuId::kTaskClock) return profile_.task_clock_type;
+  return ev.attr.type;
+}
+
 // _perf_ioctl().
 Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
   const std::string call = DescribeIoctl(fd, request, arg);
@@ -530,8 +569,13 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
       if (int err = CopyAttr(reinterpret_cast<perf_event_attr*>(arg), Limits(), &new_attr, &why)) {
         return Fail<int>(err, call, why);
       }
-      if (new_attr.type != ev->attr.type) return Fail<int>(EINVAL, call, "attr.type differs");
-      if (ev->attr.type != PERF_TYPE_BREAKPOINT) return Fail<int>(EOPNOTSUPP, call, "only breakpoint attributes can be modified");
+      // event->attr.type is the PMU's own type: perf_swevent_init() rewrote it
+      // for cpu-clock/task-clock when they have their own PMUs (clock_pmu_types).
+      const uint32_t type = KernelAttrType(*ev);
+      if (new_attr.type != type) {
+        return Fail<int>(EINVAL, call, fmt::format("attr.type {} is not the event's type {}", new_attr.type, type));
+      }
+      if (type != PERF_TYPE_BREAKPOINT) return Fail<int>(EOPNOTSUPP, call, "only breakpoint attributes can be modified");
       if (int err = ModifyBreakpoint(*ev, new_attr, &why)) return Fail<int>(err, call, why);
       return Result<int>::Ok(0, call);
     }

@@ -1,5 +1,5 @@
 // Unit tests of MockBackend's model through the Backend seam. The expected
-// values were checked against Linux 6.18 (the machine software-only.json
+// values were checked against Linux 6.18 (the machine sw-only.json
 // models) where the kernel is deterministic enough to compare.
 #include "mocks/mock_backend.h"
 
@@ -17,6 +17,7 @@
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "mocks/internal/mock_test_fixture.h"
 
 namespace perftest {
 namespace {
@@ -40,43 +41,14 @@ struct Rec {
   uint64_t pos;
 };
 
-class MockBackendTest : public ::testing::Test {
+// The shared fixture (mocks/internal/mock_test_fixture.h) plus what these
+// tests use: records with their positions, and mappings in either mode.
+class MockBackendTest : public MockTest {
  protected:
-  void SetUp() override {
-    Result<MockProfile> p = LoadProfile("software-only");
-    ASSERT_OK(p);
-    profile_ = *p;
-    backend_ = MakeMockBackend(profile_);
-  }
-  void Remake(const MockProfile& p) { backend_ = MakeMockBackend(p); }
-  Backend& b() { return *backend_; }
-
-  Result<int> Open(perf_event_attr a, pid_t pid = 0, int cpu = -1, int group_fd = -1,
-                   unsigned long flags = PERF_FLAG_FD_CLOEXEC) {
-    return b().PerfEventOpen(&a, pid, cpu, group_fd, flags);
-  }
-  int MustOpen(perf_event_attr a, pid_t pid = 0, int cpu = -1, int group_fd = -1) {
-    Result<int> fd = Open(a, pid, cpu, group_fd);
-    EXPECT_OK(fd);
-    return fd.ok() ? *fd : -1;
-  }
-  void Enable(int fd) { EXPECT_OK(b().Ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)); }
-  void Disable(int fd) { EXPECT_OK(b().Ioctl(fd, PERF_EVENT_IOC_DISABLE, 0)); }
-  void Run(const Workload& w) { EXPECT_OK(b().RunWorkload(w)); }
   void Touch(int fd, uint64_t pages) {
     Enable(fd);
     Run(Workload::TouchPages(pages));
     Disable(fd);
-  }
-  uint64_t Count(int fd) {
-    uint64_t v = 0;
-    EXPECT_OK(b().Read(fd, &v, sizeof v));
-    return v;
-  }
-  uint64_t Id(int fd) {
-    uint64_t id = 0;
-    EXPECT_OK(b().Ioctl(fd, PERF_EVENT_IOC_ID, reinterpret_cast<uintptr_t>(&id)));
-    return id;
   }
   std::optional<RingBuffer> Map(int fd, size_t data_pages, RingMode mode = RingMode::kReadWrite,
                                 bool backward = false) {
@@ -113,9 +85,6 @@ class MockBackendTest : public ::testing::Test {
     Result<int> r = b().Poll({&p, 1}, 0);
     return r.ok() && *r == 1 && (p.revents & POLLIN);
   }
-
-  MockProfile profile_;
-  std::unique_ptr<Backend> backend_;
 };
 
 // --- perf_event_open validation ---

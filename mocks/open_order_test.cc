@@ -10,28 +10,13 @@
 
 #include "harness/attr.h"
 #include "harness/syscall_matchers.h"
+#include "mocks/internal/mock_test_fixture.h"
 #include "mocks/mock_backend.h"
 
 namespace perftest {
 namespace {
 
-class OpenOrderTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    Result<MockProfile> p = LoadProfile("software-only");
-    ASSERT_OK(p);
-    profile_ = *p;
-    backend_ = MakeMockBackend(profile_);
-  }
-  Backend& b() { return *backend_; }
-  Result<int> Open(perf_event_attr a, pid_t pid = 0, int cpu = -1, int group_fd = -1,
-                   unsigned long flags = PERF_FLAG_FD_CLOEXEC) {
-    return b().PerfEventOpen(&a, pid, cpu, group_fd, flags);
-  }
-
-  MockProfile profile_;
-  std::unique_ptr<Backend> backend_;
-};
+class OpenOrderTest : public MockTest {};
 
 // anon_inode_getfile(..., O_RDWR): F_GETFL is O_RDWR, without O_LARGEFILE.
 TEST_F(OpenOrderTest, GetflIsOrdwrLikeAnAnonInode) {

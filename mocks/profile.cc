@@ -67,10 +67,11 @@ class Reader {
     *out = static_cast<T>(n);
   }
 
-  void Bool(const Json& obj, const std::string& key, bool* out) {
-    const Json* v = Find(obj, key, key, false);
+  void Bool(const Json& obj, const std::string& key, bool* out, const std::string& prefix = "") {
+    const std::string path = prefix + key;
+    const Json* v = Find(obj, key, path, false);
     if (v == nullptr) return;
-    if (!v->is_boolean()) return Fail(key, fmt::format("expected true or false, got {}", v->type_name()));
+    if (!v->is_boolean()) return Fail(path, fmt::format("expected true or false, got {}", v->type_name()));
     *out = v->get<bool>();
   }
 
@@ -94,25 +95,57 @@ class Reader {
   std::string error_;
 };
 
-// The PMUs MockBackend implements, by sysfs name, with their fixed type.
-struct KnownPmu {
-  const char* name;
-  uint32_t type;
-};
-constexpr KnownPmu kImplementedPmus[] = {
-    {"software", PERF_TYPE_SOFTWARE},
-    {"tracepoint", PERF_TYPE_TRACEPOINT},
-    {"breakpoint", PERF_TYPE_BREAKPOINT},
-    {"cpu", PERF_TYPE_RAW},
-    {"intel_pt", 0},  // type 0 here: a dynamic type (perf_pmu_register(..., -1)), any value >= PERF_TYPE_MAX
-};
+}  // namespace
+
+// The PMU kinds MockBackend implements (profile.h): the one table to extend
+// when the mock learns a new PMU (add its row here, its event init in
+// MockBackend::PerfEventOpen()).
+const std::vector<PmuKind>& ImplementedPmuKinds() {
+  static const std::vector<PmuKind> kinds = {
+      {"software", PERF_TYPE_SOFTWARE, false, {}},
+      {"tracepoint", PERF_TYPE_TRACEPOINT, false, {}},
+      {"breakpoint", PERF_TYPE_BREAKPOINT, false, {}},
+      // "cpu": the Intel core PMU (the default kind of a PMU named "cpu").
+      {"cpu", PERF_TYPE_RAW, true, mock::CoreKind::kIntelCore},
+      {"intel_core", PERF_TYPE_RAW, true, mock::CoreKind::kIntelCore},
+      // drivers/perf/arm_pmu.c armpmu_register(): perf_pmu_register(..., -1), a dynamic type.
+      {"armv8_pmuv3", PmuKind::kDynamicType, true, mock::CoreKind::kArmv8Pmuv3},
+      // drivers/perf/riscv_pmu_sbi.c: perf_pmu_register(&pmu->pmu, "cpu", PERF_TYPE_RAW).
+      {"riscv_sbi", PERF_TYPE_RAW, true, mock::CoreKind::kRiscvSbi},
+      // arch/x86/events/intel/pt.c pt_init(): perf_pmu_register(..., "intel_pt", -1);
+      // its caps/ drive pt_event_valid() (mocks/intel_pt_pmu.h).
+      {"intel_pt", PmuKind::kDynamicType, false, {}},
+  };
+  return kinds;
+}
+
+namespace {
+
+const PmuKind* FindKind(const std::string& kind) {
+  for (const PmuKind& k : ImplementedPmuKinds()) {
+    if (kind == k.kind) return &k;
+  }
+  return nullptr;
+}
+
+std::string KindNames() {
+  std::string out;
+  for (const PmuKind& k : ImplementedPmuKinds()) out += (out.empty() ? "" : ", ") + std::string(k.kind);
+  return out;
+}
+
+// Profile names kept for users' scripts: alias -> the file's stem.
+const std::map<std::string, std::string>& Aliases() {
+  static const std::map<std::string, std::string> aliases = {{"software-only", "sw-only"}};
+  return aliases;
+}
 
 const std::set<std::string>& KnownKeys() {
   static const std::set<std::string> keys = {
       "name",      "arch",         "description",     "provenance", "ncpus",  "page_size",
       "perf_event_paranoid", "max_sample_rate", "max_stack", "max_contexts_per_stack", "mlock_kb",
       "hz",        "attr_size",    "privileged",      "memlock_rlimit_kb",    "pmus",
-      "tracepoints", "hw_breakpoint_slots", "cpu_mhz", "hardware"};
+      "tracepoints", "hw_breakpoint_slots", "cpu_mhz", "hardware", "clock_pmu_types", "attr_aux_action"};
   return keys;
 }
 
@@ -197,29 +230,36 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
         break;
       }
       for (auto it = j.begin(); it != j.end(); ++it) {
-        static const std::set<std::string> pmu_keys = {"name", "type", "format", "events", "caps"};
+        static const std::set<std::string> pmu_keys = {"name", "kind", "type", "format", "events", "caps"};
         if (!pmu_keys.count(it.key())) r.Fail(prefix + it.key(), "unknown key");
       }
       Pmu pmu;
       r.String(j, "name", &pmu.name, true, prefix);
-      r.Int(j, "type", &pmu.type, 0, 0xffffffffll, true, prefix);
+      std::string kind = pmu.name;
+      r.String(j, "kind", &kind, false, prefix);
+      r.Int(j, "type", &pmu.type, 0, 0x7fffffffll, true, prefix);
       r.StringMap(j, "format", &pmu.format, prefix);
       r.StringMap(j, "events", &pmu.events, prefix);
       r.StringMap(j, "caps", &pmu.caps, prefix);
       if (!r.ok()) break;
-      const KnownPmu* known = nullptr;
-      for (const KnownPmu& k : kImplementedPmus) {
-        if (pmu.name == k.name) known = &k;
-      }
+      const PmuKind* known = FindKind(kind);
       if (known == nullptr) {
-        r.Fail(prefix + "name", fmt::format("PMU '{}' is not implemented by MockBackend (implemented: software, "
-                                            "tracepoint, breakpoint, cpu, intel_pt)", pmu.name));
-      } else if (known->type == 0 && pmu.type < PERF_TYPE_MAX) {
-        r.Fail(prefix + "type", fmt::format("PMU '{}' has a dynamic type (>= {}), not {}", pmu.name, int{PERF_TYPE_MAX}, pmu.type));
-      } else if (known->type != 0 && pmu.type != known->type) {
-        r.Fail(prefix + "type", fmt::format("PMU '{}' has type {} in the kernel, not {}", pmu.name, known->type, pmu.type));
+        r.Fail(prefix + (j.contains("kind") ? "kind" : "name"),
+               fmt::format("PMU kind '{}' is not implemented by MockBackend (implemented: {})", kind, KindNames()));
+      } else if (known->type != PmuKind::kDynamicType && pmu.type != static_cast<uint32_t>(known->type)) {
+        r.Fail(prefix + "type", fmt::format("PMU '{}' (kind {}) has type {} in the kernel, not {}", pmu.name, kind,
+                                            known->type, pmu.type));
+      } else if (known->type == PmuKind::kDynamicType && pmu.type < PERF_TYPE_MAX) {
+        r.Fail(prefix + "type", fmt::format("PMU '{}' (kind {}) has a dynamic type, which is >= PERF_TYPE_MAX ({}), "
+                                            "not {}", pmu.name, kind, int{PERF_TYPE_MAX}, pmu.type));
       } else if (!names.insert(pmu.name).second || !types.insert(pmu.type).second) {
         r.Fail(prefix + "name", fmt::format("PMU '{}' (type {}) is listed twice", pmu.name, pmu.type));
+      } else if (known->core && p.has_hardware) {
+        r.Fail(prefix + "kind", fmt::format("PMU '{}': the model has one core PMU, and one is listed already", pmu.name));
+      } else if (known->core) {
+        p.has_hardware = true;
+        p.core_pmu_type = pmu.type;
+        p.hardware.kind = known->core_kind;
       }
       p.pmus.push_back(std::move(pmu));
     }
@@ -244,32 +284,47 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
       r.Fail("tracepoints", "tracepoints need the \"tracepoint\" PMU in pmus");
     }
   }
-  p.has_hardware = p.HasPmu(PERF_TYPE_RAW);
   if (const Json* hw = r.Find(root, "hardware", "hardware", /*required=*/p.has_hardware && r.ok()); hw != nullptr && r.ok()) {
-    if (!p.has_hardware) r.Fail("hardware", "describes a core PMU, but pmus has no \"cpu\"");
+    if (!p.has_hardware) r.Fail("hardware", "describes a core PMU, but pmus lists none (kinds cpu, intel_core, armv8_pmuv3, riscv_sbi)");
     if (!hw->is_object()) r.Fail("hardware", fmt::format("expected an object, got {}", hw->type_name()));
     if (r.ok()) {
       for (auto it = hw->begin(); it != hw->end(); ++it) {
-        static const std::set<std::string> keys = {"gp_counters", "fixed_counters", "counter_width", "max_precise"};
+        static const std::set<std::string> keys = {"gp_counters", "fixed_counters", "counter_width", "max_precise",
+                                                   "overflow_interrupt", "mode_exclusion"};
         if (!keys.count(it.key())) r.Fail("hardware." + it.key(), "unknown key");
       }
       r.Int(*hw, "gp_counters", &p.hardware.gp_counters, 1, 64, true, "hardware.");
       r.Int(*hw, "fixed_counters", &p.hardware.fixed_counters, 0, 3, true, "hardware.");
       r.Int(*hw, "counter_width", &p.hardware.counter_width, 16, 64, true, "hardware.");
       r.Int(*hw, "max_precise", &p.hardware.max_precise, 0, 3, false, "hardware.");
+      r.Bool(*hw, "overflow_interrupt", &p.hardware.overflow_interrupt, "hardware.");
+      r.Bool(*hw, "mode_exclusion", &p.hardware.mode_exclusion, "hardware.");
     }
   }
+  if (const Json* clocks = r.Find(root, "clock_pmu_types", "clock_pmu_types", false); clocks != nullptr && r.ok()) {
+    if (!clocks->is_object()) r.Fail("clock_pmu_types", fmt::format("expected an object, got {}", clocks->type_name()));
+    for (auto it = clocks->begin(); r.ok() && clocks->is_object() && it != clocks->end(); ++it) {
+      if (it.key() != "cpu_clock" && it.key() != "task_clock") r.Fail("clock_pmu_types." + it.key(), "unknown key (cpu_clock, task_clock)");
+    }
+    r.Int(*clocks, "cpu_clock", &p.cpu_clock_type, PERF_TYPE_MAX, 0x7fffffffll, true, "clock_pmu_types.");
+    r.Int(*clocks, "task_clock", &p.task_clock_type, PERF_TYPE_MAX, 0x7fffffffll, true, "clock_pmu_types.");
+    if (r.ok() && (p.cpu_clock_type == p.task_clock_type || p.HasPmu(p.cpu_clock_type) || p.HasPmu(p.task_clock_type))) {
+      r.Fail("clock_pmu_types", "the clock PMUs' types must differ from each other and from every listed PMU's");
+    }
+  }
+  r.Bool(root, "attr_aux_action", &p.attr_aux_action);
   if (!r.ok()) return Result<MockProfile>::Failure(EINVAL, r.error());
   std::sort(p.pmus.begin(), p.pmus.end(), [](const Pmu& a, const Pmu& b) { return a.name < b.name; });
   return Result<MockProfile>::Ok(std::move(p), fmt::format("parse_profile({})", where));
 }
 
 Result<MockProfile> LoadProfile(std::string_view name_or_path) {
-  const std::string arg(name_or_path);
+  std::string arg(name_or_path);
+  if (auto alias = Aliases().find(arg); alias != Aliases().end()) arg = alias->second;
   const bool is_path = arg.find('/') != std::string::npos ||
                        (arg.size() >= 5 && arg.compare(arg.size() - 5, 5, ".json") == 0);
   const std::string path = is_path ? arg : ProfileSearchDir() + "/" + arg + ".json";
-  const std::string call = fmt::format("load_profile(\"{}\" -> {})", arg, path);
+  const std::string call = fmt::format("load_profile(\"{}\" -> {})", name_or_path, path);
   if (arg.empty()) return Result<MockProfile>::Failure(ENOENT, call + ": empty profile name");
 
   std::ifstream in(path);

@@ -23,20 +23,34 @@
 //     built with: the kernel's own sizeof, written back into attr.size on E2BIG),
 //   privileged (default true: the task has CAP_PERFMON/CAP_SYS_ADMIN/CAP_IPC_LOCK),
 //   memlock_rlimit_kb (default 8192; RLIMIT_MEMLOCK, used when not privileged),
-//   pmus: [{name, type, format: {file: contents}, events: {...}, caps: {...}}],
+//   pmus: [{name, kind (default: name), type, format: {file: contents}, events: {...}, caps: {...}}],
 //   tracepoints (default none; needs the "tracepoint" PMU): {"system:event": id},
 //     the simulated tracefs events/<system>/<event>/id; only tracepoints the
 //     model fires (mocks/tracepoint_pmu.h) may be listed,
 //   hw_breakpoint_slots (default 4; HBP_NUM, the debug registers for breakpoints),
 //   cpu_mhz (default 1000; the simulated CPU clock: Workload::Instructions(n)
 //     takes n cycles, one instruction per cycle).
-//   hardware (required with the "cpu" PMU): {gp_counters, fixed_counters,
-//     counter_width, max_precise} of the core PMU (mocks/hardware_pmu.h).
-// Only PMUs the mock implements may be listed: "software" (type 1),
-// "tracepoint" (2), "breakpoint" (5), and "cpu" (an Intel-style core PMU,
-// type 4 = PERF_TYPE_RAW as on x86; it also takes PERF_TYPE_HARDWARE and
-// PERF_TYPE_HW_CACHE), and "intel_pt" (any dynamic type >= PERF_TYPE_MAX; its
-// caps/ drive pt_event_valid(), mocks/intel_pt_pmu.h).
+//   hardware (required with a core PMU): {gp_counters, fixed_counters,
+//     counter_width, max_precise, overflow_interrupt (default true),
+//     mode_exclusion (default true)} of the core PMU (mocks/hardware_pmu.h).
+//   clock_pmu_types (default none): {"cpu_clock": T, "task_clock": T}, the
+//     dynamic types of the kernel's perf_cpu_clock/perf_task_clock PMUs
+//     (perf_event_init(): perf_pmu_register(..., -1); Linux 6.x, e.g. 6 and 7):
+//     perf_swevent_init() hands cpu-clock/task-clock to them (attr.type is
+//     rewritten), so they open by that type too and PERF_EVENT_IOC_MODIFY_ATTRIBUTES
+//     with type PERF_TYPE_SOFTWARE is EINVAL. Without the key the clocks are
+//     only reachable as PERF_TYPE_SOFTWARE and MODIFY_ATTRIBUTES says EOPNOTSUPP.
+//   attr_aux_action (default false): the kernel knows attr.aux_start_paused,
+//     aux_pause and aux_resume (Linux 6.13+; older kernels refuse those bits of
+//     __reserved_3 with EINVAL).
+// Only PMU kinds the mock implements may be listed (ImplementedPmuKinds()):
+// "software" (type 1), "tracepoint" (2), "breakpoint" (5), and one core PMU —
+// "cpu"/"intel_core" (Intel, type 4 = PERF_TYPE_RAW), "armv8_pmuv3" (a dynamic
+// type >= PERF_TYPE_MAX, e.g. the PMU named armv8_pmuv3_0), "riscv_sbi" (type 4,
+// named "cpu"), and "intel_pt" (a dynamic type; its caps/ drive
+// pt_event_valid(), mocks/intel_pt_pmu.h). The core PMU also takes PERF_TYPE_HARDWARE and PERF_TYPE_HW_CACHE
+// (and PERF_TYPE_RAW when its own type is dynamic). Any other kind is EINVAL
+// naming the kind. Profile aliases: "software-only" is "sw-only".
 #pragma once
 
 #include <linux/perf_event.h>
@@ -54,6 +68,17 @@
 #include "mocks/hardware_pmu.h"
 
 namespace perftest {
+
+// A PMU kind MockBackend implements: its sysfs type (fixed, or dynamic), and
+// whether it is the core PMU (and which driver the core model follows).
+struct PmuKind {
+  static constexpr int64_t kDynamicType = -1;  // perf_pmu_register(pmu, name, -1)
+  const char* kind;
+  int64_t type;
+  bool core;
+  mock::CoreKind core_kind;
+};
+const std::vector<PmuKind>& ImplementedPmuKinds();
 
 struct MockProfile {
   std::string name;
@@ -75,8 +100,12 @@ struct MockProfile {
   std::map<std::string, uint64_t> tracepoints;  // "system:event" -> tracefs id
   uint32_t hw_breakpoint_slots = 4;
   uint32_t cpu_mhz = 1000;  // the simulated CPU's clock; it retires one instruction per cycle
-  bool has_hardware = false;        // the "cpu" PMU is listed
+  bool has_hardware = false;        // a core PMU is listed
+  uint32_t core_pmu_type = PERF_TYPE_RAW;  // its sysfs type
   mock::HardwareModel hardware;     // its counters
+  uint32_t cpu_clock_type = 0;      // clock_pmu_types; 0: not modelled
+  uint32_t task_clock_type = 0;
+  bool attr_aux_action = false;
 
   // Whether a PMU of this sysfs type is listed.
   bool HasPmu(uint32_t type) const;

@@ -31,8 +31,12 @@ std::string Replace(std::string s, const std::string& from, const std::string& t
 }
 
 TEST(Profile, SoftwareOnlyFixtureModelsThisVm) {
+  // "software-only" is an alias of sw-only (users' scripts pass it).
   ASSERT_OK_AND_ASSIGN(MockProfile p, LoadProfile("software-only"));
-  EXPECT_EQ(p.name, "software-only");
+  EXPECT_EQ(p.name, "sw-only");
+  EXPECT_EQ(p.cpu_clock_type, 6u) << "perf_cpu_clock's dynamic type on the VM";
+  EXPECT_EQ(p.task_clock_type, 7u);
+  EXPECT_TRUE(p.attr_aux_action) << "Linux 6.18 has aux_start_paused/aux_pause/aux_resume";
   EXPECT_EQ(p.arch, "x86_64");
   EXPECT_EQ(p.ncpus, 2);
   EXPECT_EQ(p.page_size, 4096u);
@@ -105,8 +109,13 @@ TEST(Profile, ErrorsNameTheKey) {
       {"\"page_size\": 4096", "\"page_size\": 6000", "'page_size': 6000 is not a power of two"},
       {"\"arch\": \"x86_64\"", "\"arch\": 64", "'arch': expected a string"},
       {"\"mlock_kb\": 516", "\"mlock_kb\": 516, \"mlockkb\": 1", "'mlockkb': unknown key"},
-      {"\"name\": \"software\"", "\"name\": \"cs_etm\"", "'pmus[0].name': PMU 'cs_etm' is not implemented"},
-      {"\"name\": \"software\"", "\"name\": \"intel_pt\"", "'pmus[0].type': PMU 'intel_pt' has a dynamic type"},
+      {"\"name\": \"software\"", "\"name\": \"intel_pt\"", "'pmus[0].type': PMU 'intel_pt' (kind intel_pt) has a dynamic type"},
+      {"\"name\": \"software\"", "\"name\": \"cs_etm\"", "'pmus[0].name': PMU kind 'cs_etm' is not implemented"},
+      {"\"type\": 1}", "\"type\": 1, \"kind\": \"s390_cpum_cf\"}", "'pmus[0].kind': PMU kind 's390_cpum_cf' is not implemented"},
+      {"{\"name\": \"software\", \"type\": 1}", "{\"name\": \"armv8_pmuv3_0\", \"kind\": \"armv8_pmuv3\", \"type\": 4}",
+       "'pmus[0].type': PMU 'armv8_pmuv3_0' (kind armv8_pmuv3) has a dynamic type"},
+      {"\"mlock_kb\": 516", "\"mlock_kb\": 516, \"clock_pmu_types\": {\"cpu_clock\": 1, \"task_clock\": 7}",
+       "'clock_pmu_types.cpu_clock': 1 is outside"},
       {"\"type\": 1", "\"type\": 4", "'pmus[0].type'"},
       {"\"type\": 1}", "\"type\": 1, \"events\": {\"x\": 1}}", "'pmus[0].events.x': expected a string"},
       {"[{\"name\": \"software\", \"type\": 1}]", "3", "'pmus': expected an array"},

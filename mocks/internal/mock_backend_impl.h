@@ -69,6 +69,8 @@ class MockBackend final : public Backend {
   // --- mock_backend.cc: syscall helpers ---
   MockEvent* FindFd(int fd);
   AttrLimits Limits() const;
+  // event->attr.type as the kernel keeps it (the clock PMUs' own types, clock_pmu_types).
+  uint32_t KernelAttrType(const MockEvent& ev) const;
   int SetOutput(MockEvent& ev, MockEvent* output, std::string* why);  // perf_event_set_output()
   int PeriodIoctl(MockEvent& ev, uintptr_t arg, std::string* why);    // _perf_event_period()
   int TracepointEventInit(MockEvent& ev, std::string* why);           // perf_tp_event_init()

@@ -30,7 +30,7 @@ namespace perftest {
 class MockTest : public ::testing::Test {
  protected:
   // The profile every test starts with; Remake() switches.
-  virtual std::string ProfileName() const { return "software-only"; }
+  virtual std::string ProfileName() const { return "sw-only"; }
 
   void SetUp() override {
     Result<MockProfile> p = LoadProfile(ProfileName());

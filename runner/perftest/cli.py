@@ -148,6 +148,9 @@ def build_parser():
     sp.add_argument("--json", action="store_true", help="print the facts as JSON")
     sp.add_argument("--suite", metavar="NAME",
                     help="suite binary to probe with (default: ringbuffer, else the first built)")
+    sp.add_argument("--write-profile", metavar="FILE",
+                    help="probe this machine (sysfs, sysctls, real perf_event_open calls) and write a mock "
+                         "arch profile to FILE, for `perftest run --backend=mock --profile=FILE`")
 
     sp = add("bench", "run Google Benchmarks, print ratios against their baselines",
              "Run <build>/bin/bench_NAME --benchmark_format=json and print each benchmark's "
@@ -228,6 +231,14 @@ def cmd_diff(args):
 
 def cmd_doctor(args):
     from . import doctor
+    if args.write_profile:
+        from . import profile_probe
+        profile = profile_probe.write_profile(args.write_profile)
+        print("perftest doctor: wrote profile %r to %s (%d PMUs: %s)" % (
+            profile["name"], args.write_profile, len(profile["pmus"]),
+            ", ".join(p["name"] for p in profile["pmus"])))
+        print("  use it: perftest run --suite=NAME --backend=mock --profile=%s" % args.write_profile)
+        return 0
     from .suite import SuiteBinary
     binary = None
     if args.suite:

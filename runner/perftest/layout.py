@@ -117,6 +117,11 @@ def resolve_bench(name):
     return known[name]
 
 
+# Profile names kept for users' scripts: alias -> the profile file's stem
+# (mocks/profile.cc Aliases() resolves the same names for the C++ side).
+PROFILE_ALIASES = {"software-only": "sw-only"}
+
+
 def list_profiles():
     """{profile name: path} of the JSON files in the profiles directory."""
     d = profiles_dir()
@@ -134,6 +139,8 @@ def load_profile(spec):
     (not JSON, or missing one of "name", "arch", "description").
     """
     known = list_profiles()
+    if spec not in known and PROFILE_ALIASES.get(spec) in known:
+        known[spec] = known[PROFILE_ALIASES[spec]]
     if spec in known:
         path = known[spec]
     elif (spec.endswith(".json") or os.sep in spec) and os.path.isfile(spec):

@@ -25,6 +25,7 @@
 #include "harness/attr.h"
 #include "harness/event.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/hardware.h"
 #include "suites/common/suite.h"
 
 namespace perftest {
@@ -93,19 +94,7 @@ class Counting : public SuiteTest {
   }
   // Whether opening `attr` shows a hardware PMU: the skip class and reason when not.
   std::optional<std::pair<SkipClass, std::string>> NoHardware() {
-    perf_event_attr a = Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
-    Result<int> fd = backend().PerfEventOpen(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd.ok()) {
-      (void)backend().Close(*fd);
-      return std::nullopt;
-    }
-    std::optional<SkipClass> c = UnavailableClass(fd.error());
-    if (!c) return std::nullopt;  // another errno: let the case fail on it
-    if (*c == SkipClass::kUnsupported) {
-      return std::make_pair(*c, fmt::format("no hardware PMU: PERF_TYPE_HARDWARE returns {}", ErrnoName(fd.error())));
-    }
-    return std::make_pair(*c, fmt::format("PERF_TYPE_HARDWARE returns {}: needs CAP_PERFMON or a lower "
-                                          "perf_event_paranoid", ErrnoName(fd.error())));
+    return NoHardwareFor(backend(), Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES));
   }
   bool X86() { return backend().Machine().arch == "x86_64"; }
 

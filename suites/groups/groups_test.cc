@@ -24,6 +24,7 @@
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/hardware.h"
 #include "suites/common/records_util.h"
 #include "suites/common/suite.h"
 
@@ -67,15 +68,9 @@ class Groups : public SuiteTest {
   std::optional<std::pair<SkipClass, std::string>> NoHardware() {
     perf_event_attr a = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS);
     a.exclude_kernel = a.exclude_hv = 1;
-    Result<int> fd = backend().PerfEventOpen(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd.ok()) {
-      (void)backend().Close(*fd);
-      return std::nullopt;
-    }
-    std::optional<SkipClass> c = UnavailableClass(fd.error());
-    if (!c) return std::nullopt;
-    return std::make_pair(*c, fmt::format("no hardware PMU: PERF_TYPE_HARDWARE returns {}", ErrnoName(fd.error())));
+    return NoHardwareFor(backend(), a);
   }
+
 };
 
 #define PERFTEST_REQUIRE_HARDWARE()                                  \

@@ -1,0 +1,34 @@
+#include "fidelity/known_disagreements.h"
+
+namespace perftest::fidelity {
+
+const std::vector<KnownDisagreement>& KnownDisagreements() {
+  static const std::vector<KnownDisagreement> list = {
+      {"unmodelled-pmu",
+       "The host lists a PMU the profile does not (on the development VM: msr, power, uprobe). MockBackend does "
+       "not implement it, so perf_init_event() finds no PMU for its type and the mock says ENOENT, while the "
+       "kernel runs that PMU's event_init(). Such calls are tallied apart from the agreement figure.",
+       "", "", "", /*unmodelled_pmu=*/true},
+      {"unmodelled-tracepoint",
+       "The generator opens tracepoints the host's tracefs has (e.g. raw_syscalls:sys_enter), but a profile may "
+       "list only tracepoints the model can fire (mocks/tracepoint_pmu.h, ParseProfile()), so for an id it does "
+       "not list the mock's perf_trace_init() finds no event and says EINVAL while the kernel opens it (or fails "
+       "later, in perf_event_alloc(), for another reason).",
+       "perf_event_open", "tracepoint", "no tracepoint has id", false},
+  };
+  return list;
+}
+
+const KnownDisagreement* ExplainDisagreement(const std::string& op, const std::string& pmu, bool unmodelled_pmu,
+                                             const std::string& mock_reason) {
+  for (const KnownDisagreement& k : KnownDisagreements()) {
+    if (k.unmodelled_pmu != unmodelled_pmu) continue;
+    if (!k.op.empty() && op != k.op) continue;
+    if (!k.pmu.empty() && pmu != k.pmu) continue;
+    if (!k.mock_reason_contains.empty() && mock_reason.find(k.mock_reason_contains) == std::string::npos) continue;
+    return &k;
+  }
+  return nullptr;
+}
+
+}  // namespace perftest::fidelity
