@@ -414,6 +414,11 @@ PERFTEST_CASE(Attr, UnknownFlagBitsAreEINVAL, "attr.flags_unknown",
 
 PERFTEST_CASE(Attr, FdCloexecSetsFdCloexec, "attr.flag_fd_cloexec",
               "SYSCALL_DEFINE5(perf_event_open): PERF_FLAG_FD_CLOEXEC -> O_CLOEXEC for get_unused_fd_flags()") {
+  RecordDivergence("attr.flags_used",
+                   "perf-design.txt (perf_event_open() parameters): \"The 'flags' parameter is currently unused and "
+                   "must be zero.\"",
+                   "SYSCALL_DEFINE5(perf_event_open): PERF_FLAG_FD_NO_GROUP, FD_OUTPUT, PID_CGROUP and FD_CLOEXEC "
+                   "(PERF_FLAG_ALL) are accepted; only other bits give EINVAL");
   perf_event_attr a = Dummy();
   ASSERT_OK_AND_ASSIGN(int with, backend().PerfEventOpen(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
   ASSERT_OK_AND_ASSIGN(int without, backend().PerfEventOpen(&a, 0, -1, -1, kNoFlags));

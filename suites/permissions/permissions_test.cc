@@ -119,6 +119,10 @@ PERFTEST_CASE(Permissions, UserCpuWideNeedsParanoid0, "permissions.user_cpu_wide
 PERFTEST_CASE(Permissions, PerfmonAllowsKernelAndCpuWide, "permissions.cap_perfmon",
               "include/linux/capability.h perfmon_capable(): CAP_PERFMON passes perf_allow_kernel() and "
               "perf_allow_cpu() at every paranoid level (Linux 5.8+)") {
+  RecordDivergence("permissions.cpu_wide_capability",
+                   "perf-design.txt (pid/cpu parameters): \"Per CPU counters need CAP_SYS_ADMIN privilege.\"",
+                   "core.c perf_allow_cpu(): CAP_PERFMON or CAP_SYS_ADMIN (perfmon_capable(), Linux 5.8+), and no "
+                   "capability at all when perf_event_paranoid <= 0");
   perf_event_attr a = UserCounter();
   a.exclude_kernel = 0;
   EXPECT_THAT(OpenAs(Nobody({CAP_PERFMON}), a), SucceedsWith(0)) << "kernel profiling";
