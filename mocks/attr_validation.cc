@@ -75,8 +75,8 @@ int CopyAttr(perf_event_attr* uattr, const AttrLimits& limits, perf_event_attr* 
   out->size = size;
   perf_event_attr& a = *out;
 
-  if ((FlagWord(a) & ~kKnownFlagBits) || a.__reserved_2 || a.__reserved_3) {
-    return Fail(EINVAL, why, "reserved bits are set (__reserved_1/2/3)");
+  if ((FlagWord(a) & ~kKnownFlagBits) || a.__reserved_2 || (a.__reserved_3 & ~kAuxActionBits)) {
+    return Fail(EINVAL, why, "reserved bits are set (__reserved_1/2/3; aux_action is bits 0-2 of the last)");
   }
   if (a.sample_type & ~(uint64_t{PERF_SAMPLE_MAX} - 1)) {
     return Fail(EINVAL, why, fmt::format("sample_type has unknown bits {:#x}", a.sample_type & ~(uint64_t{PERF_SAMPLE_MAX} - 1)));

@@ -55,6 +55,14 @@ int CheckOpenFlags(unsigned long flags, std::string* why);
 int CheckOpenAttr(const perf_event_attr& attr, unsigned long flags, pid_t pid, int cpu, const AttrLimits& limits,
                   std::string* why);
 
+// The aux_action bits Linux 6.13 carved out of __reserved_3 (the UAPI
+// header this builds with may still call the whole word __reserved_3):
+// aux_start_paused, aux_pause, aux_resume. The rest of the word stays reserved.
+inline constexpr uint32_t kAuxStartPaused = 1u << 0;
+inline constexpr uint32_t kAuxPause = 1u << 1;
+inline constexpr uint32_t kAuxResume = 1u << 2;
+inline constexpr uint32_t kAuxActionBits = kAuxStartPaused | kAuxPause | kAuxResume;
+
 // has_extended_regs(): x86_64 XMM registers in sample_regs_user/intr, which
 // need a PMU with PERF_PMU_CAP_EXTENDED_REGS (else EOPNOTSUPP at open). The
 // masks count whether or not sample_type has PERF_SAMPLE_REGS_USER/INTR.

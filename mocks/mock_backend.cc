@@ -148,8 +148,6 @@ int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
 
 // SYSCALL_DEFINE5(perf_event_open) and perf_event_alloc(), in the kernel's order.
 // Known divergences from Linux 6.18, out of scope here (perftest_fidelity reports them):
-//  - the aux_action bits (aux_start_paused, aux_pause, aux_resume) that 6.13+
-//    carved out of __reserved_3 are refused as reserved: needs per-kernel-version data;
 //  - tracepoint ids the profile does not list get EINVAL (the host may know them);
 //  - the msr, power and uprobe PMUs are not modelled (their types get ENOENT);
 //  - the cpu_clock/task_clock PMUs' dynamic types are not modelled yet: type 6/7
@@ -238,6 +236,11 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   if (HasExtendedRegs(attr, Limits().x86_64)) return fail(EOPNOTSUPP, "XMM registers need PERF_PMU_CAP_EXTENDED_REGS");
   // perf_event_alloc(), after perf_init_event(): capabilities these PMUs lack.
   if (attr.aux_output) return fail(EOPNOTSUPP, "aux_output needs PERF_PMU_CAP_AUX_OUTPUT");
+  // perf_event_alloc() (6.13+), after the aux_output check: aux_pause with
+  // aux_resume is EINVAL; aux_start_paused needs PERF_PMU_CAP_AUX_PAUSE.
+  const uint32_t aux_action = attr.__reserved_3 & kAuxActionBits;
+  if ((aux_action & kAuxPause) && (aux_action & kAuxResume)) return fail(EINVAL, "aux_pause with aux_resume");
+  if (aux_action & kAuxStartPaused) return fail(EOPNOTSUPP, "aux_start_paused needs PERF_PMU_CAP_AUX_PAUSE");
   // perf_event_alloc() -> perf_cgroup_connect(): the cgroup fd is resolved
   // after the PMU init, before get_callchain_buffers(). No cgroup fd exists in the model.
   if (cgroup) {
@@ -305,9 +308,9 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   }
   // perf_event_open(), under the context lock after perf_event_validate_size()
   // (so after get_callchain_buffers() in perf_event_alloc()): perf_need_aux_event()
-  // fires on aux_sample_size alone (has_aux_action()), PERF_SAMPLE_AUX or not;
+  // fires on aux_sample_size, aux_pause or aux_resume (has_aux_action()), PERF_SAMPLE_AUX or not;
   // perf_get_aux_event() then finds no AUX group leader on these PMUs.
-  if (attr.aux_sample_size != 0) {
+  if (attr.aux_sample_size != 0 || (aux_action & (kAuxPause | kAuxResume))) {
     return fail(EINVAL, "no AUX event to take AUX data from (perf_get_aux_event())");
   }
 

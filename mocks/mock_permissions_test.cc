@@ -157,5 +157,21 @@ TEST_F(MockPermissions, PidCgroupTakesACgroup2Directory) {
   GTEST_SKIP() << "no cgroup2 mount on this host";
 }
 
+// perf_event_alloc() on Linux 6.18 (probed there on the software PMU, which
+// has neither PERF_PMU_CAP_AUX_OUTPUT nor PERF_PMU_CAP_AUX_PAUSE):
+// aux_output first, then aux_pause+aux_resume (EINVAL), then
+// aux_start_paused (EOPNOTSUPP); aux_pause or aux_resume alone reach
+// perf_get_aux_event() and find no AUX leader (EINVAL).
+TEST_F(MockPermissions, AuxActionOnANonAuxPmu) {
+  const int expected[8] = {0, EOPNOTSUPP, EINVAL, EOPNOTSUPP, EINVAL, EOPNOTSUPP, EINVAL, EINVAL};
+  for (uint32_t v = 1; v < 8; ++v) {
+    perf_event_attr a = UserCounter();
+    a.__reserved_3 = v;
+    EXPECT_THAT(Open(a), FailsWithErrno(expected[v])) << "aux_action " << v;
+    a.aux_output = 1;
+    EXPECT_THAT(Open(a), FailsWithErrno(EOPNOTSUPP)) << "aux_action " << v << " with aux_output";
+  }
+}
+
 }  // namespace
 }  // namespace perftest

@@ -212,6 +212,80 @@ PERFTEST_CASE(Attr, Reserved3HighBitsAreEINVAL, "attr.reserved_3",
   }
 }
 
+PERFTEST_CASE(Attr, AuxActionBitsOnANonAuxPmu, "attr.aux_action",
+              "core.c perf_event_alloc() (Linux 6.13+, aux_action carved out of __reserved_3): aux_output without "
+              "PERF_PMU_CAP_AUX_OUTPUT -> EOPNOTSUPP; aux_pause with aux_resume -> EINVAL; aux_start_paused without "
+              "PERF_PMU_CAP_AUX_PAUSE -> EOPNOTSUPP; perf_event_open(): has_aux_action() -> perf_get_aux_event() "
+              "finds no AUX leader -> EINVAL") {
+  constexpr uint32_t kStartPaused = 1, kPause = 2, kResume = 4;  // bits 0-2 of the word after __reserved_2
+  perf_event_attr probe = Dummy();
+  probe.__reserved_3 = kStartPaused;
+  Result<int> r = Try(probe);
+  if (!r.ok() && r.error() == EINVAL) {
+    PERFTEST_SKIP(SkipClass::kKernelVersion,
+                  "the kernel refuses aux_start_paused as a reserved bit: aux_action needs Linux 6.13+ (" +
+                      r.ToString() + ")");
+  }
+  const struct {
+    uint32_t bits;
+    int err;
+  } cases[] = {
+      {kStartPaused, EOPNOTSUPP},         {kPause, EINVAL},
+      {kResume, EINVAL},                  {kStartPaused | kPause, EOPNOTSUPP},
+      {kStartPaused | kResume, EOPNOTSUPP}, {kPause | kResume, EINVAL},
+      {kStartPaused | kPause | kResume, EINVAL},
+  };
+  for (const auto& c : cases) {
+    perf_event_attr a = Dummy();
+    a.__reserved_3 = c.bits;
+    EXPECT_THAT(Try(a), FailsWithErrno(c.err)) << "aux_action " << c.bits;
+    a.aux_output = 1;
+    EXPECT_THAT(Try(a), FailsWithErrno(EOPNOTSUPP)) << "aux_action " << c.bits << " with aux_output";
+  }
+}
+
+PERFTEST_CASE(Attr, TracepointIdNoEventHasIsEINVAL, "attr.tracepoint_unknown_id",
+              "kernel/trace/trace_event_perf.c perf_trace_init(): no trace event has attr.config as its id -> EINVAL") {
+  for (uint64_t id : {uint64_t{0xffffffff}, uint64_t{1} << 40}) {
+    perf_event_attr a = MakeAttr(PERF_TYPE_TRACEPOINT, id);
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    EXPECT_THAT(Try(a), FailsWithErrno(EINVAL)) << "tracepoint id " << id;
+  }
+}
+
+PERFTEST_CASE(Attr, SideBandBitsOpenOnDummy, "attr.side_band_bits",
+              "<linux/perf_event.h> mmap, comm, task, mmap_data, sample_id_all, mmap2, comm_exec, context_switch, "
+              "ksymbol, bpf_event, cgroup, text_poke, build_id: accepted on a dummy event (perf_copy_attr() has no "
+              "rule for them)") {
+  perf_event_attr a = Dummy();
+  a.mmap = a.comm = a.task = a.mmap_data = a.sample_id_all = a.mmap2 = a.comm_exec = a.context_switch = 1;
+  a.ksymbol = a.bpf_event = a.cgroup = a.text_poke = a.build_id = 1;
+  EXPECT_THAT(Try(a), Succeeds());
+  a = Dummy();
+  a.build_id = 1;  // without mmap2 it has nothing to change
+  EXPECT_THAT(Try(a), Succeeds()) << "build_id alone";
+}
+
+PERFTEST_CASE(Attr, SampleRegsUserOnX86, "attr.sample_regs_user_x86",
+              "arch/x86/kernel/perf_regs.c perf_reg_validate(): DS/ES/FS/GS and bits 24-31 -> EINVAL; core.c "
+              "perf_try_init_event(): XMM registers (bit 32+) without PERF_PMU_CAP_EXTENDED_REGS -> EOPNOTSUPP") {
+  if (backend().Machine().arch != "x86_64") {
+    PERFTEST_SKIP(SkipClass::kUnsupported, "x86_64 register numbering; this machine is " + backend().Machine().arch);
+  }
+  perf_event_attr a = Dummy();
+  a.sample_period = 1000;
+  a.sample_type = PERF_SAMPLE_REGS_USER;
+  a.sample_regs_user = 1;  // AX
+  EXPECT_THAT(Try(a), Succeeds()) << "AX";
+  a.sample_regs_user = uint64_t{1} << 12;  // PERF_REG_X86_DS
+  EXPECT_THAT(Try(a), FailsWithErrno(EINVAL)) << "DS";
+  a.sample_regs_user = uint64_t{1} << 30;
+  EXPECT_THAT(Try(a), FailsWithErrno(EINVAL)) << "reserved bit 30";
+  a.sample_regs_user = uint64_t{1} << 33;  // PERF_REG_X86_XMM0's upper half
+  EXPECT_THAT(Try(a), FailsWithErrno(EOPNOTSUPP)) << "XMM on the software PMU";
+}
+
 PERFTEST_CASE(Attr, UnknownSampleTypeBitsAreEINVAL, "attr.sample_type_unknown",
               "core.c perf_copy_attr(): \"if (attr->sample_type & ~(PERF_SAMPLE_MAX-1)) return -EINVAL\"") {
   for (int bit = Log2(PERF_SAMPLE_MAX); bit < 64; ++bit) {
