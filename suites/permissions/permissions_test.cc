@@ -58,6 +58,20 @@ int OpenErrno(Backend& b, perf_event_attr a, pid_t pid, int cpu) {
 
 class Permissions : public SuiteTest {
  protected:
+  // Every case needs a child that can become nobody with the capabilities
+  // the cases keep: root (CAP_SETUID, and the capabilities to keep) here.
+  void SetUp() override {
+    SuiteTest::SetUp();
+    if (IsSkipped()) return;
+    Result<int> r = backend().RunInChild(Nobody({CAP_PERFMON, CAP_SYS_ADMIN, CAP_IPC_LOCK, CAP_SYS_PTRACE}),
+                                         [](Backend&) { return 0; });
+    if (!r.ok() && (r.error() == EPERM || r.error() == EACCES)) {
+      PERFTEST_SKIP(SkipClass::kPermission,
+                    "a child cannot take another uid with chosen capabilities (needs root: CAP_SETUID, CAP_SETGID "
+                    "and the capabilities it keeps): " + r.ToString());
+    }
+    ASSERT_OK(r);
+  }
   int paranoid() { return backend().Machine().perf_event_paranoid; }
   // The errno of perf_event_open(a, pid, cpu) in a child running as `creds`.
   Result<int> OpenAs(const ChildCredentials& creds, const perf_event_attr& a, pid_t pid = 0, int cpu = -1) {
