@@ -192,7 +192,10 @@ PERFTEST_CASE(Permissions, MlockBudgetWithoutRlimit, "permissions.mlock_budget",
               "against RLIMIT_MEMLOCK; over both -> EPERM unless CAP_IPC_LOCK or paranoid -1") {
   if (paranoid() >= 3) PERFTEST_SKIP(SkipClass::kPermission, "perf_event_paranoid >= 3: users cannot open events");
   const auto [within, past] = BudgetPages();
+  // user->locked_vm is per uid: a uid of its own, so that the other mlock
+  // cases (run in parallel with --jobs) do not spend this budget.
   ChildCredentials no_rlimit = Nobody();
+  no_rlimit.uid = kNobody - 1;
   no_rlimit.rlimit_memlock = 0;
   auto map = [](size_t pages) { return [pages](Backend& b) { return MapErrno(b, pages); }; };
   EXPECT_THAT(backend().RunInChild(no_rlimit, map(within)), SucceedsWith(0))
