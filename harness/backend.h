@@ -17,7 +17,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,6 +51,24 @@ struct TaskId {
   pid_t tid = 0;
 };
 
+// Who Backend::RunInChild's child task runs as, and with which limits. Each
+// field left unset keeps the parent's value.
+struct ChildCredentials {
+  // setresgid(uid)/setgroups(0)/setresuid(uid): e.g. 65534 (nobody). Without
+  // `caps`, changing the uid drops every capability (capabilities(7)).
+  std::optional<uid_t> uid;
+  // The capabilities (CAP_PERFMON, CAP_IPC_LOCK, ...) the child keeps,
+  // permitted and effective; every other one is dropped (capset(2)).
+  std::optional<std::vector<int>> caps;
+  // setrlimit(2) soft and hard limits. Only lowering is possible without
+  // CAP_SYS_RESOURCE. RLIMIT_MEMLOCK in bytes; RLIMIT_NOFILE in fds.
+  std::optional<uint64_t> rlimit_memlock;
+  std::optional<uint64_t> rlimit_nofile;
+
+  // e.g. "uid=65534, caps={CAP_IPC_LOCK}, RLIMIT_MEMLOCK=0".
+  std::string Describe() const;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -58,6 +78,8 @@ class Backend {
 
   // perf_event_open(2). `attr` is not const: on E2BIG the kernel writes the
   // size it supports into attr->size (kernel/events/core.c perf_copy_attr()).
+  // `attr` may be NULL, the one unreadable pointer the seam can describe:
+  // perf_copy_attr() then fails with EFAULT (after the flags check).
   // Returns the new fd.
   virtual Result<int> PerfEventOpen(perf_event_attr* attr, pid_t pid, int cpu, int group_fd,
                                     unsigned long flags) = 0;
@@ -84,6 +106,20 @@ class Backend {
   virtual TaskId CurrentTask() = 0;
   // Runs `w` in the current task. Errors: the errno of the first failing step.
   virtual Result<WorkloadResult> RunWorkload(const Workload& w) = 0;
+
+  // Runs fn(*this) in a new child task (fork(2): its own process group,
+  // always reaped) that first takes `creds`; returns what fn returned (an
+  // errno, a count: any int). Events and mappings the child made go away when
+  // it exits; the parent's are untouched. fn must not use GoogleTest
+  // assertions (they would not reach the parent). Errors: the errno of
+  // fork(2)/pipe(2); the errno of setrlimit(2)/setresuid(2)/capset(2) when the
+  // child cannot take `creds` (EPERM: raising a limit without
+  // CAP_SYS_RESOURCE); ECHILD when the child died before answering. The
+  // default (a backend with no tasks) fails with ENOSYS.
+  virtual Result<int> RunInChild(const ChildCredentials& creds, const std::function<int(Backend&)>& fn) {
+    (void)fn;
+    return Result<int>::Failure(ENOSYS, "run_in_child(" + creds.Describe() + ")");
+  }
 
   // The id of tracepoint `system`:`name`, the attr.config of a
   // PERF_TYPE_TRACEPOINT event: the contents of

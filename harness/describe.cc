@@ -31,6 +31,11 @@ std::string DescribeOpen(const perf_event_attr& attr, pid_t pid, int cpu, int gr
                      group_fd, flags);
 }
 
+std::string DescribeOpen(const perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
+  if (attr != nullptr) return DescribeOpen(*attr, pid, cpu, group_fd, flags);
+  return fmt::format("perf_event_open(attr=NULL, pid={}, cpu={}, group_fd={}, flags={:#x})", pid, cpu, group_fd, flags);
+}
+
 std::string DescribeRead(int fd, size_t len) { return fmt::format("read(fd={}, len={})", fd, len); }
 
 std::string DescribeIoctl(int fd, unsigned long request, uintptr_t arg) {

@@ -23,6 +23,7 @@
 #include "harness/attr.h"
 #include "harness/backend.h"
 #include "harness/internal/child_process.h"
+#include "harness/internal/child.h"
 #include "harness/internal/describe.h"
 
 namespace perftest {
@@ -86,7 +87,7 @@ class KernelBackend final : public Backend {
   std::string_view kind() const override { return "kernel"; }
 
   Result<int> PerfEventOpen(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags) override {
-    std::string call = DescribeOpen(*attr, pid, cpu, group_fd, flags);
+    std::string call = DescribeOpen(attr, pid, cpu, group_fd, flags);
     return FromSyscall<int>(syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags), std::move(call));
   }
 
@@ -161,6 +162,10 @@ class KernelBackend final : public Backend {
   const MachineInfo& Machine() override {
     std::call_once(machine_once_, [this] { machine_ = Describe(); });
     return machine_;
+  }
+
+  Result<int> RunInChild(const ChildCredentials& creds, const std::function<int(Backend&)>& fn) override {
+    return RunInForkedChild(*this, creds, fn);
   }
 
   TaskId CurrentTask() override { return {::getpid(), static_cast<pid_t>(::gettid())}; }

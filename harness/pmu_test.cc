@@ -190,5 +190,50 @@ TEST(PmuRealSysfs, SoftwarePmuIsType1) {
   EXPECT_EQ(p->type, static_cast<uint32_t>(PERF_TYPE_SOFTWARE));
 }
 
+TEST(ParseFormat, RangesAndSingleBits) {
+  ASSERT_OK_AND_ASSIGN(PmuFormat f, ParseFormat("config:0-7"));
+  EXPECT_EQ(f.field, "config");
+  EXPECT_EQ(f.Mask(), 0xffu);
+  ASSERT_OK_AND_ASSIGN(PmuFormat g, ParseFormat("config1:0,8-11"));
+  EXPECT_EQ(g.field, "config1");
+  EXPECT_EQ(g.Mask(), 0xf01u);
+  ASSERT_OK_AND_ASSIGN(PmuFormat h, ParseFormat("config:0-63"));
+  EXPECT_EQ(h.Mask(), ~uint64_t{0});
+}
+
+TEST(ParseFormat, RefusesBadSyntax) {
+  for (const char* bad : {"config", "config:", "config:8-7", "config:64", "config4:0", "event:0-7", "config:a-b",
+                          "config:0-7,", "config:-1"}) {
+    EXPECT_THAT(ParseFormat(bad), FailsWithErrno(EINVAL)) << bad;
+  }
+}
+
+TEST(ResolveEventAlias, SpreadsValuesOverFormatBits) {
+  Pmu cpu;
+  cpu.name = "cpu";
+  cpu.format = {{"event", "config:0-7"}, {"umask", "config:8-15"}, {"edge", "config:18"}, {"ldlat", "config1:0-15"},
+                {"split", "config:0-3,32-35"}};
+  ASSERT_OK_AND_ASSIGN(EventConfig c, ResolveEventAlias(cpu, "event=0x3c,umask=0x01"));
+  EXPECT_EQ(c.config, 0x13cu);
+  ASSERT_OK_AND_ASSIGN(EventConfig d, ResolveEventAlias(cpu, "event=12,edge,ldlat=3"));
+  EXPECT_EQ(d.config, 12u | (1u << 18));
+  EXPECT_EQ(d.config1, 3u);
+  ASSERT_OK_AND_ASSIGN(EventConfig e, ResolveEventAlias(cpu, "split=0xab"));
+  EXPECT_EQ(e.config, 0xbu | (uint64_t{0xa} << 32));
+  ASSERT_OK_AND_ASSIGN(EventConfig f, ResolveEventAlias(cpu, "config=0x1234"));
+  EXPECT_EQ(f.config, 0x1234u);
+  EXPECT_THAT(ResolveEventAlias(cpu, "event=0x100"), FailsWithErrno(ERANGE));
+  EXPECT_THAT(ResolveEventAlias(cpu, "period=3"), FailsWithErrno(ENOENT));
+  EXPECT_THAT(ResolveEventAlias(cpu, "event=zz"), FailsWithErrno(EINVAL));
+  EXPECT_THAT(ResolveEventAlias(cpu, "event=1,,umask=2"), FailsWithErrno(EINVAL));
+}
+
+TEST(ResolveEventAlias, AttributeFilesAreNotAliases) {
+  EXPECT_TRUE(IsEventAliasName("energy-psys"));
+  EXPECT_FALSE(IsEventAliasName("energy-psys.scale"));
+  EXPECT_FALSE(IsEventAliasName("energy-psys.unit"));
+  EXPECT_FALSE(IsEventAliasName("x.per-pkg"));
+}
+
 }  // namespace
 }  // namespace perftest

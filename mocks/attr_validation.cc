@@ -76,7 +76,7 @@ int CopyAttr(perf_event_attr* uattr, const AttrLimits& limits, perf_event_attr* 
   perf_event_attr& a = *out;
 
   // Linux 6.13+ took bits 0-2 of __reserved_3 for aux_action (limits.aux_action).
-  const uint32_t reserved_3 = limits.aux_action ? a.__reserved_3 & ~7u : a.__reserved_3;
+  const uint32_t reserved_3 = limits.aux_action ? a.__reserved_3 & ~kAuxActionBits : a.__reserved_3;
   if ((FlagWord(a) & ~kKnownFlagBits) || a.__reserved_2 || reserved_3) {
     return Fail(EINVAL, why, "reserved bits are set (__reserved_1/2/3)");
   }

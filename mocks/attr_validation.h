@@ -29,11 +29,16 @@ struct AttrLimits {
   bool aux_action = false;          // attr.aux_start_paused/aux_pause/aux_resume exist (Linux 6.13+)
 };
 
-// The aux_action bits of Linux 6.13+ (bits 0, 1, 2 of the word this UAPI
-// header calls __reserved_3): aux_start_paused, aux_pause, aux_resume.
-inline bool AuxStartPaused(const perf_event_attr& a) { return (a.__reserved_3 & 1u) != 0; }
-inline bool AuxPause(const perf_event_attr& a) { return (a.__reserved_3 & 2u) != 0; }
-inline bool AuxResume(const perf_event_attr& a) { return (a.__reserved_3 & 4u) != 0; }
+// The aux_action bits Linux 6.13 carved out of __reserved_3 (the UAPI
+// header this builds with may still call the whole word __reserved_3):
+// aux_start_paused, aux_pause, aux_resume. The rest of the word stays reserved.
+inline constexpr uint32_t kAuxStartPaused = 1u << 0;
+inline constexpr uint32_t kAuxPause = 1u << 1;
+inline constexpr uint32_t kAuxResume = 1u << 2;
+inline constexpr uint32_t kAuxActionBits = kAuxStartPaused | kAuxPause | kAuxResume;
+inline bool AuxStartPaused(const perf_event_attr& a) { return (a.__reserved_3 & kAuxStartPaused) != 0; }
+inline bool AuxPause(const perf_event_attr& a) { return (a.__reserved_3 & kAuxPause) != 0; }
+inline bool AuxResume(const perf_event_attr& a) { return (a.__reserved_3 & kAuxResume) != 0; }
 
 // kernel/events/core.c perf_copy_attr(): copies `uattr->size` bytes (0 means
 // PERF_ATTR_SIZE_VER0) of the caller's attr into `*out`, zero-filled beyond.
@@ -61,6 +66,7 @@ int CopyAttr(perf_event_attr* uattr, const AttrLimits& limits, perf_event_attr* 
 int CheckOpenFlags(unsigned long flags, std::string* why);
 int CheckOpenAttr(const perf_event_attr& attr, unsigned long flags, pid_t pid, int cpu, const AttrLimits& limits,
                   std::string* why);
+
 
 // has_extended_regs(): x86_64 XMM registers in sample_regs_user/intr, which
 // need a PMU with PERF_PMU_CAP_EXTENDED_REGS (else EOPNOTSUPP at open). The

@@ -13,6 +13,7 @@ namespace {
 AttrLimits Linux618() {
   AttrLimits l;
   l.attr_size = 136;  // what Linux 6.18 writes back
+  l.aux_action = true;  // Linux 6.13+ knows aux_start_paused/aux_pause/aux_resume
   return l;
 }
 
@@ -128,6 +129,22 @@ TEST(AttrValidation, ParanoidWithoutPrivilege) {
   EXPECT_EQ(CheckOpenAttr(a, 0, 0, -1, l, &why), EACCES);
   l.privileged = true;
   EXPECT_EQ(CheckOpenAttr(a, 0, 0, -1, l, &why), 0);
+}
+
+// Linux 6.13+: bits 0-2 of the word after __reserved_2 are aux_action
+// (aux_start_paused, aux_pause, aux_resume), judged by perf_event_alloc();
+// bits 3-31 stay reserved for perf_copy_attr().
+TEST(AttrValidation, AuxActionBitsAreNotReserved) {
+  for (uint32_t v = 1; v <= kAuxActionBits; ++v) {
+    perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_DUMMY);
+    a.__reserved_3 = v;
+    EXPECT_EQ(Copy(&a), 0) << "aux_action " << v;
+  }
+  for (int bit = 3; bit < 32; ++bit) {
+    perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_DUMMY);
+    a.__reserved_3 = 1u << bit;
+    EXPECT_EQ(Copy(&a), EINVAL) << "__reserved_3 bit " << bit;
+  }
 }
 
 }  // namespace

@@ -55,6 +55,7 @@ constexpr size_t kMaxReadSize = 16 * 1024;
 
 MockBackend::MockBackend(MockProfile profile) : profile_(std::move(profile)) {
   machine_ = profile_.ToMachineInfo();
+  creds_ = ProfileCredentials(profile_);
   tick_ns_ = kNsecPerSec / profile_.hz;
   // perf_event_max_sample_rate handler: max_samples_per_tick = DIV_ROUND_UP(rate, HZ).
   max_samples_per_tick_ = (profile_.max_sample_rate + profile_.hz - 1) / profile_.hz;
@@ -79,7 +80,7 @@ AttrLimits MockBackend::Limits() const {
   l.max_stack = profile_.max_stack;
   l.max_sample_rate = profile_.max_sample_rate;
   l.paranoid = profile_.perf_event_paranoid;
-  l.privileged = profile_.privileged;
+  l.privileged = Perfmon();
   l.x86_64 = profile_.arch == "x86_64";
   l.aux_action = profile_.attr_aux_action;
   return l;
@@ -103,7 +104,7 @@ int MockBackend::TracepointEventInit(MockEvent& ev, std::string* why) {
   // perf_trace_event_perm(): raw data needs perf_allow_tracepoint(), except
   // for TRACE_EVENT_FL_CAP_ANY events (the syscalls) attached to a task.
   const bool cap_any = ev.tracepoint->name.rfind("syscalls:", 0) == 0 && ev.pid != -1;
-  if ((a.sample_type & PERF_SAMPLE_RAW) && !cap_any && !profile_.privileged && profile_.perf_event_paranoid > -1) {
+  if ((a.sample_type & PERF_SAMPLE_RAW) && !cap_any && !Perfmon() && profile_.perf_event_paranoid > -1) {
     *why = "PERF_SAMPLE_RAW of a tracepoint needs CAP_PERFMON or perf_event_paranoid -1";
     return EPERM;
   }
@@ -151,9 +152,10 @@ int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
 //  - tracepoint ids the profile does not list get EINVAL (the host may know them);
 //  - the msr, power and uprobe PMUs are not modelled (their types get ENOENT).
 Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
-  const std::string call = DescribeOpen(*uattr, pid, cpu, group_fd, flags);
+  const std::string call = DescribeOpen(uattr, pid, cpu, group_fd, flags);
   std::string why;
   if (int err = CheckOpenFlags(flags, &why)) return Fail<int>(err, call, why);
+  if (uattr == nullptr) return Fail<int>(EFAULT, call, "attr is NULL (perf_copy_attr(): get_user() faults)");
   perf_event_attr attr;
   if (int err = CopyAttr(uattr, Limits(), &attr, &why)) return Fail<int>(err, call, why);
   if (int err = CheckOpenAttr(attr, flags, pid, cpu, Limits(), &why)) return Fail<int>(err, call, why);
@@ -161,6 +163,10 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   // get_unused_fd_flags(): the fd is taken first and given back on failure.
   const int fd = ::memfd_create("perf_event", (flags & PERF_FLAG_FD_CLOEXEC) ? MFD_CLOEXEC : 0);
   if (fd < 0) return Fail<int>(errno, call, "memfd_create");
+  if (creds_.nofile != 0 && static_cast<uint64_t>(fd) >= creds_.nofile) {  // get_unused_fd_flags()
+    ::close(fd);
+    return Fail<int>(EMFILE, call, fmt::format("fd {} would pass RLIMIT_NOFILE {}", fd, creds_.nofile));
+  }
   auto fail = [&](int err, std::string text) {
     ::close(fd);
     return Fail<int>(err, call, text);
@@ -180,7 +186,7 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   bool task = false;
   if (pid != -1 && !cgroup) {
     // find_lively_task_by_vpid(): only the simulated task exists (its children exit at once).
-    if (pid != 0 && pid != task_.tid) return fail(ESRCH, fmt::format("no task {}", pid));
+    if (int err = FindTask(pid, &why)) return fail(err, why);
     task = true;
   }
   if (task && group_leader != nullptr && group_leader->attr.inherit != attr.inherit) {
@@ -198,7 +204,7 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
 
   auto ev = std::make_unique<MockEvent>();
   ev->attr = attr;
-  ev->pid = task ? task_.tid : -1;
+  ev->pid = task ? (pid == 0 ? task_.tid : pid) : -1;
   ev->cpu = cpu;
   ev->fd = fd;
   ev->memfd = fd;
@@ -262,7 +268,9 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   if (AuxStartPaused(attr)) return fail(EOPNOTSUPP, "aux_start_paused needs PERF_PMU_CAP_AUX_PAUSE");
   // perf_event_alloc() -> perf_cgroup_connect(): the cgroup fd is resolved
   // after the PMU init, before get_callchain_buffers(). No cgroup fd exists in the model.
-  if (cgroup) return fail(EBADF, "cgroups are not modelled: pid is not a cgroup fd (perf_cgroup_connect())");
+  if (cgroup) {
+    if (int err = CgroupConnect(pid, &why)) return fail(err, why);
+  }
   // get_callchain_buffers().
   if ((attr.sample_type & PERF_SAMPLE_CALLCHAIN) && attr.sample_max_stack > profile_.max_stack) {
     return fail(EOVERFLOW, fmt::format("sample_max_stack {} > perf_event_max_stack {}", attr.sample_max_stack,
@@ -288,7 +296,8 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
     }
   }
   // find_get_context(): a CPU-wide event needs perf_allow_cpu().
-  if (!task && !profile_.privileged && profile_.perf_event_paranoid > 0) {
+  if (int err = CheckTaskPermission(task ? ev->pid : -1, &why)) return fail(err, why);
+  if (!task && !Perfmon() && profile_.perf_event_paranoid > 0) {
     return fail(EACCES, fmt::format("CPU-wide events need privilege at perf_event_paranoid={}",
                                     profile_.perf_event_paranoid));
   }
@@ -552,7 +561,7 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
     }
     case PERF_EVENT_IOC_QUERY_BPF: {
       // kernel/trace/bpf_trace.c perf_event_query_prog_array().
-      if (!profile_.privileged) return Fail<int>(EPERM, call, "needs CAP_PERFMON (perfmon_capable())");
+      if (!Perfmon()) return Fail<int>(EPERM, call, "needs CAP_PERFMON (perfmon_capable())");
       if (ev->attr.type != PERF_TYPE_TRACEPOINT) return Fail<int>(EINVAL, call, "only tracepoints have BPF programs");
       if (arg == 0) return Fail<int>(EFAULT, call, "NULL query");
       perf_event_query_bpf query;
@@ -627,8 +636,8 @@ Result<void*> MockBackend::Mmap(size_t length, int prot, int flags, int fd, off_
       extra = user_locked - user_lock_limit;
       user_extra -= extra;
     }
-    const uint64_t lock_limit = uint64_t{profile_.memlock_rlimit_kb} * 1024 / page;
-    if (pinned_vm_ + extra > lock_limit && profile_.perf_event_paranoid > -1 && !profile_.privileged) {
+    const uint64_t lock_limit = creds_.memlock_rlimit / page;
+    if (pinned_vm_ + extra > lock_limit && profile_.perf_event_paranoid > -1 && !IpcLock()) {
       return Fail<void*>(EPERM, call, "over perf_event_mlock_kb and RLIMIT_MEMLOCK without CAP_IPC_LOCK");
     }
     const uint64_t watermark = ev->attr.watermark ? ev->attr.wakeup_watermark : 0;

@@ -16,6 +16,8 @@ namespace perftest::internal {
 std::string IoctlRequestName(unsigned long request);  // "PERF_EVENT_IOC_ENABLE", or hex
 
 std::string DescribeOpen(const perf_event_attr& attr, pid_t pid, int cpu, int group_fd, unsigned long flags);
+// The same for an attr pointer that may be NULL ("attr=NULL").
+std::string DescribeOpen(const perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags);
 std::string DescribeRead(int fd, size_t len);
 std::string DescribeIoctl(int fd, unsigned long request, uintptr_t arg);
 std::string DescribeMmap(size_t length, int prot, int flags, int fd, off_t offset);

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,6 +48,7 @@ class MockBackend final : public Backend {
   TaskId CurrentTask() override { return {task_.pid, task_.tid}; }
   Result<WorkloadResult> RunWorkload(const Workload& w) override;
   Result<uint64_t> TracepointId(std::string_view system, std::string_view name) override;
+  Result<int> RunInChild(const ChildCredentials& creds, const std::function<int(Backend&)>& fn) override;
 
  private:
   // The simulated current task.
@@ -65,6 +68,31 @@ class MockBackend final : public Backend {
     std::shared_ptr<MockRingBuffer> rb;
     bool aux = false;                          // the AUX area mapping (offset aux_offset)
   };
+
+  // The simulated task's credentials and limits (mock_permissions.cc): the
+  // profile's at creation, a child's inside RunInChild.
+  struct Credentials {
+    uid_t uid = 0;
+    uint64_t caps = 0;             // bit n: capability n (CAP_PERFMON is 38)
+    uint64_t memlock_rlimit = 0;   // RLIMIT_MEMLOCK, bytes
+    uint64_t nofile = 0;           // RLIMIT_NOFILE; 0: no limit modelled
+  };
+  // --- mock_permissions.cc ---
+  static Credentials ProfileCredentials(const MockProfile& p);
+  bool Perfmon() const;   // perfmon_capable(): CAP_PERFMON or CAP_SYS_ADMIN
+  bool IpcLock() const;   // capable(CAP_IPC_LOCK)
+  // find_lively_task_by_vpid(): ESRCH unless `pid` is 0, the current task
+  // or (inside RunInChild) its parent.
+  int FindTask(pid_t pid, std::string* why) const;
+  // perf_check_permission(): perfmon_capable() or
+  // ptrace_may_access(PTRACE_MODE_READ_REALCREDS): EACCES for the parent of a
+  // child without CAP_PERFMON/CAP_SYS_ADMIN/CAP_SYS_PTRACE whose uid differs
+  // or whose capabilities are not a superset of the parent's.
+  int CheckTaskPermission(pid_t pid, std::string* why) const;
+  // perf_cgroup_connect(): `fd` must be a directory of a cgroup hierarchy
+  // with the perf_event controller. EBADF when it is no cgroup directory,
+  // ENOENT for a cgroup v1 directory (the host binds perf_event to v2).
+  int CgroupConnect(int fd, std::string* why) const;
 
   // --- mock_backend.cc: syscall helpers ---
   MockEvent* FindFd(int fd);
@@ -139,6 +167,10 @@ class MockBackend final : public Backend {
   MockProfile profile_;
   MachineInfo machine_;
   Task task_;
+  Credentials creds_;
+  // Inside RunInChild: the parent (a task that exists, of another pid) and its credentials.
+  std::optional<pid_t> parent_pid_;
+  Credentials parent_creds_;
   uint64_t now_ = kMockStartTimeNs;
   uint64_t tick_ns_ = 4000000;      // NSEC_PER_SEC / HZ
   uint64_t max_samples_per_tick_ = 400;

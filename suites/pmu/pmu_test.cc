@@ -1,0 +1,331 @@
+// Conformance suite: PMU discovery through sysfs — /sys/bus/event_source/
+// devices/<pmu>/{type, format/*, events/*, caps/*} — and opening events by
+// the types and terms found there.
+//
+// References: Documentation/ABI/testing/sysfs-bus-event_source-devices
+// (type), -devices-format (format terms "config:0-7"), -devices-events
+// (aliases "event=0x3c,umask=0x01"), -devices-caps; kernel/events/core.c
+// perf_pmu_register() (type: PERF_TYPE_SOFTWARE, TRACEPOINT, BREAKPOINT
+// are fixed, others idr-allocated from PERF_TYPE_MAX), perf_init_event()
+// (idr_find(type), then every PMU for HARDWARE/HW_CACHE; ENOENT if none).
+// The machine's PMUs come from Backend::Machine().pmus: the real sysfs on
+// the kernel (harness/pmu.h DiscoverPmus), the profile's simulated sysfs on
+// the mock.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <linux/hw_breakpoint.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "harness/attr.h"
+#include "harness/event.h"
+#include "harness/pmu.h"
+#include "harness/syscall_matchers.h"
+#include "suites/common/suite.h"
+
+namespace perftest {
+namespace {
+
+namespace fs = std::filesystem;
+
+alignas(8) volatile uint64_t g_watched = 0;
+
+// Format strings from Documentation/ABI/testing/sysfs-bus-event_source-devices-format
+// and from x86 PMUs, with their masks: the parser is checked on these before
+// the machine's own files, so no case depends on what this machine lists.
+struct FormatVector {
+  const char* text;
+  const char* field;
+  uint64_t mask;
+};
+constexpr FormatVector kFormatVectors[] = {
+    {"config:0-7", "config", 0xff},
+    {"config:8-15", "config", 0xff00},
+    {"config:18", "config", 1u << 18},
+    {"config1:0-15", "config1", 0xffff},
+    {"config2:0-31", "config2", 0xffffffffu},
+    {"config:0-7,32-35", "config", 0xfull << 32 | 0xff},
+    {"config:0-63", "config", ~uint64_t{0}},
+};
+
+class PmuSuite : public SuiteTest {
+ protected:
+  const std::vector<Pmu>& pmus() { return backend().Machine().pmus; }
+  const Pmu* Find(std::string_view name) { return FindPmu(pmus(), name); }
+  // perf_event_open of `a` as a task event, else (PMUs without a task
+  // context, perf_invalid_context: uncore-like) as a CPU-wide event on CPU 0.
+  Result<int> OpenSomewhere(perf_event_attr a) {
+    Result<int> r = backend().PerfEventOpen(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (!r.ok() && r.error() == EINVAL) r = backend().PerfEventOpen(&a, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+    if (r.ok()) (void)backend().Close(*r);
+    return r;
+  }
+};
+
+PERFTEST_CASE(PmuSuite, SoftwarePmuHasTypeSoftware, "pmu.software_type",
+              "sysfs-bus-event_source-devices 'type'; core.c perf_event_init(): perf_pmu_register(&perf_swevent, "
+              "\"software\", PERF_TYPE_SOFTWARE)") {
+  const Pmu* sw = Find("software");
+  ASSERT_NE(sw, nullptr) << "no software PMU in sysfs";
+  EXPECT_EQ(sw->type, uint32_t{PERF_TYPE_SOFTWARE});
+}
+
+PERFTEST_CASE(PmuSuite, TracepointPmuHasTypeTracepoint, "pmu.tracepoint_type",
+              "core.c perf_tp_register(): perf_pmu_register(&perf_tracepoint, \"tracepoint\", PERF_TYPE_TRACEPOINT)") {
+  const Pmu* tp = Find("tracepoint");
+  ASSERT_NE(tp, nullptr) << "no tracepoint PMU in sysfs";
+  EXPECT_EQ(tp->type, uint32_t{PERF_TYPE_TRACEPOINT});
+}
+
+PERFTEST_CASE(PmuSuite, BreakpointPmuHasTypeBreakpoint, "pmu.breakpoint_type",
+              "kernel/events/hw_breakpoint.c init_hw_breakpoint(): perf_pmu_register(&perf_breakpoint, "
+              "\"breakpoint\", PERF_TYPE_BREAKPOINT)") {
+  const Pmu* bp = Find("breakpoint");
+  ASSERT_NE(bp, nullptr) << "no breakpoint PMU in sysfs";
+  EXPECT_EQ(bp->type, uint32_t{PERF_TYPE_BREAKPOINT});
+}
+
+PERFTEST_CASE(PmuSuite, TypesAreUniqueAndDynamicOnesAboveTheFixed, "pmu.types_unique",
+              "core.c perf_pmu_register(): a type < 0 gets idr_alloc(&pmu_idr, pmu, PERF_TYPE_MAX, 0): unique, "
+              ">= PERF_TYPE_MAX; only the fixed PMUs (and the core PMU as PERF_TYPE_RAW) are below") {
+  ASSERT_FALSE(pmus().empty());
+  std::set<uint32_t> seen;
+  for (const Pmu& p : pmus()) {
+    EXPECT_TRUE(seen.insert(p.type).second) << p.name << " repeats type " << p.type;
+    const bool fixed = p.name == "software" || p.name == "tracepoint" || p.name == "breakpoint";
+    if (p.type < PERF_TYPE_MAX && !fixed) {
+      EXPECT_EQ(p.type, uint32_t{PERF_TYPE_RAW}) << p.name << ": below PERF_TYPE_MAX only the core PMU (RAW)";
+    }
+  }
+}
+
+PERFTEST_CASE(PmuSuite, DiscoveryReadsTheSysfsLayout, "pmu.sysfs_layout",
+              "sysfs-bus-event_source-devices-{format,events,caps}: <pmu>/type, <pmu>/format/<term>, "
+              "<pmu>/events/<alias>, <pmu>/caps/<cap>; harness/pmu.h DiscoverPmus()") {
+  // The machine's PMUs written out as a sysfs tree read back identically,
+  // and on the kernel the tree the machine was read from is the real one.
+  std::string tmpl = ::testing::TempDir() + "perftest_pmu_suite_XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  const fs::path root = tmpl;
+  for (const Pmu& p : pmus()) {
+    fs::create_directories(root / p.name);
+    std::ofstream(root / p.name / "type") << p.type << "\n";
+    for (auto [dir, files] : {std::pair{"format", &p.format}, {"events", &p.events}, {"caps", &p.caps}}) {
+      fs::create_directories(root / p.name / dir);
+      for (const auto& [file, value] : *files) std::ofstream(root / p.name / dir / file) << value << "\n";
+    }
+  }
+  Result<std::vector<Pmu>> again = DiscoverPmus(root.string());
+  std::error_code ec;
+  fs::remove_all(root, ec);
+  ASSERT_OK(again);
+  ASSERT_EQ(again->size(), pmus().size());
+  for (size_t i = 0; i < pmus().size(); ++i) {
+    EXPECT_EQ((*again)[i].name, pmus()[i].name);
+    EXPECT_EQ((*again)[i].type, pmus()[i].type);
+    EXPECT_EQ((*again)[i].format, pmus()[i].format);
+    EXPECT_EQ((*again)[i].events, pmus()[i].events);
+    EXPECT_EQ((*again)[i].caps, pmus()[i].caps);
+  }
+  if (backend().kind() == "kernel") {
+    ASSERT_OK_AND_ASSIGN(std::vector<Pmu> real, DiscoverPmus());
+    ASSERT_EQ(real.size(), pmus().size());
+    for (size_t i = 0; i < real.size(); ++i) EXPECT_EQ(real[i].name, pmus()[i].name);
+  }
+}
+
+PERFTEST_CASE(PmuSuite, OpenByTheSysfsType, "pmu.open_by_sysfs_type",
+              "sysfs-bus-event_source-devices 'type': \"the value to use in perf_event_attr.type\"; "
+              "core.c perf_init_event() idr_find(&pmu_idr, type)") {
+  const Pmu* sw = Find("software");
+  const Pmu* tp = Find("tracepoint");
+  const Pmu* bp = Find("breakpoint");
+  ASSERT_TRUE(sw != nullptr && tp != nullptr && bp != nullptr);
+  perf_event_attr a = MakeAttr(sw->type, PERF_COUNT_SW_DUMMY);
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  EXPECT_THAT(OpenSomewhere(a), Succeeds()) << "software dummy by sysfs type " << sw->type;
+  PERFTEST_ASSIGN_OR_SKIP(uint64_t id, backend().TracepointId("syscalls", "sys_enter_getpid"),
+                          "tracepoint syscalls:sys_enter_getpid");
+  a = MakeAttr(tp->type, id);
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  EXPECT_THAT(OpenSomewhere(a), Succeeds()) << "tracepoint by sysfs type " << tp->type;
+  a = MakeAttr(bp->type, 0);
+  a.bp_type = HW_BREAKPOINT_W;
+  a.bp_addr = reinterpret_cast<uint64_t>(&g_watched);
+  a.bp_len = HW_BREAKPOINT_LEN_8;
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  EXPECT_THAT(OpenSomewhere(a), Succeeds()) << "breakpoint by sysfs type " << bp->type;
+}
+
+PERFTEST_CASE(PmuSuite, TypeNoPmuHasIsENOENT, "pmu.unknown_type",
+              "core.c perf_init_event(): no PMU in pmu_idr and none of the list accepts -> ENOENT") {
+  uint32_t max_type = PERF_TYPE_MAX;
+  for (const Pmu& p : pmus()) max_type = std::max(max_type, p.type);
+  for (uint32_t type : {max_type + 1, max_type + 100, uint32_t{0x7fffffff}}) {
+    perf_event_attr a = MakeAttr(type, 0);
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    EXPECT_THAT(OpenSomewhere(a), FailsWithErrno(ENOENT)) << "type " << type;
+  }
+}
+
+PERFTEST_CASE(PmuSuite, FormatTermsParse, "pmu.format_terms",
+              "sysfs-bus-event_source-devices-format: \"<field>:<bit>[-<bit>][,...]\" naming config, config1, "
+              "config2 or config3 bits 0..63") {
+  for (const FormatVector& v : kFormatVectors) {
+    ASSERT_OK_AND_ASSIGN(PmuFormat f, ParseFormat(v.text));
+    EXPECT_EQ(f.field, v.field) << v.text;
+    EXPECT_EQ(f.Mask(), v.mask) << v.text;
+  }
+  int checked = 0;
+  for (const Pmu& p : pmus()) {
+    for (const auto& [term, text] : p.format) {
+      Result<PmuFormat> f = ParseFormat(text);
+      EXPECT_THAT(f, Succeeds()) << p.name << "/format/" << term;
+      ++checked;
+    }
+  }
+  RecordProperty("machine_format_files", checked);
+}
+
+PERFTEST_CASE(PmuSuite, EventAliasesResolveAndOpen, "pmu.event_aliases",
+              "sysfs-bus-event_source-devices-events: comma-separated term=value over the PMU's format/ terms; "
+              "the alias opens with perf_event_attr.type = the PMU's type") {
+  // The alias grammar first, on a PMU shaped like x86's core PMU.
+  Pmu shaped;
+  shaped.name = "shaped";
+  shaped.format = {{"event", "config:0-7"}, {"umask", "config:8-15"}, {"cmask", "config:24-31"}};
+  ASSERT_OK_AND_ASSIGN(EventConfig c, ResolveEventAlias(shaped, "event=0x3c,umask=0x01"));
+  EXPECT_EQ(c.config, 0x13cu);
+  ASSERT_OK_AND_ASSIGN(EventConfig d, ResolveEventAlias(shaped, "event=0xa3,umask=0x14,cmask=20"));
+  EXPECT_EQ(d.config, 0x140014a3u);
+  int opened = 0;
+  std::vector<std::string> denied;
+  for (const Pmu& p : pmus()) {
+    for (const auto& [name, text] : p.events) {
+      if (!IsEventAliasName(name)) continue;
+      Result<EventConfig> cfg = ResolveEventAlias(p, text);
+      ASSERT_THAT(cfg, Succeeds()) << p.name << "/events/" << name;
+      perf_event_attr a = MakeAttr(p.type, cfg->config);
+      a.config1 = cfg->config1;
+      a.config2 = cfg->config2;
+      // Uncore-like PMUs refuse exclude_* bits: open counting everything,
+      // which an unprivileged run may not do (perf_allow_kernel()).
+      Result<int> r = OpenSomewhere(a);
+      if (!r.ok() && (r.error() == EACCES || r.error() == EPERM)) {
+        denied.push_back(r.ToString());
+        continue;
+      }
+      EXPECT_THAT(r, Succeeds()) << p.name << "/" << name << " = " << text;
+      ++opened;
+    }
+  }
+  RecordProperty("machine_aliases_opened", opened);
+  if (!denied.empty()) {
+    PERFTEST_SKIP(SkipClass::kPermission, fmt::format("{} aliases resolved but may not be opened here, e.g. {}",
+                                                      denied.size(), denied.front()));
+  }
+}
+
+PERFTEST_CASE(PmuSuite, HardwareEventsNeedACorePmu, "pmu.hardware_needs_core_pmu",
+              "core.c perf_init_event(): PERF_TYPE_HARDWARE goes to PERF_TYPE_RAW's PMU, else every PMU; none "
+              "accepts it without a core PMU -> ENOENT") {
+  const Pmu* core = Find("cpu");
+  perf_event_attr a = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  if (core == nullptr) {
+    EXPECT_THAT(OpenSomewhere(a), FailsWithErrno(ENOENT)) << "no core PMU in sysfs";
+  } else {
+    EXPECT_THAT(OpenSomewhere(a), Succeeds()) << "core PMU type " << core->type;
+  }
+}
+
+PERFTEST_CASE(PmuSuite, CoreAliasMatchesGenericEvent, "pmu.core_alias_generic",
+              "arch/x86/events/intel/core.c intel_perfmon_event_map: cpu-cycles = event 0x3c; "
+              "sysfs cpu/events/cpu-cycles; PERF_COUNT_HW_CPU_CYCLES and the raw alias count the same") {
+  const Pmu* core = Find("cpu");
+  if (core == nullptr) {
+    perf_event_attr hw = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
+    hw.exclude_kernel = 1;
+    Result<int> r = OpenSomewhere(hw);
+    ASSERT_FALSE(r.ok()) << "hardware events open but sysfs lists no core PMU";
+    PERFTEST_SKIP(SkipClass::kUnsupported, "no hardware PMU: no cpu/ in sysfs, " + r.ToString());
+  }
+  auto it = core->events.find("cpu-cycles");
+  ASSERT_NE(it, core->events.end()) << "cpu/events/cpu-cycles";
+  ASSERT_OK_AND_ASSIGN(EventConfig cfg, ResolveEventAlias(*core, it->second));
+  perf_event_attr raw = MakeAttr(core->type, cfg.config);
+  raw.exclude_kernel = 1;
+  raw.exclude_hv = 1;
+  perf_event_attr generic = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
+  generic.exclude_kernel = 1;
+  generic.exclude_hv = 1;
+  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), generic, {raw}));
+  ASSERT_OK(g.leader().Enable(/*whole_group=*/true));
+  ASSERT_OK(backend().RunWorkload(Workload::Instructions(1000000)));
+  ASSERT_OK(g.leader().Disable(/*whole_group=*/true));
+  const uint64_t a = Value(g.leader()), b = Value(g.member(0));
+  EXPECT_GT(a, 0u);
+  if (exact()) {
+    EXPECT_EQ(a, b);
+  } else {
+    EXPECT_NEAR(static_cast<double>(b), static_cast<double>(a), 0.05 * static_cast<double>(a));
+  }
+}
+
+PERFTEST_CASE(PmuSuite, CapsMaxPreciseBoundsPreciseIp, "pmu.caps_max_precise",
+              "sysfs-bus-event_source-devices-caps max_precise; arch/x86/events/core.c x86_pmu_hw_config(): "
+              "precise_ip > x86_pmu_max_precise() -> EOPNOTSUPP") {
+  const Pmu* core = Find("cpu");
+  if (core == nullptr || !core->caps.count("max_precise")) {
+    perf_event_attr hw = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
+    hw.exclude_kernel = 1;
+    Result<int> r = OpenSomewhere(hw);
+    ASSERT_FALSE(r.ok()) << "hardware events open but sysfs lists no cpu/caps/max_precise";
+    PERFTEST_SKIP(SkipClass::kUnsupported, "no hardware PMU with caps/max_precise: " + r.ToString());
+  }
+  char* end = nullptr;
+  const std::string& text = core->caps.at("max_precise");
+  const long max_precise = std::strtol(text.c_str(), &end, 10);
+  ASSERT_TRUE(end != text.c_str() && *end == '\0' && max_precise >= 0 && max_precise <= 3) << text;
+  perf_event_attr a = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  a.sample_period = 100000;
+  a.precise_ip = static_cast<uint32_t>(max_precise);
+  EXPECT_THAT(OpenSomewhere(a), Succeeds()) << "precise_ip " << max_precise;
+  if (max_precise < 3) {
+    a.precise_ip = static_cast<uint32_t>(max_precise + 1);
+    EXPECT_THAT(OpenSomewhere(a), FailsWithErrno(EOPNOTSUPP)) << "precise_ip " << max_precise + 1;
+  }
+}
+
+PERFTEST_CASE(PmuSuite, CapsFilesAreNonEmpty, "pmu.caps",
+              "sysfs-bus-event_source-devices-caps: each file holds one value (e.g. max_precise, branches, "
+              "pmu_name)") {
+  int checked = 0;
+  for (const Pmu& p : pmus()) {
+    for (const auto& [cap, value] : p.caps) {
+      EXPECT_FALSE(value.empty()) << p.name << "/caps/" << cap;
+      EXPECT_EQ(value.find('\n'), std::string::npos) << p.name << "/caps/" << cap << " holds one line";
+      ++checked;
+    }
+  }
+  RecordProperty("machine_caps_files", checked);
+  if (checked == 0) {
+    PERFTEST_SKIP(SkipClass::kUnsupported, "no PMU here has caps/ files (software, tracepoint and breakpoint "
+                                           "PMUs have none; hardware PMUs do)");
+  }
+}
+
+}  // namespace
+}  // namespace perftest
