@@ -73,7 +73,7 @@ std::vector<ConfigCase> Configs() {
   add("ptw_fup", [](PtConfig& c, RunOptions&) { c.ptw = true; c.fup_on_ptw = true; });
   add("overflow", [](PtConfig&, RunOptions& o) { o.overflow_every = 700; });
   add("buffer_overflow", [](PtConfig& c, RunOptions& o) {
-    c.cyc = true; c.mtc = true; o.output_buffer_bytes = 64; o.drain_cycles_per_byte = 3;
+    c.cyc = true; c.mtc = true; o.output_buffer_bytes = 256; o.drain_cycles_per_byte = 7;
   });
   add("interrupts", [](PtConfig&, RunOptions& o) { o.interrupt_every = 300; });
   add("pwr_evt", [](PtConfig& c, RunOptions& o) { c.pwr_evt = true; o.power_every = 400; });
@@ -151,6 +151,9 @@ TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
       EXPECT_GT(expected.size(), 0u);
       const bool overflows = cc.options.overflow_every != 0 || cc.options.output_buffer_bytes != 0;
       if (!overflows) EXPECT_EQ(expected.size(), truth.insns.size()) << "all of the run is traced";
+      if (cc.options.overflow_every != 0 && truth.insns.size() > 5000) {
+        EXPECT_GT(truth.CountEvents(EventKind::kOverflow), 0u);
+      }
     } else {
       EXPECT_THAT(expected, IsEmpty());
     }
