@@ -47,6 +47,7 @@ std::vector<ProgramCase> Programs() {
       {"deep", testing::DeepProgram, 97},
       {"exit", testing::ExitProgram, 99},
       {"compiled", CompiledProgram, 50},
+      {"compiled_o0", CompiledProgramO0, 50},
   };
 }
 
@@ -147,9 +148,34 @@ TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
     }
     EXPECT_EQ(flow.PtwritePayloads(), ptw) << "seed " << seed;
     EXPECT_EQ(flow.CountEvents(ptev_overflow), truth.CountEvents(EventKind::kOverflow)) << "seed " << seed;
+    // The events libipt reports are the ground truth's (where no overflow may swallow them).
+    const bool overflows = cc.options.overflow_every != 0 || cc.options.output_buffer_bytes != 0;
+    if (cc.config.branch && !cc.options.exclude_user && !overflows) {
+      EXPECT_EQ(flow.CountEvents(ptev_enabled), truth.CountEvents(EventKind::kEnable)) << "seed " << seed;
+      EXPECT_EQ(flow.CountEvents(ptev_disabled), truth.CountEvents(EventKind::kSyscall)) << "seed " << seed;
+      EXPECT_EQ(flow.CountEvents(ptev_async_disabled),
+                truth.CountEvents(EventKind::kInterrupt) + truth.CountEvents(EventKind::kDisable))
+          << "seed " << seed;
+    }
+    if (cc.config.pwr_evt && !cc.options.exclude_user && !overflows) {
+      const size_t power = truth.CountEvents(EventKind::kPower);
+      EXPECT_EQ(flow.CountEvents(ptev_mwait), power) << "seed " << seed;
+      EXPECT_EQ(flow.CountEvents(ptev_pwre), power) << "seed " << seed;
+      EXPECT_EQ(flow.CountEvents(ptev_exstop), power) << "seed " << seed;
+      EXPECT_EQ(flow.CountEvents(ptev_pwrx), power) << "seed " << seed;
+    }
+    if (cc.config.ptw && cc.config.fup_on_ptw && cc.config.branch) {
+      std::vector<uint64_t> want, got;
+      for (const PtwriteRecord& r : truth.ptwrites) {
+        if (r.traced) want.push_back(truth.insns[r.insn].ip);
+      }
+      for (const LibiptEvent& e : flow.events) {
+        if (e.type == ptev_ptwrite) got.push_back(e.ip);
+      }
+      EXPECT_EQ(got, want) << "PTWRITE IPs from fup_on_ptw, seed " << seed;
+    }
     if (cc.config.branch && !cc.options.exclude_user) {
       EXPECT_GT(expected.size(), 0u);
-      const bool overflows = cc.options.overflow_every != 0 || cc.options.output_buffer_bytes != 0;
       if (!overflows) EXPECT_EQ(expected.size(), truth.insns.size()) << "all of the run is traced";
       if (cc.options.overflow_every != 0 && truth.insns.size() > 5000) {
         EXPECT_GT(truth.CountEvents(EventKind::kOverflow), 0u);
