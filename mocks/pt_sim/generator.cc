@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 namespace perftest::pt_sim {
 
@@ -402,6 +404,33 @@ Result<GeneratedTrace> Generate(const Program& program, const PtConfig& config, 
   GeneratedTrace t;
   t.truth = gen.truth();
   t.bytes = gen.trace();
+  return Result<GeneratedTrace>::Ok(std::move(t));
+}
+
+Result<void> WriteGeneratedTrace(const GeneratedTrace& trace, const std::string& base) {
+  const std::string bin = base + ".bin";
+  std::ofstream out(bin, std::ios::binary | std::ios::trunc);
+  if (!out) return Result<void>::Failure(EIO, fmt::format("pt_sim::WriteGeneratedTrace({}): cannot open", bin));
+  out.write(reinterpret_cast<const char*>(trace.bytes.data()), static_cast<std::streamsize>(trace.bytes.size()));
+  out.close();
+  if (!out) return Result<void>::Failure(EIO, fmt::format("pt_sim::WriteGeneratedTrace({}): write failed", bin));
+  return WriteGroundTruthFile(trace.truth, base + ".truth.json");
+}
+
+Result<GeneratedTrace> ReadGeneratedTrace(const std::string& base) {
+  const std::string bin = base + ".bin";
+  std::ifstream in(bin, std::ios::binary);
+  if (!in) return Result<GeneratedTrace>::Failure(EIO, fmt::format("pt_sim::ReadGeneratedTrace({}): cannot open", bin));
+  GeneratedTrace t;
+  t.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  Result<GroundTruth> truth = ReadGroundTruthFile(base + ".truth.json");
+  if (!truth.ok()) return Result<GeneratedTrace>::FailureFrom(truth);
+  if (truth->trace_size != t.bytes.size()) {
+    return Result<GeneratedTrace>::Failure(
+        EINVAL, fmt::format("pt_sim::ReadGeneratedTrace({}): {} bytes, the ground truth says trace_size {}", bin,
+                            t.bytes.size(), truth->trace_size));
+  }
+  t.truth = std::move(*truth);
   return Result<GeneratedTrace>::Ok(std::move(t));
 }
 

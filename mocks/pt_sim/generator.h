@@ -55,6 +55,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "harness/pt/insn.h"
@@ -180,6 +181,15 @@ class PtGenerator {
   uint64_t fill_ = 0;         // bytes in the internal buffer (output_buffer_bytes)
   uint64_t drain_ticks_ = 0;  // TSC ticks not yet turned into drained bytes
 };
+
+// A run on disk, for `perftest pt record` and for decoders under test:
+// BASE.bin holds the trace bytes exactly as written (the AUX data), and
+// BASE.truth.json the ground truth (format in ground_truth.h), which
+// includes the code image and the config. Errors: EIO naming the file that
+// could not be written or read; EINVAL as ReadGroundTruthFile, or when the
+// .bin size is not the truth's trace_size.
+Result<void> WriteGeneratedTrace(const GeneratedTrace& trace, const std::string& base);
+Result<GeneratedTrace> ReadGeneratedTrace(const std::string& base);
 
 // Runs `program` for at most options.max_insns instructions with a fresh
 // generator and finishes it. Errors: as PtGenerator::Run.

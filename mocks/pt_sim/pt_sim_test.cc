@@ -151,6 +151,30 @@ TEST(GroundTruth, FileRoundTrips) {
   EXPECT_EQ(*back, t->truth);
 }
 
+TEST(GroundTruth, GeneratedTraceFilesRoundTrip) {
+  PtConfig config;
+  config.cyc = true;
+  RunOptions options;
+  options.max_insns = 1000;
+  Result<GeneratedTrace> t = Generate(testing::LoopsProgram(), config, options);
+  ASSERT_TRUE(t.ok()) << t.ToString();
+  const std::string base = ::testing::TempDir() + "/pt_sim_run_" + std::to_string(getpid());
+  ASSERT_TRUE(WriteGeneratedTrace(*t, base).ok());
+  Result<GeneratedTrace> back = ReadGeneratedTrace(base);
+  ASSERT_TRUE(back.ok()) << back.ToString();
+  EXPECT_EQ(back->bytes, t->bytes);
+  EXPECT_EQ(back->truth, t->truth);
+  // A .bin that is not the one the truth describes.
+  if (FILE* f = std::fopen((base + ".bin").c_str(), "ab")) {
+    std::fputc(0, f);
+    std::fclose(f);
+  }
+  EXPECT_EQ(ReadGeneratedTrace(base).error(), EINVAL);
+  std::remove((base + ".bin").c_str());
+  std::remove((base + ".truth.json").c_str());
+  EXPECT_EQ(ReadGeneratedTrace(base).error(), EIO);
+}
+
 TEST(GroundTruth, RejectsOtherDocuments) {
   EXPECT_EQ(GroundTruthFromJson(nlohmann::json{{"format", "x"}}).error(), EINVAL);
   EXPECT_EQ(ReadGroundTruthFile("/nonexistent/truth.json").error(), EIO);
