@@ -128,7 +128,7 @@ void PtGenerator::EmitPge() {
   if (options_.exclude_user) return;
   Event(EventKind::kEnable);
   retcomp_.clear();
-  if (!config_.branch) return;
+  if (!config_.branch_en()) return;
   Pkt(make::ModeExec(pt::ExecMode::k64Bit));
   OutIp(PacketType::kTipPge, ip_);
 }
@@ -387,6 +387,24 @@ std::vector<uint8_t> PtGenerator::TakeTrace() {
   std::vector<uint8_t> chunk(all.begin() + static_cast<ptrdiff_t>(taken_offset_), all.end());
   taken_offset_ = all.size();
   return chunk;
+}
+
+Result<std::vector<uint8_t>> PtGenerator::TakeBytes(uint64_t n, uint64_t max_insns) {
+  constexpr uint64_t kChunk = 64;
+  uint64_t ran = 0;
+  while (enc_.offset() - taken_offset_ < n && ran < max_insns) {
+    if (finished_) break;
+    Result<void> r = Run(kChunk);
+    if (!r.ok()) return Result<std::vector<uint8_t>>::FailureFrom(r);
+    ran += kChunk;
+    if (finished_) (void)Finish();
+  }
+  const std::vector<uint8_t>& all = enc_.bytes();
+  const uint64_t take = std::min<uint64_t>(n, all.size() - taken_offset_);
+  std::vector<uint8_t> out(all.begin() + static_cast<ptrdiff_t>(taken_offset_),
+                           all.begin() + static_cast<ptrdiff_t>(taken_offset_ + take));
+  taken_offset_ += take;
+  return Result<std::vector<uint8_t>>::Ok(std::move(out));
 }
 
 const GroundTruth& PtGenerator::truth() {

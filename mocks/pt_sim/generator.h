@@ -48,7 +48,8 @@
 //   MWAIT/PWRE/EXSTOP/PWRX   a C-state entry every ~power_every
 //                instructions (pwr_evt): MWAIT, PWRE, EXSTOP(IP=1), FUP(IP),
 //                PWRX (§33.4.2.22-25).
-//   branch=0     no TNT/TIP/FUP/TIP.PGE/TIP.PGD/MODE.Exec: only PSB+ (without
+//   branch=0     (with pt=1, see PtConfig::branch_en())
+//                no TNT/TIP/FUP/TIP.PGE/TIP.PGD/MODE.Exec: only PSB+ (without
 //                FUP), timing packets and PTW.
 // exclude_user traces nothing of the program (PSB+ and timing only).
 #pragma once
@@ -120,16 +121,25 @@ class PtGenerator {
   bool enabled() const { return trace_en_; }
   uint64_t ip() const { return ip_; }
 
-  // The whole trace so far, and the bytes written since the last TakeTrace().
+  // The whole trace so far, and the bytes written since the last TakeTrace()/TakeBytes().
   const std::vector<uint8_t>& trace() const { return enc_.bytes(); }
   std::vector<uint8_t> TakeTrace();
+
+  // For a consumer that asks for bytes (the AUX area): runs instructions
+  // until at least `n` bytes wait untaken — at most `max_insns` more, and
+  // finishing the run when the program ends — then takes min(n, waiting)
+  // bytes, cut wherever n falls (the trace is one byte stream; a decoder
+  // resyncs at the next PSB). Fewer than n bytes: the program ended or
+  // max_insns passed (a config that writes little, e.g. branch=0 without
+  // timing packets). Errors: as Run().
+  Result<std::vector<uint8_t>> TakeBytes(uint64_t n, uint64_t max_insns = uint64_t{1} << 22);
 
   // The ground truth so far (trace_size and tsc_end are current).
   const GroundTruth& truth();
 
  private:
   bool ContextEn() const { return trace_en_ && !pge_pending_ && !options_.exclude_user; }
-  bool PacketEn() const { return ContextEn() && config_.branch; }
+  bool PacketEn() const { return ContextEn() && config_.branch_en(); }
   bool Dropping() const { return overflowing_; }
 
   Result<void> Step();

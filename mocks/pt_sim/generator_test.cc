@@ -363,6 +363,37 @@ TEST(Generator, ChunkedRunEqualsOneRun) {
   EXPECT_EQ(gen.truth(), whole.truth);
 }
 
+// TakeBytes: exactly the bytes asked for, in order, the same stream as one run.
+TEST(Generator, TakeBytesCutsTheSameStream) {
+  PtConfig config;
+  config.mtc = true;
+  RunOptions options;
+  options.oracle.taken_percent = 80;
+  PtGenerator gen(testing::ExitProgram(), config, options);
+  std::vector<uint8_t> bytes;
+  for (;;) {
+    Result<std::vector<uint8_t>> chunk = gen.TakeBytes(37);
+    ASSERT_TRUE(chunk.ok()) << chunk.ToString();
+    bytes.insert(bytes.end(), chunk->begin(), chunk->end());
+    if (chunk->size() < 37) break;
+  }
+  EXPECT_TRUE(gen.finished());
+  EXPECT_EQ(bytes, gen.trace());
+  options.max_insns = 1u << 20;
+  const GeneratedTrace whole = Gen(testing::ExitProgram(), config, options);
+  EXPECT_EQ(bytes, whole.bytes);
+  // A config that writes nothing more: returns what there is.
+  PtConfig quiet;
+  quiet.pt = true;
+  quiet.branch = false;
+  quiet.tsc = false;
+  PtGenerator idle(testing::LoopsProgram(), quiet, RunOptions{});
+  Result<std::vector<uint8_t>> few = idle.TakeBytes(1 << 20, 10000);
+  ASSERT_TRUE(few.ok());
+  EXPECT_LT(few->size(), 100u);
+  EXPECT_FALSE(idle.finished());
+}
+
 // PERF_EVENT_IOC_DISABLE/ENABLE: untraced while disabled, PSB+ and TIP.PGE on enable.
 TEST(Generator, DisableAndEnable) {
   PtGenerator gen(testing::LoopsProgram(), PtConfig{}, RunOptions{});

@@ -150,7 +150,7 @@ TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
     EXPECT_EQ(flow.CountEvents(ptev_overflow), truth.CountEvents(EventKind::kOverflow)) << "seed " << seed;
     // The events libipt reports are the ground truth's (where no overflow may swallow them).
     const bool overflows = cc.options.overflow_every != 0 || cc.options.output_buffer_bytes != 0;
-    if (cc.config.branch && !cc.options.exclude_user && !overflows) {
+    if (cc.config.branch_en() && !cc.options.exclude_user && !overflows) {
       EXPECT_EQ(flow.CountEvents(ptev_enabled), truth.CountEvents(EventKind::kEnable)) << "seed " << seed;
       EXPECT_EQ(flow.CountEvents(ptev_disabled), truth.CountEvents(EventKind::kSyscall)) << "seed " << seed;
       EXPECT_EQ(flow.CountEvents(ptev_async_disabled),
@@ -164,7 +164,7 @@ TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
       EXPECT_EQ(flow.CountEvents(ptev_exstop), power) << "seed " << seed;
       EXPECT_EQ(flow.CountEvents(ptev_pwrx), power) << "seed " << seed;
     }
-    if (cc.config.ptw && cc.config.fup_on_ptw && cc.config.branch) {
+    if (cc.config.ptw && cc.config.fup_on_ptw && cc.config.branch_en()) {
       std::vector<uint64_t> want, got;
       for (const PtwriteRecord& r : truth.ptwrites) {
         if (r.traced) want.push_back(truth.insns[r.insn].ip);
@@ -174,7 +174,7 @@ TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
       }
       EXPECT_EQ(got, want) << "PTWRITE IPs from fup_on_ptw, seed " << seed;
     }
-    if (cc.config.branch && !cc.options.exclude_user) {
+    if (cc.config.branch_en() && !cc.options.exclude_user) {
       EXPECT_GT(expected.size(), 0u);
       if (!overflows) EXPECT_EQ(expected.size(), truth.insns.size()) << "all of the run is traced";
       if (cc.options.overflow_every != 0 && truth.insns.size() > 5000) {

@@ -41,6 +41,14 @@ TEST(PtConfig, BitsAreTheSysfsFormatPositions) {
   EXPECT_EQ(PtConfig::FromAttrConfig(0x400).ToAttrConfig(), 0x400u);
 }
 
+// pt_config() in arch/x86/events/intel/pt.c: BranchEn follows `branch` only
+// with the pass-through bit `pt`; without it branch tracing is always on.
+TEST(PtConfig, BranchEnNeedsPassThroughToBeCleared) {
+  EXPECT_TRUE(PtConfig::FromAttrConfig(0x400).branch_en());                        // tsc only
+  EXPECT_TRUE(PtConfig::FromAttrConfig(1ull << 0 | 1ull << 13).branch_en());       // pt, branch
+  EXPECT_FALSE(PtConfig::FromAttrConfig(1ull << 0).branch_en());                   // pt, branch=0
+}
+
 TEST(PtConfig, RoundTrips) {
   PtConfig c;
   c.cyc = c.mtc = c.ptw = c.fup_on_ptw = c.pwr_evt = c.noretcomp = true;
