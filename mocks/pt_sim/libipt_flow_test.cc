@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "harness/pt/packet_decoder.h"
+#include "harness/pt/testing/differential.h"
 #include "mocks/pt_sim/compiled_program.h"
 #include "mocks/pt_sim/generator.h"
 #include "mocks/pt_sim/libipt_flow.h"
@@ -122,6 +123,8 @@ TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
     while ((err = dec.Next(p)) == 0) {
     }
     EXPECT_EQ(err, ENODATA) << "at offset " << dec.offset();
+    // Packet by packet, ours and libipt's packet decoder agree (harness/pt/testing/differential.h).
+    EXPECT_EQ(pt::testing::DiffAgainstLibipt(t->bytes), "") << "seed " << seed;
 
     if (const char* dir = std::getenv("PT_SIM_DUMP_DIR")) {  // for debugging: the trace and its ground truth
       const std::string base = std::string(dir) + "/" + pc.name + "_" + cc.name + "_" + std::to_string(seed);
