@@ -71,6 +71,10 @@ std::vector<ConfigCase> Configs() {
   add("branch0", [](PtConfig& c, RunOptions& o) {
     c.branch = false; c.mtc = true; c.cyc = true; c.ptw = true; o.interrupt_every = 300;
   });
+  add("branch0_ptw_fup_pwr_evt", [](PtConfig& c, RunOptions& o) {
+    c.branch = false; c.ptw = true; c.fup_on_ptw = true; c.pwr_evt = true; c.tsc = false;
+    o.power_every = 300; o.interrupt_every = 500;
+  });
   add("ptw", [](PtConfig& c, RunOptions&) { c.ptw = true; });
   add("ptw_fup", [](PtConfig& c, RunOptions&) { c.ptw = true; c.fup_on_ptw = true; });
   add("overflow", [](PtConfig&, RunOptions& o) { o.overflow_every = 700; });
@@ -167,7 +171,7 @@ TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
       EXPECT_EQ(flow.CountEvents(ptev_exstop), power) << "seed " << seed;
       EXPECT_EQ(flow.CountEvents(ptev_pwrx), power) << "seed " << seed;
     }
-    if (cc.config.ptw && cc.config.fup_on_ptw && cc.config.branch_en()) {
+    if (cc.config.ptw && cc.config.fup_on_ptw) {
       std::vector<uint64_t> want, got;
       for (const PtwriteRecord& r : truth.ptwrites) {
         if (r.traced) want.push_back(truth.insns[r.insn].ip);
