@@ -31,8 +31,8 @@ uint64_t PtGenerator::Ctc() const {
   return options_.ctc_ebx == 0 ? 0 : tsc_ * options_.ctc_eax / options_.ctc_ebx;
 }
 
-void PtGenerator::Event(EventKind kind) {
-  truth_.events.push_back(EventRecord{kind, truth_.insns.size(), ip_, enc_.offset()});
+void PtGenerator::Event(EventKind kind, bool traced) {
+  truth_.events.push_back(EventRecord{kind, truth_.insns.size(), ip_, enc_.offset(), traced});
 }
 
 void PtGenerator::Advance(uint64_t core_cycles, uint64_t tsc_ticks) {
@@ -101,7 +101,7 @@ void PtGenerator::FlushTnt() {
 
 void PtGenerator::EmitPsb() {
   FlushTnt();
-  Event(EventKind::kPsb);
+  Event(EventKind::kPsb, true);
   last_psb_offset_ = enc_.offset();
   Out(make::Psb());
   if (config_.tsc) Out(make::Tsc(tsc_));
@@ -126,7 +126,7 @@ void PtGenerator::EmitPsb() {
 void PtGenerator::EmitPge() {
   pge_pending_ = false;
   if (options_.exclude_user) return;
-  Event(EventKind::kEnable);
+  Event(EventKind::kEnable, config_.branch_en());
   retcomp_.clear();
   if (!config_.branch_en()) return;
   Pkt(make::ModeExec(pt::ExecMode::k64Bit));
@@ -136,7 +136,7 @@ void PtGenerator::EmitPge() {
 void PtGenerator::BeginOverflow() {
   FlushTnt();
   overflow_pending_ = false;
-  Event(EventKind::kOverflowBegin);
+  Event(EventKind::kOverflowBegin, false);
   overflowing_ = true;
   overflow_left_ = options_.overflow_insns;
 }
@@ -146,7 +146,7 @@ void PtGenerator::EndOverflow() {
   fill_ = 0;  // what was in the buffer has drained while packets were dropped
   tnt_bits_ = 0;
   tnt_count_ = 0;
-  Event(EventKind::kOverflow);
+  Event(EventKind::kOverflow, true);
   Out(make::Ovf());
   pge_pending_ = false;  // an OVF+FUP resumes tracing where a TIP.PGE would have
   if (PacketEn()) {
@@ -165,7 +165,7 @@ void PtGenerator::KernelTime() {
 }
 
 void PtGenerator::Interrupt() {
-  Event(EventKind::kInterrupt);
+  Event(EventKind::kInterrupt, PacketEn());
   if (PacketEn()) {
     FlushTnt();
     MaybeCyc();
@@ -178,7 +178,7 @@ void PtGenerator::Interrupt() {
 }
 
 void PtGenerator::Power() {
-  Event(EventKind::kPower);
+  Event(EventKind::kPower, true);
   FlushTnt();
   MaybeCyc();
   Out(make::Mwait(0x20, 0x1));  // hints: C2 (EAX[7:4] = 1: C2), ext: interrupts as break events
@@ -312,7 +312,7 @@ Result<void> PtGenerator::Step() {
     case BranchClass::kFarTransfer:
       // Into the kernel (SYSCALL, INT n, ...) and back to the next instruction.
       truth_.branches.push_back(BranchRecord{index, true, next});
-      Event(EventKind::kSyscall);
+      Event(EventKind::kSyscall, PacketEn());
       if (PacketEn()) {
         FlushTnt();
         MaybeCyc();
@@ -353,14 +353,15 @@ Result<void> PtGenerator::Run(uint64_t insns) {
 void PtGenerator::Disable() {
   if (!trace_en_) return;
   if (overflowing_) EndOverflow();
-  if (PacketEn()) {
+  const bool traced = PacketEn();
+  if (traced) {
     FlushTnt();
     MaybeCyc();
     OutIp(PacketType::kFup, ip_);
     OutIp(PacketType::kTipPgd, std::nullopt);
   }
   FlushTnt();
-  Event(EventKind::kDisable);
+  Event(EventKind::kDisable, traced);
   trace_en_ = false;
   pge_pending_ = false;
   overflow_pending_ = false;

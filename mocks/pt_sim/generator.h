@@ -158,7 +158,7 @@ class PtGenerator {
   void KernelTime();
   void Interrupt();
   void Power();
-  void Event(EventKind kind);
+  void Event(EventKind kind, bool traced);
   uint64_t Ctc() const;
   void Advance(uint64_t core_cycles, uint64_t tsc_ticks);
 

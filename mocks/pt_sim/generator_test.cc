@@ -329,9 +329,10 @@ TEST(Generator, InterruptsAndSyscallsLeaveAndReenterUserCode) {
   options.interrupt_every = 100;
   const GeneratedTrace t = Gen(testing::DispatchProgram(), PtConfig{}, options);
   const std::vector<Packet> ps = Packets(t.bytes);
-  EXPECT_EQ(Count(ps, PacketType::kTipPgd), t.truth.CountEvents(EventKind::kInterrupt) +
-                                                t.truth.CountEvents(EventKind::kSyscall) + 1);  // + the final disable
-  EXPECT_EQ(Count(ps, PacketType::kTipPge), t.truth.CountEvents(EventKind::kEnable));
+  EXPECT_EQ(Count(ps, PacketType::kTipPgd), t.truth.CountTracedEvents(EventKind::kInterrupt) +
+                                                t.truth.CountTracedEvents(EventKind::kSyscall) +
+                                                t.truth.CountTracedEvents(EventKind::kDisable));
+  EXPECT_EQ(Count(ps, PacketType::kTipPge), t.truth.CountTracedEvents(EventKind::kEnable));
   EXPECT_GT(t.truth.CountEvents(EventKind::kInterrupt), 10u);
   EXPECT_GT(t.truth.CountEvents(EventKind::kSyscall), 10u);
   for (size_t i = 0; i < ps.size(); ++i) {

@@ -81,6 +81,12 @@ size_t GroundTruth::CountEvents(EventKind kind) const {
   return n;
 }
 
+size_t GroundTruth::CountTracedEvents(EventKind kind) const {
+  size_t n = 0;
+  for (const EventRecord& e : events) n += e.kind == kind && e.traced;
+  return n;
+}
+
 nlohmann::json ToJson(const GroundTruth& t) {
   using nlohmann::json;
   const PtConfig& c = t.config;
@@ -118,7 +124,7 @@ nlohmann::json ToJson(const GroundTruth& t) {
   j["ptwrites"] = std::move(ptw);
   json events = json::array();
   for (const EventRecord& e : t.events) {
-    events.push_back(json::array({EventKindName(e.kind), e.insn, e.ip, e.trace_offset}));
+    events.push_back(json::array({EventKindName(e.kind), e.insn, e.ip, e.trace_offset, e.traced ? 1 : 0}));
   }
   j["events"] = std::move(events);
   return j;
@@ -202,6 +208,7 @@ Result<GroundTruth> GroundTruthFromJson(const nlohmann::json& j) {
       rec.insn = e.at(1).get<uint64_t>();
       rec.ip = e.at(2).get<uint64_t>();
       rec.trace_offset = e.at(3).get<uint64_t>();
+      rec.traced = e.at(4).get<int>() != 0;
       t.events.push_back(rec);
     }
     return Result<GroundTruth>::Ok(std::move(t), call);

@@ -24,7 +24,7 @@
 //     "branches": [[insn_index, taken, target], ...],       // every cond-jump, indirect
 //              // jump/call, return and far transfer; taken 0/1; target = next IP
 //     "ptwrites": [[insn_index, payload, bytes, traced], ...],
-//     "events": [[kind, insn_index, ip, trace_offset], ...] // kind as EventKindName()
+//     "events": [[kind, insn_index, ip, trace_offset, traced], ...] // kind as EventKindName()
 //   }
 // insn_index in branches/ptwrites/events indexes "insns"; an event's
 // insn_index is the instruction it happened before (== insns.size() at the end).
@@ -84,6 +84,8 @@ struct EventRecord {
   uint64_t insn = 0;          // happened before insns[insn]
   uint64_t ip = 0;            // the IP of that instruction
   uint64_t trace_offset = 0;  // byte offset in the trace of the event's first packet
+  bool traced = false;        // the event wrote packets a decoder sees (e.g. not a disable
+                              // while already in the kernel, not an interrupt with branch=0)
   bool operator==(const EventRecord&) const = default;
 };
 
@@ -118,6 +120,7 @@ struct GroundTruth {
   std::vector<uint64_t> TracedIps() const;
   size_t CountTraced() const;
   size_t CountEvents(EventKind kind) const;
+  size_t CountTracedEvents(EventKind kind) const;  // only those with EventRecord::traced
 };
 
 nlohmann::json ToJson(const GroundTruth& truth);

@@ -158,10 +158,10 @@ TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
     // The events libipt reports are the ground truth's (where no overflow may swallow them).
     const bool overflows = cc.options.overflow_every != 0 || cc.options.output_buffer_bytes != 0;
     if (cc.config.branch_en() && !cc.options.exclude_user && !overflows) {
-      EXPECT_EQ(flow.CountEvents(ptev_enabled), truth.CountEvents(EventKind::kEnable)) << "seed " << seed;
-      EXPECT_EQ(flow.CountEvents(ptev_disabled), truth.CountEvents(EventKind::kSyscall)) << "seed " << seed;
+      EXPECT_EQ(flow.CountEvents(ptev_enabled), truth.CountTracedEvents(EventKind::kEnable)) << "seed " << seed;
+      EXPECT_EQ(flow.CountEvents(ptev_disabled), truth.CountTracedEvents(EventKind::kSyscall)) << "seed " << seed;
       EXPECT_EQ(flow.CountEvents(ptev_async_disabled),
-                truth.CountEvents(EventKind::kInterrupt) + truth.CountEvents(EventKind::kDisable))
+                truth.CountTracedEvents(EventKind::kInterrupt) + truth.CountTracedEvents(EventKind::kDisable))
           << "seed " << seed;
     }
     if (cc.config.pwr_evt && !cc.options.exclude_user && !overflows) {
