@@ -107,7 +107,13 @@ TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
   const ConfigCase cc = Configs()[std::get<1>(GetParam())];
   SCOPED_TRACE("feature pt_sim.libipt_flow." + pc.name + "." + cc.name + " (issue 6 \"Done when\"; " +
                cc.config.ToString() + ")");
-  for (uint64_t seed : {1u, 2u}) {
+  // Two seeds per case; PT_SIM_SEEDS=N runs seeds 1..N (a longer sweep, by hand).
+  std::vector<uint64_t> seeds = {1, 2};
+  if (const char* n = std::getenv("PT_SIM_SEEDS")) {
+    seeds.clear();
+    for (uint64_t i = 1; i <= std::strtoull(n, nullptr, 10); ++i) seeds.push_back(i);
+  }
+  for (uint64_t seed : seeds) {
     RunOptions options = cc.options;
     options.oracle.seed = seed * 1000 + std::get<0>(GetParam()) * 31 + std::get<1>(GetParam());
     options.oracle.taken_percent = pc.taken_percent;
