@@ -17,85 +17,14 @@
 
 #include "harness/pt/packet_decoder.h"
 #include "harness/pt/testing/differential.h"
-#include "mocks/pt_sim/compiled_program.h"
+#include "mocks/pt_sim/corpus.h"
 #include "mocks/pt_sim/generator.h"
 #include "mocks/pt_sim/libipt_flow.h"
-#include "mocks/pt_sim/test_programs.h"
 
 namespace perftest::pt_sim {
 namespace {
 
 using ::testing::IsEmpty;
-
-struct ProgramCase {
-  std::string name;
-  std::function<Program()> make;
-  unsigned taken_percent = 50;
-};
-
-struct ConfigCase {
-  std::string name;
-  PtConfig config;
-  RunOptions options;
-};
-
-PtConfig Base() { return PtConfig{}; }  // pt, tsc, branch; psb_period 0
-
-std::vector<ProgramCase> Programs() {
-  return {
-      {"loops", testing::LoopsProgram, 50},
-      {"dispatch", testing::DispatchProgram, 50},
-      {"deep", testing::DeepProgram, 97},
-      {"exit", testing::ExitProgram, 99},
-      {"compiled", CompiledProgram, 50},
-      {"compiled_o0", CompiledProgramO0, 50},
-  };
-}
-
-std::vector<ConfigCase> Configs() {
-  std::vector<ConfigCase> v;
-  auto add = [&](std::string name, std::function<void(PtConfig&, RunOptions&)> f) {
-    ConfigCase c{std::move(name), Base(), RunOptions{}};
-    f(c.config, c.options);
-    v.push_back(std::move(c));
-  };
-  add("tsc", [](PtConfig&, RunOptions&) {});
-  add("notsc", [](PtConfig& c, RunOptions&) { c.tsc = false; });
-  add("mtc", [](PtConfig& c, RunOptions&) { c.mtc = true; c.mtc_period = 0; });
-  add("mtc_period3", [](PtConfig& c, RunOptions&) { c.mtc = true; c.mtc_period = 3; });
-  add("cyc", [](PtConfig& c, RunOptions&) { c.cyc = true; });
-  add("cyc_thresh5_mtc", [](PtConfig& c, RunOptions&) { c.cyc = true; c.cyc_thresh = 5; c.mtc = true; c.mtc_period = 2; });
-  add("noretcomp", [](PtConfig& c, RunOptions&) { c.noretcomp = true; });
-  add("psb_period3", [](PtConfig& c, RunOptions&) { c.psb_period = 3; });
-  add("psb_period5", [](PtConfig& c, RunOptions&) { c.psb_period = 5; });
-  add("branch0", [](PtConfig& c, RunOptions& o) {
-    c.branch = false; c.mtc = true; c.cyc = true; c.ptw = true; o.interrupt_every = 300;
-  });
-  add("branch0_ptw_fup_pwr_evt", [](PtConfig& c, RunOptions& o) {
-    c.branch = false; c.ptw = true; c.fup_on_ptw = true; c.pwr_evt = true; c.tsc = false;
-    o.power_every = 300; o.interrupt_every = 500;
-  });
-  add("ptw", [](PtConfig& c, RunOptions&) { c.ptw = true; });
-  add("ptw_fup", [](PtConfig& c, RunOptions&) { c.ptw = true; c.fup_on_ptw = true; });
-  add("overflow", [](PtConfig&, RunOptions& o) { o.overflow_every = 700; });
-  add("buffer_overflow", [](PtConfig& c, RunOptions& o) {
-    c.cyc = true; c.mtc = true; o.output_buffer_bytes = 256; o.drain_cycles_per_byte = 7;
-  });
-  add("interrupts", [](PtConfig&, RunOptions& o) { o.interrupt_every = 300; });
-  add("pwr_evt", [](PtConfig& c, RunOptions& o) { c.pwr_evt = true; o.power_every = 400; });
-  add("tnt64", [](PtConfig&, RunOptions& o) { o.tnt64 = true; });
-  add("exclude_user", [](PtConfig& c, RunOptions& o) { c.mtc = true; o.exclude_user = true; });
-  add("everything", [](PtConfig& c, RunOptions& o) {
-    c.cyc = true; c.cyc_thresh = 2; c.mtc = true; c.mtc_period = 1; c.ptw = true; c.fup_on_ptw = true;
-    c.pwr_evt = true; c.psb_period = 1;
-    o.interrupt_every = 500; o.overflow_every = 900; o.power_every = 700;
-  });
-  add("everything_noretcomp_tnt64", [](PtConfig& c, RunOptions& o) {
-    c.cyc = true; c.mtc = true; c.mtc_period = 4; c.ptw = true; c.noretcomp = true; c.pwr_evt = true;
-    o.tnt64 = true; o.interrupt_every = 400; o.overflow_every = 600; o.power_every = 500;
-  });
-  return v;
-}
 
 // Totals over the whole matrix, printed at the end (the closing note's numbers).
 std::atomic<uint64_t> g_traces{0}, g_insns{0}, g_traced{0}, g_bytes{0};
@@ -103,8 +32,9 @@ std::atomic<uint64_t> g_traces{0}, g_insns{0}, g_traced{0}, g_bytes{0};
 class LibiptFlowTest : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
 
 TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
-  const ProgramCase pc = Programs()[std::get<0>(GetParam())];
-  const ConfigCase cc = Configs()[std::get<1>(GetParam())];
+  const size_t program = std::get<0>(GetParam()), config = std::get<1>(GetParam());
+  const CorpusProgram& pc = CorpusPrograms()[program];
+  const CorpusConfig& cc = CorpusConfigs()[config];
   SCOPED_TRACE("feature pt_sim.libipt_flow." + pc.name + "." + cc.name + " (issue 6 \"Done when\"; " +
                cc.config.ToString() + ")");
   // Two seeds per case; PT_SIM_SEEDS=N runs seeds 1..N (a longer sweep, by hand).
@@ -114,11 +44,7 @@ TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
     for (uint64_t i = 1; i <= std::strtoull(n, nullptr, 10); ++i) seeds.push_back(i);
   }
   for (uint64_t seed : seeds) {
-    RunOptions options = cc.options;
-    options.oracle.seed = seed * 1000 + std::get<0>(GetParam()) * 31 + std::get<1>(GetParam());
-    options.oracle.taken_percent = pc.taken_percent;
-    options.max_insns = 20000;
-    Result<GeneratedTrace> t = Generate(pc.make(), cc.config, options);
+    Result<GeneratedTrace> t = GenerateCorpusCase(program, config, seed);
     ASSERT_TRUE(t.ok()) << t.ToString();
     const GroundTruth& truth = t->truth;
     ASSERT_FALSE(truth.insns.empty());
@@ -204,12 +130,12 @@ TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
 }
 
 std::string CaseName(const ::testing::TestParamInfo<std::tuple<size_t, size_t>>& info) {
-  return Programs()[std::get<0>(info.param)].name + "_" + Configs()[std::get<1>(info.param)].name;
+  return CorpusCaseName(std::get<0>(info.param), std::get<1>(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, LibiptFlowTest,
-                         ::testing::Combine(::testing::Range<size_t>(0, Programs().size()),
-                                            ::testing::Range<size_t>(0, Configs().size())),
+                         ::testing::Combine(::testing::Range<size_t>(0, CorpusPrograms().size()),
+                                            ::testing::Range<size_t>(0, CorpusConfigs().size())),
                          CaseName);
 
 class Totals : public ::testing::Environment {
