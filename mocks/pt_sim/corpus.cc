@@ -51,6 +51,7 @@ std::vector<CorpusConfig> MakeConfigs() {
   });
   add("interrupts", [](PtConfig&, RunOptions& o) { o.interrupt_every = 300; });
   add("pwr_evt", [](PtConfig& c, RunOptions& o) { c.pwr_evt = true; o.power_every = 400; });
+  add("cbr_cyc_mtc", [](PtConfig& c, RunOptions& o) { c.cyc = true; c.mtc = true; o.cbr_change_every = 400; });
   add("tnt64", [](PtConfig&, RunOptions& o) { o.tnt64 = true; });
   add("exclude_user", [](PtConfig& c, RunOptions& o) { c.mtc = true; o.exclude_user = true; });
   add("everything", [](PtConfig& c, RunOptions& o) {

@@ -20,6 +20,7 @@ PtGenerator::PtGenerator(Program program, const PtConfig& config, const RunOptio
     : program_(std::move(program)), config_(config), options_(options), oracle_(options.oracle) {
   ip_ = program_.entry;
   tsc_ = options_.tsc_start;
+  cbr_ = options_.cbr == 0 ? 1 : options_.cbr;
   truth_.program = program_.name;
   truth_.config = config_;
   truth_.cr3 = program_.cr3;
@@ -35,8 +36,11 @@ void PtGenerator::Event(EventKind kind, bool traced) {
   truth_.events.push_back(EventRecord{kind, truth_.insns.size(), ip_, enc_.offset(), traced});
 }
 
-void PtGenerator::Advance(uint64_t core_cycles, uint64_t tsc_ticks) {
+void PtGenerator::Advance(uint64_t core_cycles, uint64_t idle_tsc_ticks) {
   cycles_ += core_cycles;
+  tsc_frac_ += core_cycles * std::max<uint8_t>(options_.cbr, 1);
+  const uint64_t tsc_ticks = tsc_frac_ / cbr_ + idle_tsc_ticks;
+  tsc_frac_ %= cbr_;
   tsc_ += tsc_ticks;
   if (options_.output_buffer_bytes == 0) return;
   drain_ticks_ += tsc_ticks;
@@ -112,7 +116,7 @@ void PtGenerator::EmitPsb() {
     Out(make::Tma(static_cast<uint16_t>(ctc), static_cast<uint16_t>(fc & 0x1ff)));
     last_mtc_ = ctc >> config_.mtc_period;
   }
-  Out(make::Cbr(options_.cbr));
+  Out(make::Cbr(cbr_));
   Out(make::Pip(program_.cr3, false));
   if (PacketEn()) {
     Out(make::ModeExec(pt::ExecMode::k64Bit));
@@ -158,8 +162,7 @@ void PtGenerator::EndOverflow() {
 }
 
 void PtGenerator::KernelTime() {
-  const uint64_t c = oracle_.Between(options_.kernel_cycles / 2, options_.kernel_cycles * 3 / 2);
-  Advance(c, c);
+  Advance(oracle_.Between(options_.kernel_cycles / 2, options_.kernel_cycles * 3 / 2), 0);
   MaybeMtc();
   if (trace_en_ && enc_.offset() - last_psb_offset_ >= config_.psb_period_bytes() && !Dropping()) EmitPsb();
 }
@@ -204,6 +207,12 @@ void PtGenerator::Boundary() {
   if (Dropping()) return;
   MaybeMtc();
   if (enc_.offset() - last_psb_offset_ >= config_.psb_period_bytes()) EmitPsb();
+  if (oracle_.OneIn(options_.cbr_change_every)) {
+    const uint64_t nominal = std::max<uint8_t>(options_.cbr, 1);
+    cbr_ = static_cast<uint8_t>(std::min<uint64_t>(255, std::max<uint64_t>(1, oracle_.Between(nominal / 2, nominal * 3 / 2))));
+    Event(EventKind::kCbr, true);
+    Pkt(make::Cbr(cbr_));
+  }
   if (!ContextEn()) return;
   if (oracle_.OneIn(options_.interrupt_every)) Interrupt();
   if (config_.pwr_evt && oracle_.OneIn(options_.power_every)) Power();
@@ -225,11 +234,10 @@ Result<void> PtGenerator::Step() {
     return Result<void>::Ok();
   }
   const bool traced = PacketEn() && !overflowing_;
-  truth_.insns.push_back(InsnRecord{ip_, insn.length, insn.branch, traced});
+  truth_.insns.push_back(InsnRecord{ip_, insn.length, insn.branch, traced, tsc_, cycles_});
   const uint64_t index = truth_.insns.size() - 1;
   if (overflowing_ && overflow_left_ > 0) --overflow_left_;
-  const uint64_t c = oracle_.Cycles();
-  Advance(c, c);
+  Advance(oracle_.Cycles(), 0);
 
   uint64_t next = insn.next_ip();
   bool branch_packet = false;  // this instruction gave a TNT bit or a TIP

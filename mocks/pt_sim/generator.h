@@ -35,6 +35,7 @@
 //                is never traced).
 //   FUP          asynchronous events: a simulated interrupt is FUP(IP),
 //                TIP.PGD, then MODE.Exec, TIP.PGE(IP) on return (§33.4.2.6).
+//   CBR          in PSB+, and when the simulated frequency changes (cbr_change_every).
 //   MTC          when CTC bit mtc_period changes (mtc); CTC[mtc_period+7:mtc_period].
 //   CYC          core cycles since the last CYC before a packet, at least
 //                2^(cyc_thresh-1) of them (cyc).
@@ -83,7 +84,9 @@ struct RunOptions {
   uint32_t drain_cycles_per_byte = 1;
   uint64_t power_every = 0;        // mean instructions between C-state entries (with pwr_evt); 0: none
   bool tnt64 = false;              // TNT-64 packets (up to 47 bits) instead of TNT-8
-  uint8_t cbr = 0x20;              // core:bus ratio (CBR packets)
+  uint8_t cbr = 0x20;              // nominal core:bus ratio: TSC ticks once per core cycle at it
+  uint64_t cbr_change_every = 0;   // mean instructions between frequency changes (a CBR packet
+                                   // with a ratio from [cbr/2, 3*cbr/2]); 0: none
   uint32_t ctc_eax = 1;            // CPUID.15H EAX/EBX: TSC ticks = CTC ticks * ebx / eax
   uint32_t ctc_ebx = 32;
   uint64_t tsc_start = 0x10000000;
@@ -160,7 +163,9 @@ class PtGenerator {
   void Power();
   void Event(EventKind kind, bool traced);
   uint64_t Ctc() const;
-  void Advance(uint64_t core_cycles, uint64_t tsc_ticks);
+  // Core cycles run at the current ratio (TSC advances cycles * cbr / current);
+  // idle TSC ticks pass with the core stopped.
+  void Advance(uint64_t core_cycles, uint64_t idle_tsc_ticks);
 
   Program program_;
   PtConfig config_;
@@ -188,6 +193,8 @@ class PtGenerator {
   uint64_t tsc_ = 0;
   uint64_t last_cyc_ = 0;     // cycles_ at the last CYC (or PSB+)
   uint64_t last_mtc_ = 0;     // CTC >> mtc_period at the last MTC/TMA
+  uint8_t cbr_ = 0;           // the current core:bus ratio
+  uint64_t tsc_frac_ = 0;     // core cycles * nominal not yet a whole TSC tick
   uint64_t fill_ = 0;         // bytes in the internal buffer (output_buffer_bytes)
   uint64_t drain_ticks_ = 0;  // TSC ticks not yet turned into drained bytes
 };

@@ -395,6 +395,44 @@ TEST(Generator, TakeBytesCutsTheSameStream) {
   EXPECT_FALSE(idle.finished());
 }
 
+// The ground truth's clock: TSC and core cycles per instruction, CBR
+// changes scaling TSC ticks per core cycle (cbr / current ratio).
+TEST(Generator, ClockTruthFollowsCbr) {
+  PtConfig config;
+  RunOptions options;
+  options.cbr_change_every = 300;
+  const GeneratedTrace t = Gen(testing::LoopsProgram(), config, options);
+  const std::vector<Packet> ps = Packets(t.bytes);
+  size_t cbr_changes = 0;
+  bool in_psb = false;
+  std::vector<uint8_t> ratios;
+  for (const Packet& p : ps) {
+    if (p.type == PacketType::kPsb) in_psb = true;
+    if (p.type == PacketType::kPsbEnd) in_psb = false;
+    if (p.type == PacketType::kCbr && !in_psb) ++cbr_changes;
+    if (p.type == PacketType::kCbr) ratios.push_back(p.cbr());
+  }
+  EXPECT_EQ(cbr_changes, t.truth.CountEvents(EventKind::kCbr));
+  EXPECT_GT(cbr_changes, 5u);
+  for (uint8_t r : ratios) {
+    EXPECT_GE(r, options.cbr / 2);
+    EXPECT_LE(r, options.cbr * 3 / 2);
+  }
+  const std::vector<InsnRecord>& insns = t.truth.insns;
+  for (size_t i = 1; i < insns.size(); ++i) {
+    ASSERT_GT(insns[i].cycles, insns[i - 1].cycles);
+    ASSERT_GE(insns[i].tsc, insns[i - 1].tsc);
+  }
+  // Over the run, TSC ticks per core cycle differ from 1 once the ratio moves.
+  const double per_cycle = static_cast<double>(insns.back().tsc - insns.front().tsc) /
+                           static_cast<double>(insns.back().cycles - insns.front().cycles);
+  EXPECT_NE(per_cycle, 1.0);
+  const GeneratedTrace steady = Gen(testing::LoopsProgram(), config);
+  EXPECT_EQ(steady.truth.insns.back().tsc - steady.truth.insns.front().tsc,
+            steady.truth.insns.back().cycles - steady.truth.insns.front().cycles)
+      << "at the nominal ratio one TSC tick per cycle (no kernel time in LoopsProgram)";
+}
+
 // PERF_EVENT_IOC_DISABLE/ENABLE: untraced while disabled, PSB+ and TIP.PGE on enable.
 TEST(Generator, DisableAndEnable) {
   PtGenerator gen(testing::LoopsProgram(), PtConfig{}, RunOptions{});

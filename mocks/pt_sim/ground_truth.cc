@@ -43,7 +43,7 @@ constexpr pt::BranchClass kClasses[] = {
 };
 constexpr EventKind kKinds[] = {EventKind::kEnable,        EventKind::kDisable,  EventKind::kInterrupt,
                                 EventKind::kSyscall,       EventKind::kOverflowBegin, EventKind::kOverflow,
-                                EventKind::kPower,         EventKind::kPsb};
+                                EventKind::kPower,         EventKind::kPsb,      EventKind::kCbr};
 
 }  // namespace
 
@@ -57,6 +57,7 @@ std::string_view EventKindName(EventKind kind) {
     case EventKind::kOverflow: return "overflow";
     case EventKind::kPower: return "power";
     case EventKind::kPsb: return "psb";
+    case EventKind::kCbr: return "cbr";
   }
   return "unknown";
 }
@@ -113,7 +114,7 @@ nlohmann::json ToJson(const GroundTruth& t) {
   j["trace_size"] = t.trace_size;
   json insns = json::array();
   for (const InsnRecord& r : t.insns) {
-    insns.push_back(json::array({r.ip, r.length, r.traced ? 1 : 0, pt::BranchClassName(r.branch)}));
+    insns.push_back(json::array({r.ip, r.length, r.traced ? 1 : 0, pt::BranchClassName(r.branch), r.tsc, r.cycles}));
   }
   j["insns"] = std::move(insns);
   json branches = json::array();
@@ -172,6 +173,8 @@ Result<GroundTruth> GroundTruthFromJson(const nlohmann::json& j) {
       rec.ip = r.at(0).get<uint64_t>();
       rec.length = r.at(1).get<uint8_t>();
       rec.traced = r.at(2).get<int>() != 0;
+      rec.tsc = r.at(4).get<uint64_t>();
+      rec.cycles = r.at(5).get<uint64_t>();
       const std::string name = r.at(3).get<std::string>();
       bool found = false;
       for (pt::BranchClass c : kClasses) {
