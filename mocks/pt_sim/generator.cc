@@ -69,7 +69,7 @@ void PtGenerator::OutIp(PacketType type, std::optional<uint64_t> ip) {
 }
 
 void PtGenerator::MaybeCyc() {
-  if (!config_.cyc || !ContextEn() || Dropping()) return;
+  if (!config_.cyc || !trace_en_ || Dropping()) return;
   const uint64_t elapsed = cycles_ - last_cyc_;
   if (elapsed == 0 || elapsed < config_.cyc_threshold_cycles()) return;
   Out(make::Cyc(elapsed));
