@@ -37,7 +37,8 @@
 //                TIP.PGD, then MODE.Exec, TIP.PGE(IP) on return (§33.4.2.6).
 //   CBR          in PSB+, and when the simulated frequency changes (cbr_change_every).
 //   MTC          when CTC bit mtc_period changes (mtc); CTC[mtc_period+7:mtc_period].
-//   CYC          core cycles since the last CYC before a packet, at least
+//   CYC          core cycles since the last CYC, before any packet outside
+//                PSB+ while TraceEn (MTCs in the kernel too), at least
 //                2^(cyc_thresh-1) of them (cyc).
 //   OVF          an internal-buffer overflow (the oracle schedules it every
 //                ~overflow_every instructions, or the internal buffer of
