@@ -38,6 +38,12 @@ struct PtConfig {
   static PtConfig FromAttrConfig(uint64_t config);
   uint64_t ToAttrConfig() const;
 
+  // Whether the hardware writes control-flow packets (RTIT_CTL.BranchEn):
+  // the kernel's pt_config() passes `branch` through only when `pt` (bit 0,
+  // "pass-through") is set, and otherwise always sets BranchEn — the legacy
+  // behaviour, so `intel_pt/config=0x400/` traces branches.
+  bool branch_en() const { return pt ? branch : true; }
+
   // PSB+ period in bytes: 2^(psb_period+11).
   uint64_t psb_period_bytes() const { return uint64_t{1} << (psb_period + 11); }
   // Minimum cycles between CYC packets: 0 for cyc_thresh 0, else 2^(cyc_thresh-1).

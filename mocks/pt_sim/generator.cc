@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 namespace perftest::pt_sim {
 
@@ -18,6 +20,7 @@ PtGenerator::PtGenerator(Program program, const PtConfig& config, const RunOptio
     : program_(std::move(program)), config_(config), options_(options), oracle_(options.oracle) {
   ip_ = program_.entry;
   tsc_ = options_.tsc_start;
+  cbr_ = options_.cbr == 0 ? 1 : options_.cbr;
   truth_.program = program_.name;
   truth_.config = config_;
   truth_.cr3 = program_.cr3;
@@ -29,12 +32,15 @@ uint64_t PtGenerator::Ctc() const {
   return options_.ctc_ebx == 0 ? 0 : tsc_ * options_.ctc_eax / options_.ctc_ebx;
 }
 
-void PtGenerator::Event(EventKind kind) {
-  truth_.events.push_back(EventRecord{kind, truth_.insns.size(), ip_, enc_.offset()});
+void PtGenerator::Event(EventKind kind, bool traced) {
+  truth_.events.push_back(EventRecord{kind, truth_.insns.size(), ip_, enc_.offset(), traced});
 }
 
-void PtGenerator::Advance(uint64_t core_cycles, uint64_t tsc_ticks) {
+void PtGenerator::Advance(uint64_t core_cycles, uint64_t idle_tsc_ticks) {
   cycles_ += core_cycles;
+  tsc_frac_ += core_cycles * std::max<uint8_t>(options_.cbr, 1);
+  const uint64_t tsc_ticks = tsc_frac_ / cbr_ + idle_tsc_ticks;
+  tsc_frac_ %= cbr_;
   tsc_ += tsc_ticks;
   if (options_.output_buffer_bytes == 0) return;
   drain_ticks_ += tsc_ticks;
@@ -63,7 +69,7 @@ void PtGenerator::OutIp(PacketType type, std::optional<uint64_t> ip) {
 }
 
 void PtGenerator::MaybeCyc() {
-  if (!config_.cyc || !ContextEn() || Dropping()) return;
+  if (!config_.cyc || !trace_en_ || Dropping()) return;
   const uint64_t elapsed = cycles_ - last_cyc_;
   if (elapsed == 0 || elapsed < config_.cyc_threshold_cycles()) return;
   Out(make::Cyc(elapsed));
@@ -99,7 +105,7 @@ void PtGenerator::FlushTnt() {
 
 void PtGenerator::EmitPsb() {
   FlushTnt();
-  Event(EventKind::kPsb);
+  Event(EventKind::kPsb, true);
   last_psb_offset_ = enc_.offset();
   Out(make::Psb());
   if (config_.tsc) Out(make::Tsc(tsc_));
@@ -110,7 +116,7 @@ void PtGenerator::EmitPsb() {
     Out(make::Tma(static_cast<uint16_t>(ctc), static_cast<uint16_t>(fc & 0x1ff)));
     last_mtc_ = ctc >> config_.mtc_period;
   }
-  Out(make::Cbr(options_.cbr));
+  Out(make::Cbr(cbr_));
   Out(make::Pip(program_.cr3, false));
   if (PacketEn()) {
     Out(make::ModeExec(pt::ExecMode::k64Bit));
@@ -124,9 +130,9 @@ void PtGenerator::EmitPsb() {
 void PtGenerator::EmitPge() {
   pge_pending_ = false;
   if (options_.exclude_user) return;
-  Event(EventKind::kEnable);
+  Event(EventKind::kEnable, config_.branch_en());
   retcomp_.clear();
-  if (!config_.branch) return;
+  if (!config_.branch_en()) return;
   Pkt(make::ModeExec(pt::ExecMode::k64Bit));
   OutIp(PacketType::kTipPge, ip_);
 }
@@ -134,7 +140,7 @@ void PtGenerator::EmitPge() {
 void PtGenerator::BeginOverflow() {
   FlushTnt();
   overflow_pending_ = false;
-  Event(EventKind::kOverflowBegin);
+  Event(EventKind::kOverflowBegin, false);
   overflowing_ = true;
   overflow_left_ = options_.overflow_insns;
 }
@@ -144,7 +150,7 @@ void PtGenerator::EndOverflow() {
   fill_ = 0;  // what was in the buffer has drained while packets were dropped
   tnt_bits_ = 0;
   tnt_count_ = 0;
-  Event(EventKind::kOverflow);
+  Event(EventKind::kOverflow, true);
   Out(make::Ovf());
   pge_pending_ = false;  // an OVF+FUP resumes tracing where a TIP.PGE would have
   if (PacketEn()) {
@@ -156,14 +162,13 @@ void PtGenerator::EndOverflow() {
 }
 
 void PtGenerator::KernelTime() {
-  const uint64_t c = oracle_.Between(options_.kernel_cycles / 2, options_.kernel_cycles * 3 / 2);
-  Advance(c, c);
+  Advance(oracle_.Between(options_.kernel_cycles / 2, options_.kernel_cycles * 3 / 2), 0);
   MaybeMtc();
   if (trace_en_ && enc_.offset() - last_psb_offset_ >= config_.psb_period_bytes() && !Dropping()) EmitPsb();
 }
 
 void PtGenerator::Interrupt() {
-  Event(EventKind::kInterrupt);
+  Event(EventKind::kInterrupt, PacketEn());
   if (PacketEn()) {
     FlushTnt();
     MaybeCyc();
@@ -176,7 +181,7 @@ void PtGenerator::Interrupt() {
 }
 
 void PtGenerator::Power() {
-  Event(EventKind::kPower);
+  Event(EventKind::kPower, true);
   FlushTnt();
   MaybeCyc();
   Out(make::Mwait(0x20, 0x1));  // hints: C2 (EAX[7:4] = 1: C2), ext: interrupts as break events
@@ -202,6 +207,12 @@ void PtGenerator::Boundary() {
   if (Dropping()) return;
   MaybeMtc();
   if (enc_.offset() - last_psb_offset_ >= config_.psb_period_bytes()) EmitPsb();
+  if (oracle_.OneIn(options_.cbr_change_every)) {
+    const uint64_t nominal = std::max<uint8_t>(options_.cbr, 1);
+    cbr_ = static_cast<uint8_t>(std::min<uint64_t>(255, std::max<uint64_t>(1, oracle_.Between(nominal / 2, nominal * 3 / 2))));
+    Event(EventKind::kCbr, true);
+    Pkt(make::Cbr(cbr_));
+  }
   if (!ContextEn()) return;
   if (oracle_.OneIn(options_.interrupt_every)) Interrupt();
   if (config_.pwr_evt && oracle_.OneIn(options_.power_every)) Power();
@@ -223,11 +234,10 @@ Result<void> PtGenerator::Step() {
     return Result<void>::Ok();
   }
   const bool traced = PacketEn() && !overflowing_;
-  truth_.insns.push_back(InsnRecord{ip_, insn.length, insn.branch, traced});
+  truth_.insns.push_back(InsnRecord{ip_, insn.length, insn.branch, traced, tsc_, cycles_});
   const uint64_t index = truth_.insns.size() - 1;
   if (overflowing_ && overflow_left_ > 0) --overflow_left_;
-  const uint64_t c = oracle_.Cycles();
-  Advance(c, c);
+  Advance(oracle_.Cycles(), 0);
 
   uint64_t next = insn.next_ip();
   bool branch_packet = false;  // this instruction gave a TNT bit or a TIP
@@ -310,7 +320,7 @@ Result<void> PtGenerator::Step() {
     case BranchClass::kFarTransfer:
       // Into the kernel (SYSCALL, INT n, ...) and back to the next instruction.
       truth_.branches.push_back(BranchRecord{index, true, next});
-      Event(EventKind::kSyscall);
+      Event(EventKind::kSyscall, PacketEn());
       if (PacketEn()) {
         FlushTnt();
         MaybeCyc();
@@ -351,14 +361,15 @@ Result<void> PtGenerator::Run(uint64_t insns) {
 void PtGenerator::Disable() {
   if (!trace_en_) return;
   if (overflowing_) EndOverflow();
-  if (PacketEn()) {
+  const bool traced = PacketEn();
+  if (traced) {
     FlushTnt();
     MaybeCyc();
     OutIp(PacketType::kFup, ip_);
     OutIp(PacketType::kTipPgd, std::nullopt);
   }
   FlushTnt();
-  Event(EventKind::kDisable);
+  Event(EventKind::kDisable, traced);
   trace_en_ = false;
   pge_pending_ = false;
   overflow_pending_ = false;
@@ -387,6 +398,24 @@ std::vector<uint8_t> PtGenerator::TakeTrace() {
   return chunk;
 }
 
+Result<std::vector<uint8_t>> PtGenerator::TakeBytes(uint64_t n, uint64_t max_insns) {
+  constexpr uint64_t kChunk = 64;
+  uint64_t ran = 0;
+  while (enc_.offset() - taken_offset_ < n && ran < max_insns) {
+    if (finished_) break;
+    Result<void> r = Run(kChunk);
+    if (!r.ok()) return Result<std::vector<uint8_t>>::FailureFrom(r);
+    ran += kChunk;
+    if (finished_) (void)Finish();
+  }
+  const std::vector<uint8_t>& all = enc_.bytes();
+  const uint64_t take = std::min<uint64_t>(n, all.size() - taken_offset_);
+  std::vector<uint8_t> out(all.begin() + static_cast<ptrdiff_t>(taken_offset_),
+                           all.begin() + static_cast<ptrdiff_t>(taken_offset_ + take));
+  taken_offset_ += take;
+  return Result<std::vector<uint8_t>>::Ok(std::move(out));
+}
+
 const GroundTruth& PtGenerator::truth() {
   truth_.trace_size = enc_.offset();
   truth_.clock.tsc_end = tsc_;
@@ -402,6 +431,33 @@ Result<GeneratedTrace> Generate(const Program& program, const PtConfig& config, 
   GeneratedTrace t;
   t.truth = gen.truth();
   t.bytes = gen.trace();
+  return Result<GeneratedTrace>::Ok(std::move(t));
+}
+
+Result<void> WriteGeneratedTrace(const GeneratedTrace& trace, const std::string& base) {
+  const std::string bin = base + ".bin";
+  std::ofstream out(bin, std::ios::binary | std::ios::trunc);
+  if (!out) return Result<void>::Failure(EIO, fmt::format("pt_sim::WriteGeneratedTrace({}): cannot open", bin));
+  out.write(reinterpret_cast<const char*>(trace.bytes.data()), static_cast<std::streamsize>(trace.bytes.size()));
+  out.close();
+  if (!out) return Result<void>::Failure(EIO, fmt::format("pt_sim::WriteGeneratedTrace({}): write failed", bin));
+  return WriteGroundTruthFile(trace.truth, base + ".truth.json");
+}
+
+Result<GeneratedTrace> ReadGeneratedTrace(const std::string& base) {
+  const std::string bin = base + ".bin";
+  std::ifstream in(bin, std::ios::binary);
+  if (!in) return Result<GeneratedTrace>::Failure(EIO, fmt::format("pt_sim::ReadGeneratedTrace({}): cannot open", bin));
+  GeneratedTrace t;
+  t.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  Result<GroundTruth> truth = ReadGroundTruthFile(base + ".truth.json");
+  if (!truth.ok()) return Result<GeneratedTrace>::FailureFrom(truth);
+  if (truth->trace_size != t.bytes.size()) {
+    return Result<GeneratedTrace>::Failure(
+        EINVAL, fmt::format("pt_sim::ReadGeneratedTrace({}): {} bytes, the ground truth says trace_size {}", bin,
+                            t.bytes.size(), truth->trace_size));
+  }
+  t.truth = std::move(*truth);
   return Result<GeneratedTrace>::Ok(std::move(t));
 }
 

@@ -35,8 +35,10 @@
 //                is never traced).
 //   FUP          asynchronous events: a simulated interrupt is FUP(IP),
 //                TIP.PGD, then MODE.Exec, TIP.PGE(IP) on return (§33.4.2.6).
+//   CBR          in PSB+, and when the simulated frequency changes (cbr_change_every).
 //   MTC          when CTC bit mtc_period changes (mtc); CTC[mtc_period+7:mtc_period].
-//   CYC          core cycles since the last CYC before a packet, at least
+//   CYC          core cycles since the last CYC, before any packet outside
+//                PSB+ while TraceEn (MTCs in the kernel too), at least
 //                2^(cyc_thresh-1) of them (cyc).
 //   OVF          an internal-buffer overflow (the oracle schedules it every
 //                ~overflow_every instructions, or the internal buffer of
@@ -48,13 +50,15 @@
 //   MWAIT/PWRE/EXSTOP/PWRX   a C-state entry every ~power_every
 //                instructions (pwr_evt): MWAIT, PWRE, EXSTOP(IP=1), FUP(IP),
 //                PWRX (§33.4.2.22-25).
-//   branch=0     no TNT/TIP/FUP/TIP.PGE/TIP.PGD/MODE.Exec: only PSB+ (without
+//   branch=0     (with pt=1, see PtConfig::branch_en())
+//                no TNT/TIP/FUP/TIP.PGE/TIP.PGD/MODE.Exec: only PSB+ (without
 //                FUP), timing packets and PTW.
 // exclude_user traces nothing of the program (PSB+ and timing only).
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "harness/pt/insn.h"
@@ -81,7 +85,9 @@ struct RunOptions {
   uint32_t drain_cycles_per_byte = 1;
   uint64_t power_every = 0;        // mean instructions between C-state entries (with pwr_evt); 0: none
   bool tnt64 = false;              // TNT-64 packets (up to 47 bits) instead of TNT-8
-  uint8_t cbr = 0x20;              // core:bus ratio (CBR packets)
+  uint8_t cbr = 0x20;              // nominal core:bus ratio: TSC ticks once per core cycle at it
+  uint64_t cbr_change_every = 0;   // mean instructions between frequency changes (a CBR packet
+                                   // with a ratio from [cbr/2, 3*cbr/2]); 0: none
   uint32_t ctc_eax = 1;            // CPUID.15H EAX/EBX: TSC ticks = CTC ticks * ebx / eax
   uint32_t ctc_ebx = 32;
   uint64_t tsc_start = 0x10000000;
@@ -119,16 +125,25 @@ class PtGenerator {
   bool enabled() const { return trace_en_; }
   uint64_t ip() const { return ip_; }
 
-  // The whole trace so far, and the bytes written since the last TakeTrace().
+  // The whole trace so far, and the bytes written since the last TakeTrace()/TakeBytes().
   const std::vector<uint8_t>& trace() const { return enc_.bytes(); }
   std::vector<uint8_t> TakeTrace();
+
+  // For a consumer that asks for bytes (the AUX area): runs instructions
+  // until at least `n` bytes wait untaken — at most `max_insns` more, and
+  // finishing the run when the program ends — then takes min(n, waiting)
+  // bytes, cut wherever n falls (the trace is one byte stream; a decoder
+  // resyncs at the next PSB). Fewer than n bytes: the program ended or
+  // max_insns passed (a config that writes little, e.g. branch=0 without
+  // timing packets). Errors: as Run().
+  Result<std::vector<uint8_t>> TakeBytes(uint64_t n, uint64_t max_insns = uint64_t{1} << 22);
 
   // The ground truth so far (trace_size and tsc_end are current).
   const GroundTruth& truth();
 
  private:
   bool ContextEn() const { return trace_en_ && !pge_pending_ && !options_.exclude_user; }
-  bool PacketEn() const { return ContextEn() && config_.branch; }
+  bool PacketEn() const { return ContextEn() && config_.branch_en(); }
   bool Dropping() const { return overflowing_; }
 
   Result<void> Step();
@@ -147,9 +162,11 @@ class PtGenerator {
   void KernelTime();
   void Interrupt();
   void Power();
-  void Event(EventKind kind);
+  void Event(EventKind kind, bool traced);
   uint64_t Ctc() const;
-  void Advance(uint64_t core_cycles, uint64_t tsc_ticks);
+  // Core cycles run at the current ratio (TSC advances cycles * cbr / current);
+  // idle TSC ticks pass with the core stopped.
+  void Advance(uint64_t core_cycles, uint64_t idle_tsc_ticks);
 
   Program program_;
   PtConfig config_;
@@ -177,9 +194,20 @@ class PtGenerator {
   uint64_t tsc_ = 0;
   uint64_t last_cyc_ = 0;     // cycles_ at the last CYC (or PSB+)
   uint64_t last_mtc_ = 0;     // CTC >> mtc_period at the last MTC/TMA
+  uint8_t cbr_ = 0;           // the current core:bus ratio
+  uint64_t tsc_frac_ = 0;     // core cycles * nominal not yet a whole TSC tick
   uint64_t fill_ = 0;         // bytes in the internal buffer (output_buffer_bytes)
   uint64_t drain_ticks_ = 0;  // TSC ticks not yet turned into drained bytes
 };
+
+// A run on disk, for `perftest pt record` and for decoders under test:
+// BASE.bin holds the trace bytes exactly as written (the AUX data), and
+// BASE.truth.json the ground truth (format in ground_truth.h), which
+// includes the code image and the config. Errors: EIO naming the file that
+// could not be written or read; EINVAL as ReadGroundTruthFile, or when the
+// .bin size is not the truth's trace_size.
+Result<void> WriteGeneratedTrace(const GeneratedTrace& trace, const std::string& base);
+Result<GeneratedTrace> ReadGeneratedTrace(const std::string& base);
 
 // Runs `program` for at most options.max_insns instructions with a fresh
 // generator and finishes it. Errors: as PtGenerator::Run.

@@ -329,9 +329,10 @@ TEST(Generator, InterruptsAndSyscallsLeaveAndReenterUserCode) {
   options.interrupt_every = 100;
   const GeneratedTrace t = Gen(testing::DispatchProgram(), PtConfig{}, options);
   const std::vector<Packet> ps = Packets(t.bytes);
-  EXPECT_EQ(Count(ps, PacketType::kTipPgd), t.truth.CountEvents(EventKind::kInterrupt) +
-                                                t.truth.CountEvents(EventKind::kSyscall) + 1);  // + the final disable
-  EXPECT_EQ(Count(ps, PacketType::kTipPge), t.truth.CountEvents(EventKind::kEnable));
+  EXPECT_EQ(Count(ps, PacketType::kTipPgd), t.truth.CountTracedEvents(EventKind::kInterrupt) +
+                                                t.truth.CountTracedEvents(EventKind::kSyscall) +
+                                                t.truth.CountTracedEvents(EventKind::kDisable));
+  EXPECT_EQ(Count(ps, PacketType::kTipPge), t.truth.CountTracedEvents(EventKind::kEnable));
   EXPECT_GT(t.truth.CountEvents(EventKind::kInterrupt), 10u);
   EXPECT_GT(t.truth.CountEvents(EventKind::kSyscall), 10u);
   for (size_t i = 0; i < ps.size(); ++i) {
@@ -361,6 +362,75 @@ TEST(Generator, ChunkedRunEqualsOneRun) {
   bytes.insert(bytes.end(), last.begin(), last.end());
   EXPECT_EQ(bytes, whole.bytes);
   EXPECT_EQ(gen.truth(), whole.truth);
+}
+
+// TakeBytes: exactly the bytes asked for, in order, the same stream as one run.
+TEST(Generator, TakeBytesCutsTheSameStream) {
+  PtConfig config;
+  config.mtc = true;
+  RunOptions options;
+  options.oracle.taken_percent = 80;
+  PtGenerator gen(testing::ExitProgram(), config, options);
+  std::vector<uint8_t> bytes;
+  for (;;) {
+    Result<std::vector<uint8_t>> chunk = gen.TakeBytes(37);
+    ASSERT_TRUE(chunk.ok()) << chunk.ToString();
+    bytes.insert(bytes.end(), chunk->begin(), chunk->end());
+    if (chunk->size() < 37) break;
+  }
+  EXPECT_TRUE(gen.finished());
+  EXPECT_EQ(bytes, gen.trace());
+  options.max_insns = 1u << 20;
+  const GeneratedTrace whole = Gen(testing::ExitProgram(), config, options);
+  EXPECT_EQ(bytes, whole.bytes);
+  // A config that writes nothing more: returns what there is.
+  PtConfig quiet;
+  quiet.pt = true;
+  quiet.branch = false;
+  quiet.tsc = false;
+  PtGenerator idle(testing::LoopsProgram(), quiet, RunOptions{});
+  Result<std::vector<uint8_t>> few = idle.TakeBytes(1 << 20, 10000);
+  ASSERT_TRUE(few.ok());
+  EXPECT_LT(few->size(), 100u);
+  EXPECT_FALSE(idle.finished());
+}
+
+// The ground truth's clock: TSC and core cycles per instruction, CBR
+// changes scaling TSC ticks per core cycle (cbr / current ratio).
+TEST(Generator, ClockTruthFollowsCbr) {
+  PtConfig config;
+  RunOptions options;
+  options.cbr_change_every = 300;
+  const GeneratedTrace t = Gen(testing::LoopsProgram(), config, options);
+  const std::vector<Packet> ps = Packets(t.bytes);
+  size_t cbr_changes = 0;
+  bool in_psb = false;
+  std::vector<uint8_t> ratios;
+  for (const Packet& p : ps) {
+    if (p.type == PacketType::kPsb) in_psb = true;
+    if (p.type == PacketType::kPsbEnd) in_psb = false;
+    if (p.type == PacketType::kCbr && !in_psb) ++cbr_changes;
+    if (p.type == PacketType::kCbr) ratios.push_back(p.cbr());
+  }
+  EXPECT_EQ(cbr_changes, t.truth.CountEvents(EventKind::kCbr));
+  EXPECT_GT(cbr_changes, 5u);
+  for (uint8_t r : ratios) {
+    EXPECT_GE(r, options.cbr / 2);
+    EXPECT_LE(r, options.cbr * 3 / 2);
+  }
+  const std::vector<InsnRecord>& insns = t.truth.insns;
+  for (size_t i = 1; i < insns.size(); ++i) {
+    ASSERT_GT(insns[i].cycles, insns[i - 1].cycles);
+    ASSERT_GE(insns[i].tsc, insns[i - 1].tsc);
+  }
+  // Over the run, TSC ticks per core cycle differ from 1 once the ratio moves.
+  const double per_cycle = static_cast<double>(insns.back().tsc - insns.front().tsc) /
+                           static_cast<double>(insns.back().cycles - insns.front().cycles);
+  EXPECT_NE(per_cycle, 1.0);
+  const GeneratedTrace steady = Gen(testing::LoopsProgram(), config);
+  EXPECT_EQ(steady.truth.insns.back().tsc - steady.truth.insns.front().tsc,
+            steady.truth.insns.back().cycles - steady.truth.insns.front().cycles)
+      << "at the nominal ratio one TSC tick per cycle (no kernel time in LoopsProgram)";
 }
 
 // PERF_EVENT_IOC_DISABLE/ENABLE: untraced while disabled, PSB+ and TIP.PGE on enable.

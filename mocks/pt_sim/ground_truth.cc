@@ -43,7 +43,7 @@ constexpr pt::BranchClass kClasses[] = {
 };
 constexpr EventKind kKinds[] = {EventKind::kEnable,        EventKind::kDisable,  EventKind::kInterrupt,
                                 EventKind::kSyscall,       EventKind::kOverflowBegin, EventKind::kOverflow,
-                                EventKind::kPower,         EventKind::kPsb};
+                                EventKind::kPower,         EventKind::kPsb,      EventKind::kCbr};
 
 }  // namespace
 
@@ -57,6 +57,7 @@ std::string_view EventKindName(EventKind kind) {
     case EventKind::kOverflow: return "overflow";
     case EventKind::kPower: return "power";
     case EventKind::kPsb: return "psb";
+    case EventKind::kCbr: return "cbr";
   }
   return "unknown";
 }
@@ -78,6 +79,12 @@ size_t GroundTruth::CountTraced() const {
 size_t GroundTruth::CountEvents(EventKind kind) const {
   size_t n = 0;
   for (const EventRecord& e : events) n += e.kind == kind;
+  return n;
+}
+
+size_t GroundTruth::CountTracedEvents(EventKind kind) const {
+  size_t n = 0;
+  for (const EventRecord& e : events) n += e.kind == kind && e.traced;
   return n;
 }
 
@@ -107,7 +114,7 @@ nlohmann::json ToJson(const GroundTruth& t) {
   j["trace_size"] = t.trace_size;
   json insns = json::array();
   for (const InsnRecord& r : t.insns) {
-    insns.push_back(json::array({r.ip, r.length, r.traced ? 1 : 0, pt::BranchClassName(r.branch)}));
+    insns.push_back(json::array({r.ip, r.length, r.traced ? 1 : 0, pt::BranchClassName(r.branch), r.tsc, r.cycles}));
   }
   j["insns"] = std::move(insns);
   json branches = json::array();
@@ -118,7 +125,7 @@ nlohmann::json ToJson(const GroundTruth& t) {
   j["ptwrites"] = std::move(ptw);
   json events = json::array();
   for (const EventRecord& e : t.events) {
-    events.push_back(json::array({EventKindName(e.kind), e.insn, e.ip, e.trace_offset}));
+    events.push_back(json::array({EventKindName(e.kind), e.insn, e.ip, e.trace_offset, e.traced ? 1 : 0}));
   }
   j["events"] = std::move(events);
   return j;
@@ -166,6 +173,8 @@ Result<GroundTruth> GroundTruthFromJson(const nlohmann::json& j) {
       rec.ip = r.at(0).get<uint64_t>();
       rec.length = r.at(1).get<uint8_t>();
       rec.traced = r.at(2).get<int>() != 0;
+      rec.tsc = r.at(4).get<uint64_t>();
+      rec.cycles = r.at(5).get<uint64_t>();
       const std::string name = r.at(3).get<std::string>();
       bool found = false;
       for (pt::BranchClass c : kClasses) {
@@ -202,6 +211,7 @@ Result<GroundTruth> GroundTruthFromJson(const nlohmann::json& j) {
       rec.insn = e.at(1).get<uint64_t>();
       rec.ip = e.at(2).get<uint64_t>();
       rec.trace_offset = e.at(3).get<uint64_t>();
+      rec.traced = e.at(4).get<int>() != 0;
       t.events.push_back(rec);
     }
     return Result<GroundTruth>::Ok(std::move(t), call);

@@ -19,12 +19,13 @@
 //     "cr3": N,
 //     "image": [{"address": N, "name": S, "bytes": HEX}, ...],
 //     "trace_size": N,                        // bytes of trace written
-//     "insns": [[ip, length, traced, branch_class], ...],   // in execution order;
-//              // traced 0/1; branch_class as pt::BranchClassName()
+//     "insns": [[ip, length, traced, branch_class, tsc, cycles], ...],  // in execution
+//              // order; traced 0/1; branch_class as pt::BranchClassName(); tsc: the
+//              // TSC when it started; cycles: core cycles executed before it
 //     "branches": [[insn_index, taken, target], ...],       // every cond-jump, indirect
 //              // jump/call, return and far transfer; taken 0/1; target = next IP
 //     "ptwrites": [[insn_index, payload, bytes, traced], ...],
-//     "events": [[kind, insn_index, ip, trace_offset], ...] // kind as EventKindName()
+//     "events": [[kind, insn_index, ip, trace_offset, traced], ...] // kind as EventKindName()
 //   }
 // insn_index in branches/ptwrites/events indexes "insns"; an event's
 // insn_index is the instruction it happened before (== insns.size() at the end).
@@ -49,6 +50,8 @@ struct InsnRecord {
   uint8_t length = 0;
   pt::BranchClass branch = pt::BranchClass::kNone;
   bool traced = false;  // a decoder of the trace sees it (tracing on, not lost to an overflow)
+  uint64_t tsc = 0;     // the TSC when it started
+  uint64_t cycles = 0;  // core cycles executed before it (since the run started)
   bool operator==(const InsnRecord&) const = default;
 };
 
@@ -76,6 +79,7 @@ enum class EventKind : uint8_t {
   kOverflow,   // the overflow ends: OVF (+ FUP) at this instruction
   kPower,      // a C-state entry and exit (MWAIT, PWRE, EXSTOP + FUP, PWRX)
   kPsb,        // a PSB+ starts at trace_offset
+  kCbr,        // the core:bus ratio changes (a CBR packet)
 };
 std::string_view EventKindName(EventKind kind);  // "enable", "disable", "interrupt", ...
 
@@ -84,13 +88,16 @@ struct EventRecord {
   uint64_t insn = 0;          // happened before insns[insn]
   uint64_t ip = 0;            // the IP of that instruction
   uint64_t trace_offset = 0;  // byte offset in the trace of the event's first packet
+  bool traced = false;        // the event wrote packets a decoder sees (e.g. not a disable
+                              // while already in the kernel, not an interrupt with branch=0)
   bool operator==(const EventRecord&) const = default;
 };
 
 // The simulated clocks, as a decoder needs them to turn timing packets into
-// time: TSC runs at the core clock scaled by nothing (1 TSC tick per cycle at
-// the nominal ratio `cbr`), the crystal clock (CTC, MTC/TMA) at TSC * eax/ebx
-// (CPUID.15H: TSC/CTC = ctc_ebx/ctc_eax).
+// time: the TSC ticks once per core cycle at the nominal ratio `cbr` (at a
+// current ratio R: cbr/R ticks per cycle; CBR packets give R), and while the
+// core is stopped (C-states); the crystal clock (CTC: MTC, TMA) runs at
+// TSC * ctc_eax / ctc_ebx (CPUID.15H: TSC/CTC = EBX/EAX).
 struct ClockInfo {
   uint8_t cbr = 0;
   uint32_t ctc_eax = 1;
@@ -118,6 +125,7 @@ struct GroundTruth {
   std::vector<uint64_t> TracedIps() const;
   size_t CountTraced() const;
   size_t CountEvents(EventKind kind) const;
+  size_t CountTracedEvents(EventKind kind) const;  // only those with EventRecord::traced
 };
 
 nlohmann::json ToJson(const GroundTruth& truth);

@@ -108,7 +108,15 @@ LibiptFlow DecodeFlowWithLibipt(std::span<const uint8_t> trace, const GroundTrut
       std::memset(&insn, 0, sizeof insn);
       status = pt_insn_next(decoder, &insn, sizeof insn);
       // Even on an error the instruction may have been decoded (ptxed does the same).
-      if (insn.iclass != ptic_error) flow.ips.push_back(insn.ip);
+      if (insn.iclass != ptic_error) {
+        flow.ips.push_back(insn.ip);
+        uint64_t time = 0;
+        uint32_t lost_mtc = 0, lost_cyc = 0, cbr = 0;
+        if (pt_insn_time(decoder, &time, &lost_mtc, &lost_cyc) < 0) time = 0;
+        if (pt_insn_core_bus_ratio(decoder, &cbr) < 0) cbr = 0;
+        flow.times.push_back(time);
+        flow.cbrs.push_back(cbr);
+      }
       if (status < 0) break;
     }
     if (status == -pte_eos) continue;  // the next sync_forward finds the end, or the next PSB

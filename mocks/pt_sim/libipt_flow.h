@@ -26,6 +26,8 @@ struct LibiptEvent {
 
 struct LibiptFlow {
   std::vector<uint64_t> ips;           // every instruction pt_insn_next reported, in order
+  std::vector<uint64_t> times;         // pt_insn_time after each of them (0 where libipt has none)
+  std::vector<uint32_t> cbrs;          // pt_insn_core_bus_ratio after each of them (0 where none)
   std::vector<LibiptEvent> events;     // every event pt_insn_event reported
   std::vector<std::string> errors;     // each libipt error other than the end of the trace, with its offset
   uint64_t syncs = 0;                  // successful pt_insn_sync_forward calls

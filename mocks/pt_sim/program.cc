@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 namespace perftest::pt_sim {
 
 Assembler::Assembler(uint64_t base, std::string name) : base_(base), name_(std::move(name)) {}
@@ -65,6 +67,13 @@ void Assembler::Call(Label target) {
   Rel(target, 4);
 }
 
+void Assembler::CallAddress(uint64_t target) {
+  code_.push_back(0xe8);
+  const size_t at = code_.size();
+  code_.resize(code_.size() + 4, 0);
+  fixups_.push_back(Fixup{at, 4, code_.size(), -1, target});
+}
+
 void Assembler::Ret() { code_.push_back(0xc3); }
 
 void Assembler::JmpIndirect(std::vector<Label> targets) {
@@ -92,10 +101,17 @@ void Assembler::Exit() { exits_.insert(here()); }
 Result<Program> Assembler::Finish() {
   const std::string call = fmt::format("Assembler::Finish(base={:#x}, name={})", base_, name_);
   for (const Fixup& f : fixups_) {
-    if (f.label < 0 || f.label >= static_cast<int>(labels_.size()) || labels_[f.label] < 0) {
+    int64_t disp = 0;
+    if (f.label < 0) {
+      disp = static_cast<int64_t>(f.address - (base_ + f.next));
+      if (disp < INT32_MIN || disp > INT32_MAX) {
+        return Result<Program>::Failure(EINVAL, fmt::format("{}: rel32 to {:#x} out of range", call, f.address));
+      }
+    } else if (f.label >= static_cast<int>(labels_.size()) || labels_[f.label] < 0) {
       return Result<Program>::Failure(EINVAL, call + ": unbound label");
+    } else {
+      disp = labels_[f.label] - static_cast<int64_t>(f.next);
     }
-    const int64_t disp = labels_[f.label] - static_cast<int64_t>(f.next);
     if (f.width == 1 && (disp < -128 || disp > 127)) {
       return Result<Program>::Failure(EINVAL, fmt::format("{}: rel8 displacement {} out of range", call, disp));
     }

@@ -71,6 +71,7 @@ class Assembler {
   void Jcc(uint8_t cc, Label target, bool short_form = false);  // 0F 8x rel32 / 7x rel8
   void Jmp(Label target, bool short_form = false);              // E9 rel32 / EB rel8
   void Call(Label target);                                      // E8 rel32
+  void CallAddress(uint64_t target);  // E8 rel32 to an address outside this code (EINVAL in Finish() if out of range)
   void Ret();                                                   // C3
   // FF E0 jmp *%rax / FF D0 call *%rax, with the targets the oracle picks from.
   void JmpIndirect(std::vector<Label> targets);
@@ -86,7 +87,8 @@ class Assembler {
     size_t at;        // offset of the displacement
     int width;        // 1 or 4
     size_t next;      // offset of the next instruction
-    int label;
+    int label;        // -1: `address` instead
+    uint64_t address = 0;
   };
   void Rel(Label target, int width);
 

@@ -41,6 +41,14 @@ TEST(PtConfig, BitsAreTheSysfsFormatPositions) {
   EXPECT_EQ(PtConfig::FromAttrConfig(0x400).ToAttrConfig(), 0x400u);
 }
 
+// pt_config() in arch/x86/events/intel/pt.c: BranchEn follows `branch` only
+// with the pass-through bit `pt`; without it branch tracing is always on.
+TEST(PtConfig, BranchEnNeedsPassThroughToBeCleared) {
+  EXPECT_TRUE(PtConfig::FromAttrConfig(0x400).branch_en());                        // tsc only
+  EXPECT_TRUE(PtConfig::FromAttrConfig(1ull << 0 | 1ull << 13).branch_en());       // pt, branch
+  EXPECT_FALSE(PtConfig::FromAttrConfig(1ull << 0).branch_en());                   // pt, branch=0
+}
+
 TEST(PtConfig, RoundTrips) {
   PtConfig c;
   c.cyc = c.mtc = c.ptw = c.fup_on_ptw = c.pwr_evt = c.noretcomp = true;
@@ -149,6 +157,30 @@ TEST(GroundTruth, FileRoundTrips) {
   std::remove(path.c_str());
   ASSERT_TRUE(back.ok()) << back.ToString();
   EXPECT_EQ(*back, t->truth);
+}
+
+TEST(GroundTruth, GeneratedTraceFilesRoundTrip) {
+  PtConfig config;
+  config.cyc = true;
+  RunOptions options;
+  options.max_insns = 1000;
+  Result<GeneratedTrace> t = Generate(testing::LoopsProgram(), config, options);
+  ASSERT_TRUE(t.ok()) << t.ToString();
+  const std::string base = ::testing::TempDir() + "/pt_sim_run_" + std::to_string(getpid());
+  ASSERT_TRUE(WriteGeneratedTrace(*t, base).ok());
+  Result<GeneratedTrace> back = ReadGeneratedTrace(base);
+  ASSERT_TRUE(back.ok()) << back.ToString();
+  EXPECT_EQ(back->bytes, t->bytes);
+  EXPECT_EQ(back->truth, t->truth);
+  // A .bin that is not the one the truth describes.
+  if (FILE* f = std::fopen((base + ".bin").c_str(), "ab")) {
+    std::fputc(0, f);
+    std::fclose(f);
+  }
+  EXPECT_EQ(ReadGeneratedTrace(base).error(), EINVAL);
+  std::remove((base + ".bin").c_str());
+  std::remove((base + ".truth.json").c_str());
+  EXPECT_EQ(ReadGeneratedTrace(base).error(), EIO);
 }
 
 TEST(GroundTruth, RejectsOtherDocuments) {
