@@ -10,8 +10,6 @@ namespace perftest::pt {
 
 namespace {
 constexpr uint32_t kRetStackSize = 64;   // the hardware's return-compression depth
-constexpr uint32_t kMaxBlockInsns = 4096;
-constexpr size_t kMaxInsnBytes = 15;
 }  // namespace
 
 
@@ -51,92 +49,12 @@ std::string ToString(const FlowEvent& e) {
 
 FlowDecoder::FlowDecoder(std::span<const uint8_t> trace, const Image* image, Options options)
     : packets_(trace, options.packets), image_(image), options_(options), retstack_(kRetStackSize) {
-  slots_.resize(1024);
-}
-
-// ---------------------------------------------------------------------------
-// Block cache
-
-const FlowDecoder::Block* FlowDecoder::Lookup(uint64_t ip, ExecMode mode) {
-  if (image_->generation() != image_generation_) [[unlikely]] {
-    std::fill(slots_.begin(), slots_.end(), Slot{0, 0, 0});
-    blocks_.clear();
-    lengths_.clear();
-    image_generation_ = image_->generation();
+  if (options.cache != nullptr) {
+    cache_ = options.cache;
+  } else {
+    own_cache_ = std::make_unique<BlockCache>(image);
+    cache_ = own_cache_.get();
   }
-  const size_t mask = slots_.size() - 1;
-  size_t i = static_cast<size_t>((ip * 0x9e3779b97f4a7c15ull) >> 40) & mask;
-  for (;;) {
-    const Slot& s = slots_[i];
-    if (s.block == 0) break;
-    if (s.ip == ip && s.mode == static_cast<uint8_t>(mode)) [[likely]] {
-      ++cache_hits_;
-      return &blocks_[s.block - 1];
-    }
-    i = (i + 1) & mask;
-  }
-  return DecodeBlock(ip, mode);
-}
-
-const FlowDecoder::Block* FlowDecoder::DecodeBlock(uint64_t ip, ExecMode mode) {
-  ++blocks_decoded_;
-  Block b;
-  b.ip = ip;
-  b.mode = mode;
-  b.lengths = static_cast<uint32_t>(lengths_.size());
-  uint64_t cur = ip;
-  for (;;) {
-    std::span<const uint8_t> bytes = image_->Read(cur);
-    if (bytes.empty()) {
-      b.error = ENXIO;
-      break;
-    }
-    uint8_t joined[kMaxInsnBytes];
-    if (bytes.size() < kMaxInsnBytes) {
-      // The instruction may continue in the next section.
-      size_t n = bytes.size();
-      std::memcpy(joined, bytes.data(), n);
-      while (n < kMaxInsnBytes) {
-        std::span<const uint8_t> more = image_->Read(cur + n);
-        if (more.empty()) break;
-        const size_t take = std::min(more.size(), kMaxInsnBytes - n);
-        std::memcpy(joined + n, more.data(), take);
-        n += take;
-      }
-      bytes = std::span<const uint8_t>(joined, n);
-    }
-    Insn insn;
-    const int err = classifier_.Classify(bytes, cur, mode, &insn);
-    if (err != 0) {
-      b.error = err == ENODATA ? EILSEQ : err;
-      break;
-    }
-    lengths_.push_back(insn.length);
-    ++b.ninsn;
-    cur += insn.length;
-    b.last = insn;
-    if (insn.ends_block() || insn.branch == BranchClass::kPtwrite || b.ninsn >= kMaxBlockInsns) break;
-  }
-  b.end = cur;
-  blocks_.push_back(b);
-
-  // Insert; grow at half load.
-  if (blocks_.size() * 2 > slots_.size()) {
-    std::vector<Slot> old(slots_.size() * 2, Slot{0, 0, 0});
-    old.swap(slots_);
-    const size_t mask = slots_.size() - 1;
-    for (const Slot& s : old) {
-      if (s.block == 0) continue;
-      size_t i = static_cast<size_t>((s.ip * 0x9e3779b97f4a7c15ull) >> 40) & mask;
-      while (slots_[i].block != 0) i = (i + 1) & mask;
-      slots_[i] = s;
-    }
-  }
-  const size_t mask = slots_.size() - 1;
-  size_t i = static_cast<size_t>((ip * 0x9e3779b97f4a7c15ull) >> 40) & mask;
-  while (slots_[i].block != 0) i = (i + 1) & mask;
-  slots_[i] = Slot{ip, static_cast<uint32_t>(blocks_.size()), static_cast<uint8_t>(mode)};
-  return &blocks_.back();
 }
 
 // ---------------------------------------------------------------------------
@@ -485,12 +403,32 @@ int FlowDecoder::NeedControl() {
 }
 
 // The last instruction of `b` executed: where does the flow go?
-int FlowDecoder::Resolve(const Block& b) {
+int FlowDecoder::Resolve(uint32_t block) {
+  Block& b = cache_->block(block);
   const Insn& x = b.last;
+  // Follow (or remember to fill in) the successor link k of this block.
+  auto link = [&](int k) {
+    if (b.next[k] != 0) {
+      hint_ = b.next[k];
+    } else {
+      link_block_ = block + 1;
+      link_k_ = static_cast<uint8_t>(k);
+      link_ip_ = ip_;
+    }
+  };
+  // Returns and indirect branches: next[1] remembers the last target (a
+  // guess, checked against the IP before use), updated when it changes.
+  auto predict = [&]() {
+    hint_ = b.next[1];
+    link_block_ = block + 1;
+    link_k_ = 1;
+    link_ip_ = ip_;
+  };
   switch (x.branch) {
     case BranchClass::kNone:
     case BranchClass::kPtwrite:
       ip_ = x.next_ip();
+      link(0);
       if (++steps_without_packet_ > options_.max_steps_without_packet)
         return Fail(EBADMSG, fmt::format("{} blocks without a packet (endless loop?) at {:#x}",
                                          steps_without_packet_, x.ip));
@@ -504,6 +442,7 @@ int FlowDecoder::Resolve(const Block& b) {
       [[fallthrough]];
     case BranchClass::kDirectJump:
       ip_ = x.target;
+      link(1);
       if (++steps_without_packet_ > options_.max_steps_without_packet)
         return Fail(EBADMSG, fmt::format("{} blocks without a packet (endless loop?) at {:#x}",
                                          steps_without_packet_, x.ip));
@@ -512,7 +451,9 @@ int FlowDecoder::Resolve(const Block& b) {
       if (const int err = NeedControl()) return err;
       if (tnt_count_ != 0) [[likely]] {
         --tnt_count_;
-        ip_ = (tnt_bits_ >> tnt_count_) & 1 ? x.target : x.next_ip();
+        const int taken = static_cast<int>((tnt_bits_ >> tnt_count_) & 1);
+        ip_ = taken ? x.target : x.next_ip();
+        link(taken);
         return 0;
       }
       if (ctl_ == Ctl::kTipPgd) return TakeTip(nullptr);
@@ -528,9 +469,12 @@ int FlowDecoder::Resolve(const Block& b) {
         ip_ = retstack_[ret_top_];
         ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
         --ret_count_;
+        predict();
         return 0;
       }
-      return TakeTip(nullptr);
+      if (const int err = TakeTip(nullptr)) return err;
+      predict();
+      return 0;
     case BranchClass::kIndirectCall:
     case BranchClass::kIndirectJump:
     case BranchClass::kFarTransfer:
@@ -543,7 +487,9 @@ int FlowDecoder::Resolve(const Block& b) {
         retstack_[ret_top_] = x.next_ip();
         if (ret_count_ < kRetStackSize) ++ret_count_;
       }
-      return TakeTip(nullptr);
+      if (const int err = TakeTip(nullptr)) return err;
+      if (enabled_) predict();
+      return 0;
   }
   return 0;
 }
@@ -688,7 +634,18 @@ int FlowDecoder::Next(FlowStep* step) {
       continue;
     }
 
-    const Block* b = Lookup(ip_, mode_);
+    if (cache_->CheckGeneration()) hint_ = link_block_ = 0;
+    uint32_t bi;
+    if (hint_ != 0 && cache_->block(hint_ - 1).ip == ip_ && cache_->block(hint_ - 1).mode == mode_) [[likely]] {
+      bi = hint_ - 1;
+    } else {
+      // A link to fill in (or a wrong guess to correct): the block found here.
+      bi = cache_->Find(ip_, mode_);
+      if (link_block_ != 0 && link_ip_ == ip_ && cache_->block(link_block_ - 1).mode == mode_)
+        cache_->block(link_block_ - 1).next[link_k_] = bi + 1;
+    }
+    hint_ = link_block_ = 0;
+    const Block* b = &cache_->block(bi);
     if (b->ninsn == 0) {
       synced_ = false;
       return Fail(b->error, b->error == ENXIO ? fmt::format("no object code at {:#x}", ip_)
@@ -698,7 +655,7 @@ int FlowDecoder::Next(FlowStep* step) {
     step->kind = FlowStep::kBlock;
     out.ip = b->ip;
     out.mode = b->mode;
-    out.lengths = lengths_.data() + b->lengths;
+    out.lengths = cache_->lengths(*b);
     out.time = time_;
 
     if ((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && ctl_from_ > b->ip && ctl_from_ < b->end) {
@@ -731,7 +688,7 @@ int FlowDecoder::Next(FlowStep* step) {
       out.truncated = true;
       return 0;
     }
-    const int err = Resolve(*b);
+    const int err = Resolve(bi);
     if (err != 0) [[unlikely]] {
       // The last instruction's successor is unknown: it is not reported.
       error_ip_ = b->last.ip;

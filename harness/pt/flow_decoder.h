@@ -60,6 +60,9 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
+#include "harness/pt/block_cache.h"
 #include "harness/pt/image.h"
 #include "harness/pt/insn.h"
 #include "harness/pt/last_ip.h"
@@ -175,6 +178,10 @@ class FlowDecoder {
     unsigned mtc_period = 3;
     uint32_t tsc_ctc_ratio_n = 0;
     uint32_t tsc_ctc_ratio_d = 1;
+    // A block cache of the same image to share (e.g. by the decoders of
+    // several CPUs' traces, or decoding the same trace again); null: the
+    // decoder has its own. Must outlive the decoder.
+    BlockCache* cache = nullptr;
   };
 
   FlowDecoder(std::span<const uint8_t> trace, const Image* image) : FlowDecoder(trace, image, Options{}) {}
@@ -209,29 +216,17 @@ class FlowDecoder {
   ExecMode mode() const { return mode_; }
   const FlowTime& time() const { return time_; }
   // Blocks decoded with libzydis so far (cache misses) and cache hits.
-  uint64_t blocks_decoded() const { return blocks_decoded_; }
-  uint64_t block_cache_hits() const { return cache_hits_; }
+  uint64_t blocks_decoded() const { return cache_->decoded(); }
+  uint64_t block_cache_hits() const { return cache_->hits(); }
 
  private:
-  // A cached basic block: `ninsn` instructions from `ip` to `end`, their
-  // lengths at lengths_[lengths...], the last one classified in `last`.
-  struct Block {
-    uint64_t ip = 0;
-    uint64_t end = 0;
-    uint32_t ninsn = 0;
-    uint32_t lengths = 0;
-    int error = 0;  // the instruction at `end` could not be decoded (ENXIO, EILSEQ)
-    ExecMode mode = ExecMode::k64Bit;
-    Insn last;
-  };
-  const Block* Lookup(uint64_t ip, ExecMode mode);
-  const Block* DecodeBlock(uint64_t ip, ExecMode mode);
+  using Block = BlockCache::Block;
   int ReadPacket(Packet* p);
   void Unread(const Packet& p);
   int FetchControl();
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
   int NeedControl();
-  int Resolve(const Block& b);
+  int Resolve(uint32_t block);
   int TakeTip(uint64_t* target);
   int Fail(int err, std::string message);
   int FailPacket(int err);
@@ -242,19 +237,16 @@ class FlowDecoder {
   PacketDecoder packets_;
   const Image* image_;
   Options options_;
-  InsnClassifier classifier_;
 
-  // The block cache: open addressing on ip, blocks in a vector, instruction
-  // lengths in a pool.
-  struct Slot {
-    uint64_t ip;
-    uint32_t block;  // index + 1; 0 = empty
-    uint8_t mode;
-  };
-  std::vector<Slot> slots_;
-  std::vector<Block> blocks_;
-  std::vector<uint8_t> lengths_;
-  uint64_t image_generation_ = ~uint64_t{0};
+  std::unique_ptr<BlockCache> own_cache_;
+  BlockCache* cache_;
+  // The block to run next when a link said so (index + 1), or the link to
+  // fill in once the next block is found: block index + 1, which link, and
+  // the IP it must lead to.
+  uint32_t hint_ = 0;
+  uint32_t link_block_ = 0;
+  uint8_t link_k_ = 0;
+  uint64_t link_ip_ = 0;
 
   // Flow state.
   bool synced_ = false;
@@ -295,8 +287,6 @@ class FlowDecoder {
   uint64_t error_offset_ = 0;
   uint64_t error_ip_ = 0;
   std::string error_message_;
-  uint64_t blocks_decoded_ = 0;
-  uint64_t cache_hits_ = 0;
 };
 
 }  // namespace perftest::pt
