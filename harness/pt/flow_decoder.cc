@@ -96,7 +96,8 @@ void FlowDecoder::Timing(const Packet& p) {
   switch (p.type) {
     case PacketType::kTsc:
       tsc_base_ = p.tsc();
-      time_.tsc = tsc_base_;
+      time_.tsc = tsc_mtc_ = tsc_base_;
+      cyc_since_ = 0;
       break;
     case PacketType::kTma:
       last_mtc_ctc_ = p.tma_ctc();
@@ -109,12 +110,21 @@ void FlowDecoder::Timing(const Packet& p) {
         const uint64_t last = (last_mtc_ctc_ >> n) & 0xff;
         const uint64_t delta = (uint64_t{p.mtc_ctc()} - last) & 0xff;
         last_mtc_ctc_ += delta << n;
-        time_.tsc += ((delta << n) * options_.tsc_ctc_ratio_n) / std::max<uint32_t>(1, options_.tsc_ctc_ratio_d);
+        tsc_mtc_ += ((delta << n) * options_.tsc_ctc_ratio_n) / std::max<uint32_t>(1, options_.tsc_ctc_ratio_d);
+        time_.tsc = std::max(time_.tsc, tsc_mtc_);
+        cyc_since_ = 0;
       }
       break;
-    case PacketType::kCyc:
-      time_.cyc += p.cyc();
+    case PacketType::kCyc: {
+      const uint64_t cycles = p.cyc();
+      time_.cyc += cycles;
+      cyc_since_ += cycles;
+      if (options_.max_nonturbo_ratio != 0 && time_.cbr != 0 && tsc_base_ != 0) {
+        const uint64_t est = tsc_mtc_ + cyc_since_ * options_.max_nonturbo_ratio / time_.cbr;
+        time_.tsc = std::max(time_.tsc, est);
+      }
       break;
+    }
     case PacketType::kCbr:
       time_.cbr = p.cbr();
       break;

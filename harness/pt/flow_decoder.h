@@ -75,8 +75,12 @@ namespace perftest::pt {
 // Time at a point of the trace (SDM §33.3.7 "Timing Information"): the last
 // TSC, advanced by MTC (with TMA) and CYC. Units are TSC ticks; 0 before the
 // first TSC.
+// The estimate: TSC sets it; MTC (after a TMA) advances it by the CTC
+// ticks since the last MTC/TMA times tsc_ctc_ratio_n/d (SDM §33.3.7.2 "MTC"
+// and "TMA"; CPUID.15H); CYC advances it by cycles * max_nonturbo_ratio / CBR
+// (§33.3.7.3 "CYC"), but never past the next MTC period's TSC.
 struct FlowTime {
-  uint64_t tsc = 0;       // estimated TSC: last TSC + MTC/CYC progress since
+  uint64_t tsc = 0;       // estimated TSC
   uint64_t cyc = 0;       // CYC cycles counted since the decoder started (core clocks)
   uint8_t cbr = 0;        // the last core:bus ratio (CBR), 0 before the first
 };
@@ -132,6 +136,9 @@ struct FlowBlock {
                            // the last executed instruction, not a branch
   const uint8_t* lengths = nullptr;
   Insn last;
+  // The time of the block's last instruction: after the timing packets up
+  // to the packet that resolves its branch (which go out with that packet),
+  // or up to the next control packet for a block that needs none.
   FlowTime time;
 };
 
@@ -178,6 +185,11 @@ class FlowDecoder {
     unsigned mtc_period = 3;
     uint32_t tsc_ctc_ratio_n = 0;
     uint32_t tsc_ctc_ratio_d = 1;
+    // The maximum non-turbo ratio (MSR_PLATFORM_INFO[15:8], perf's
+    // max_nonturbo_ratio): with it and a CBR, CYC cycles advance the TSC
+    // estimate by cycles * max_nonturbo_ratio / CBR (perf-intel-pt.txt
+    // "cyc"); 0: CYC does not move the TSC estimate.
+    uint32_t max_nonturbo_ratio = 0;
     // A block cache of the same image to share (e.g. by the decoders of
     // several CPUs' traces, or decoding the same trace again); null: the
     // decoder has its own. Must outlive the decoder.
@@ -281,6 +293,8 @@ class FlowDecoder {
 
   FlowTime time_;
   uint64_t tsc_base_ = 0;
+  uint64_t tsc_mtc_ = 0;      // the TSC estimate at the last TSC/MTC (CYC adds to it)
+  uint64_t cyc_since_ = 0;    // CYC cycles since then
   uint64_t last_mtc_ctc_ = 0;
   bool have_tma_ = false;
 

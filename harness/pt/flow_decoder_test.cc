@@ -167,6 +167,43 @@ TEST(FlowDecoder, PsbWithoutFupStartsDisabled) {
   EXPECT_EQ(w.events, (std::vector<FlowEvent::Type>{FlowEvent::Type::kEnabled}));
 }
 
+// SDM §33.3.7: TSC sets the time, MTC (after TMA) advances it by CTC ticks
+// times the TSC:CTC ratio, CYC by cycles * max non-turbo ratio / CBR.
+TEST(FlowDecoder, TimingFromTscMtcCyc) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x74, 0x00, 0x74, 0x00, 0x74, 0x00, 0xc3}).ok());
+  PacketEncoder enc;
+  (void)enc.Next(make::Psb());
+  (void)enc.Next(make::Tsc(1000000));
+  (void)enc.Next(make::Tma(0x100, 0));           // CTC = 0x100
+  (void)enc.Next(make::Cbr(20));
+  (void)enc.NextIp(PacketType::kFup, kBase);
+  (void)enc.Next(make::PsbEnd());
+  (void)enc.Next(make::Cyc(100));               // 100 cycles at CBR 20, max non-turbo 40: +200 TSC
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.Next(make::Mtc(0x21));              // CTC[10:3] 0x20 -> 0x21: +8 CTC ticks = +8*100 TSC
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.Next(make::Tnt8(1, 1));
+  FlowDecoder::Options o;
+  o.mtc_period = 3;
+  o.tsc_ctc_ratio_n = 100;
+  o.max_nonturbo_ratio = 40;
+  FlowDecoder dec(enc.bytes(), &image, o);
+  ASSERT_TRUE(dec.SyncForward().ok());
+  std::vector<uint64_t> tsc;
+  FlowStep step;
+  while (dec.Next(&step) == 0)
+    if (step.kind == FlowStep::kBlock) tsc.push_back(step.block.time.tsc);
+  // A block's time is that of the packet that resolves its branch (the
+  // timing packets go out with it): CYC+TNT, MTC+TNT, TNT.
+  ASSERT_EQ(tsc.size(), 3u);
+  EXPECT_EQ(tsc[0], 1000200u);
+  EXPECT_EQ(tsc[1], 1000800u);
+  EXPECT_EQ(tsc[2], 1000800u);
+  EXPECT_EQ(dec.time().cyc, 100u);
+  EXPECT_EQ(dec.time().cbr, 20);
+}
+
 TEST(FlowDecoder, BlocksAreDecodedOnce) {
   testing::FlowTrace t = testing::MakeFlowTrace({.seed = 3, .insns = 200000});
   Image image;
