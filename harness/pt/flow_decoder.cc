@@ -197,11 +197,15 @@ int FlowDecoder::FetchControl() {
     if (const int err = ReadPacket(&p)) return err;
     switch (p.type) {
       case PacketType::kTnt8:
-      case PacketType::kTnt64:
+      case PacketType::kTnt64: {
+        // As libipt's query decoder, look past the TNT at once: a bad
+        // packet there fails the branch that fetched the TNT.
+        if (const int err = CheckAhead()) return err;
         tnt_bits_ = p.tnt_bits();
         tnt_count_ = p.tnt_size();
         steps_without_packet_ = 0;
         return 0;
+      }
       case PacketType::kTip:
       case PacketType::kTipPge:
       case PacketType::kTipPgd:
@@ -382,7 +386,9 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   events_.clear();
   event_head_ = 0;
   deferred_error_ = 0;
+  sticky_error_ = 0;
   steps_without_packet_ = 0;
+  hint_ = link_block_ = 0;
   if (!psb.ok()) return psb;
   Packet p;
   if (packets_.Next(p) != 0 || p.type != PacketType::kPsb) {
@@ -409,7 +415,45 @@ Result<uint64_t> FlowDecoder::SyncSet(uint64_t offset) {
 
 int FlowDecoder::NeedControl() {
   if (tnt_count_ != 0 || ctl_ != Ctl::kNone) return 0;
+  if (sticky_error_ != 0) return sticky_error_;
   return FetchControl();
+}
+
+// Decodes (without consuming) the packets after the current position up to
+// the first one that is not PAD or timing; returns the error met, if any
+// (the end of the trace, or a packet cut by it, is none).
+int FlowDecoder::CheckAhead() {
+  if (have_unread_) return 0;
+  PacketDecoder ahead = packets_;
+  for (;;) {
+    Packet q;
+    const int err = ahead.Next(q);
+    if (err == ENODATA || err == EMSGSIZE) return 0;
+    if (err != 0) {
+      error_offset_ = ahead.offset();
+      error_ip_ = ip_;
+      error_message_ = fmt::format("{} at offset {:#x}", PacketDecoder::ErrorDescription(err), error_offset_);
+      return err;
+    }
+    switch (q.type) {
+      case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
+      case PacketType::kTma: case PacketType::kCbr: case PacketType::kMnt:
+        continue;
+      default:
+        return 0;
+    }
+  }
+}
+
+// After an IP packet has been used, read on to the next TNT or control
+// packet at once, as libipt's query decoder does: a bad packet right after
+// a TIP fails the branch that took the TIP. The end of the trace does not.
+int FlowDecoder::PeekAfterIp() {
+  if (tnt_count_ != 0 || ctl_ != Ctl::kNone || sticky_error_ != 0) return 0;
+  const int err = FetchControl();
+  // A packet cut off by the end of the trace is the end of the trace here
+  // (libipt: -pte_eos).
+  return err == ENODATA || err == EMSGSIZE ? 0 : err;
 }
 
 // The last instruction of `b` executed: where does the flow go?
@@ -518,7 +562,7 @@ int FlowDecoder::TakeTip(uint64_t*) {
         Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .mode = mode_, .ip = ip_, .offset = pending_mode_offset_});
       }
     }
-    return 0;
+    return PeekAfterIp();
   }
   if (ctl_ == Ctl::kTipPgd) {
     Queue(FlowEvent{.type = FlowEvent::Type::kDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
@@ -526,7 +570,7 @@ int FlowDecoder::TakeTip(uint64_t*) {
     enabled_ = false;
     if (!ctl_suppressed_) ip_ = ctl_ip_;
     ctl_ = Ctl::kNone;
-    return 0;
+    return PeekAfterIp();
   }
   return Fail(EBADMSG, fmt::format("branch at {:#x}: no TIP", ip_));
 }
@@ -577,23 +621,22 @@ int FlowDecoder::Next(FlowStep* step) {
             }
           }
           Queue(FlowEvent{.type = FlowEvent::Type::kEnabled, .mode = mode_, .ip = ip_, .offset = ctl_offset_});
+          if (const int err = PeekAfterIp()) {
+            synced_ = false;
+            return err;
+          }
           continue;
         case Ctl::kOverflow:
           break;  // below
-        case Ctl::kTipPgd:  // already disabled
-          ctl_ = Ctl::kNone;
-          continue;
-        default:
+        default:  // TIP, TIP.PGD, an asynchronous FUP: nothing to apply them to
           synced_ = false;
           return Fail(EBADMSG, fmt::format("IP packet at {:#x} while tracing is disabled", ctl_offset_));
       }
-    } else if (tnt_count_ == 0 && ctl_ == Ctl::kNone) {
+    } else if (tnt_count_ == 0 && ctl_ == Ctl::kNone && sticky_error_ == 0) {
+      // At the end of the trace, or before a bad packet, walk on to the
+      // next branch that needs a packet (as libipt does); the error comes then.
       const int err = FetchControl();
-      if (err != 0 && err != ENODATA) {
-        synced_ = false;
-        return err;
-      }
-      // At the end of the trace, walk on to the next branch that needs a packet.
+      if (err != 0 && err != ENODATA) sticky_error_ = err;
       if (event_head_ < events_.size()) continue;
     }
 
@@ -604,6 +647,10 @@ int FlowDecoder::Next(FlowStep* step) {
                       .offset = ctl_offset_});
       enabled_ = !ctl_suppressed_;
       if (enabled_) ip_ = ctl_ip_;
+      if (const int err = PeekAfterIp()) {
+        synced_ = false;
+        return err;
+      }
       continue;
     }
     if (ctl_ == Ctl::kTipPge) {
@@ -617,6 +664,10 @@ int FlowDecoder::Next(FlowStep* step) {
                           .from = ip_, .offset = ctl_offset_});
           enabled_ = false;
           ctl_ = Ctl::kNone;
+          if (const int err = PeekAfterIp()) {
+            synced_ = false;
+            return err;
+          }
           continue;
         }
         if (ctl_suppressed_) {
@@ -633,6 +684,10 @@ int FlowDecoder::Next(FlowStep* step) {
             Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .mode = mode_, .ip = ip_,
                             .offset = pending_mode_offset_});
           }
+        }
+        if (const int err = PeekAfterIp()) {
+          synced_ = false;
+          return err;
         }
         continue;
       }

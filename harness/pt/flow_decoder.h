@@ -238,6 +238,8 @@ class FlowDecoder {
   int FetchControl();
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
   int NeedControl();
+  int PeekAfterIp();
+  int CheckAhead();
   int Resolve(uint32_t block);
   int TakeTip(uint64_t* target);
   int Fail(int err, std::string message);
@@ -288,6 +290,7 @@ class FlowDecoder {
   std::vector<FlowEvent> events_;
   size_t event_head_ = 0;
   int deferred_error_ = 0;
+  int sticky_error_ = 0;  // a packet error met while reading ahead: reported when a packet is needed
   bool last_direct_ = false;  // the last block ended with a direct jump or call
   uint32_t steps_without_packet_ = 0;
 

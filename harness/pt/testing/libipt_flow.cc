@@ -14,7 +14,7 @@ namespace perftest::pt::testing {
 std::string ToString(const FlowEntry& e) {
   switch (e.kind) {
     case FlowEntry::kInsn: return fmt::format("insn {:#x} size={} class={}", e.ip, e.size, e.iclass);
-    case FlowEntry::kError: return "error";
+    case FlowEntry::kError: return fmt::format("error {} @{:#x}", e.code, e.offset);
     case FlowEntry::kSync: return fmt::format("sync @{:#x}", e.ip);
   }
   return "?";
@@ -117,7 +117,8 @@ FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image) {
           {.kind = FlowEntry::kInsn, .size = insn.size, .iclass = static_cast<uint8_t>(insn.iclass), .ip = insn.ip});
       ++log.insns;
     }
-    log.entries.push_back({.kind = FlowEntry::kError});
+    pt_insn_get_offset(dec, &off);
+    log.entries.push_back({.kind = FlowEntry::kError, .code = status, .offset = off});
     ++log.errors;
   }
   pt_insn_free_decoder(dec);
@@ -147,10 +148,26 @@ FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image) {
         ++log.insns;
       }
     }
-    log.entries.push_back({.kind = FlowEntry::kError});
+    log.entries.push_back({.kind = FlowEntry::kError, .code = err, .offset = dec.error_offset()});
     ++log.errors;
   }
   return log;
+}
+
+namespace {
+size_t FirstError(const std::vector<FlowEntry>& v) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i].kind == FlowEntry::kError) return i;
+  return v.size();
+}
+}  // namespace
+
+std::string DiffFlowUntilError(const FlowLog& ours, const FlowLog& ref) {
+  const size_t n = std::min(FirstError(ours.entries), FirstError(ref.entries));
+  FlowLog a, b;
+  a.entries.assign(ours.entries.begin(), ours.entries.begin() + std::min(n, ours.entries.size()));
+  b.entries.assign(ref.entries.begin(), ref.entries.begin() + std::min(n, ref.entries.size()));
+  return DiffFlow(a, b);
 }
 
 std::string DiffFlow(const FlowLog& ours, const FlowLog& ref) {

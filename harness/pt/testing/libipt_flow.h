@@ -30,7 +30,8 @@ struct FlowEntry {
   uint8_t size = 0;
   uint8_t iclass = 0;  // pt_insn_class
   uint64_t ip = 0;     // kInsn: the IP; kSync: the PSB offset
-  bool operator==(const FlowEntry&) const = default;
+  int code = 0;        // kError: the error (libipt's pte_* or our errno), for messages only
+  uint64_t offset = 0; // kError: the trace offset, for messages only
 };
 std::string ToString(const FlowEntry& e);
 
@@ -50,6 +51,9 @@ FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image);
 // with a few entries of context. Errors compare by position only (libipt's
 // and our error codes differ), and the final end-of-trace entries are equal.
 std::string DiffFlow(const FlowLog& ours, const FlowLog& ref);
+// As DiffFlow, but only up to the first error of either log (for corrupted
+// traces, where the two decoders may give up at different instructions).
+std::string DiffFlowUntilError(const FlowLog& ours, const FlowLog& ref);
 
 // A libipt image whose read callback serves `image` (for pt_insn/pt_blk).
 struct LibiptImage {
