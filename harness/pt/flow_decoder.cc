@@ -699,6 +699,10 @@ int FlowDecoder::Next(FlowStep* step) {
       continue;
     }
 
+    if (mode_ == ExecMode::kInvalid) [[unlikely]] {
+      synced_ = false;
+      return Fail(EBADMSG, fmt::format("MODE.Exec gave the reserved mode CS.L=1 CS.D=1 at {:#x}", ip_));
+    }
     if (cache_->CheckGeneration()) hint_ = link_block_ = 0;
     uint32_t bi;
     if (hint_ != 0 && cache_->block(hint_ - 1).ip == ip_ && cache_->block(hint_ - 1).mode == mode_) [[likely]] {

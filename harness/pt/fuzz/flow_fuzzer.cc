@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <span>
 #include <vector>
 
@@ -80,6 +81,7 @@ std::vector<uint64_t> Decode(std::span<const uint8_t> trace, const Image& image,
       }
       FUZZ_CHECK(ip == b.end_ip);
     }
+    if (!Documented(err)) fprintf(stderr, "undocumented errno %d: %s\n", err, dec.error_message().c_str());
     FUZZ_CHECK(Documented(err));
     ips.push_back(static_cast<uint64_t>(err));
   }
