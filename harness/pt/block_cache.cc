@@ -35,15 +35,15 @@ uint32_t BlockCache::Find(uint64_t ip, ExecMode mode) {
 
 uint32_t BlockCache::Decode(uint64_t ip, ExecMode mode) {
   ++decoded_;
-  Block b;
-  b.ip = ip;
-  b.mode = mode;
-  b.lengths = static_cast<uint32_t>(lengths_.size());
+  uint32_t ninsn = 0;
+  int error = 0;
+  Insn last;
+  const uint32_t first_length = static_cast<uint32_t>(lengths_.size());
   uint64_t cur = ip;
   for (;;) {
     std::span<const uint8_t> bytes = image_->Read(cur);
     if (bytes.empty()) {
-      b.error = ENXIO;
+      error = ENXIO;
       break;
     }
     uint8_t joined[kMaxInsnBytes];
@@ -62,20 +62,26 @@ uint32_t BlockCache::Decode(uint64_t ip, ExecMode mode) {
     Insn insn;
     const int err = classifier_.Classify(bytes, cur, mode, &insn);
     if (err != 0) {
-      b.error = err == ENODATA ? EILSEQ : err;
+      error = err == ENODATA ? EILSEQ : err;
       break;
     }
     lengths_.push_back(insn.length);
-    ++b.ninsn;
+    ++ninsn;
     cur += insn.length;
-    b.last = insn;
-    if (insn.ends_block() || insn.branch == BranchClass::kPtwrite || b.ninsn >= kMaxBlockInsns) break;
+    last = insn;
+    if (insn.ends_block() || insn.branch == BranchClass::kPtwrite || ninsn >= kMaxBlockInsns) break;
   }
-  if (b.error != 0 && b.ninsn > 0) {
-    // The last decoded instruction is straight-line: the block was cut.
-    b.last.branch = BranchClass::kNone;
-  }
-  b.end = cur;
+  if (error != 0) last.branch = BranchClass::kNone;  // cut before the bad instruction
+  Block b;
+  b.ip = ip;
+  b.lengths = first_length;
+  b.bytes = static_cast<uint32_t>(cur - ip);
+  // target = end + rel: exact in 64-bit mode (rel is the displacement);
+  // outside it the target already wrapped, and is right modulo 2^32.
+  if (last.has_target()) b.rel = static_cast<int32_t>(static_cast<uint32_t>(last.target - cur));
+  const uint32_t error_code = error == 0 ? 0 : error == ENXIO ? 1 : error == EILSEQ ? 2 : 3;
+  b.bits = ninsn | (uint32_t{last.length} << 13) | (static_cast<uint32_t>(last.branch) << 17) |
+           (static_cast<uint32_t>(last.far) << 21) | (static_cast<uint32_t>(mode) << 25) | (error_code << 27);
   blocks_.push_back(b);
   const uint32_t index = static_cast<uint32_t>(blocks_.size() - 1);
 

@@ -18,6 +18,7 @@
 // Not thread-safe: one cache per thread.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 #include <vector>
 
@@ -28,20 +29,50 @@ namespace perftest::pt {
 
 class BlockCache {
  public:
-  // One cache line each: a walk touches one line per block.
-  struct alignas(64) Block {
+  // 32 bytes, aligned: two blocks per cache line, and a walk touches one
+  // line per block (the working set of a large program stays in L2).
+  struct alignas(32) Block {
     uint64_t ip = 0;
-    uint64_t end = 0;      // the byte after the last instruction
-    uint32_t ninsn = 0;
-    uint32_t lengths = 0;  // offset of the lengths in the pool
     // Successor links (block index + 1, 0 = not known yet): [0] the block at
-    // `end` (fall-through, not-taken), [1] the block at last.target (taken
-    // direct branch). Same mode.
+    // end() (fall-through, not-taken), [1] the block at the taken target of
+    // a direct branch, or the last target of a return/indirect branch (a
+    // guess the decoder checks). Same mode.
     uint32_t next[2] = {0, 0};
-    int error = 0;         // 0, or why the instruction at `end` is not in the block
-    ExecMode mode = ExecMode::k64Bit;
-    Insn last;             // the last instruction (kNone if the block was cut)
+    uint32_t lengths = 0;  // offset of the instruction lengths in the pool
+    uint32_t bytes = 0;    // end() - ip
+    int32_t rel = 0;       // direct branches: target - end() (modulo 2^32 outside 64-bit mode)
+    // ninsn:13 last_length:4 branch:4 far:4 mode:2 error:2
+    uint32_t bits = 0;
+
+    uint32_t ninsn() const { return bits & 0x1fff; }
+    uint8_t last_length() const { return (bits >> 13) & 0xf; }
+    BranchClass branch() const { return static_cast<BranchClass>((bits >> 17) & 0xf); }
+    FarKind far() const { return static_cast<FarKind>((bits >> 21) & 0xf); }
+    ExecMode mode() const { return static_cast<ExecMode>((bits >> 25) & 0x3); }
+    // 0, or why the instruction at end() is not in the block: ENXIO (no
+    // image), EILSEQ (not an instruction).
+    int error() const {
+      static constexpr int kErrors[] = {0, ENXIO, EILSEQ, EINVAL};
+      return kErrors[(bits >> 27) & 0x3];
+    }
+    uint64_t end() const { return ip + bytes; }
+    uint64_t target() const {
+      const uint64_t t = end() + static_cast<uint64_t>(static_cast<int64_t>(rel));
+      return mode() == ExecMode::k64Bit ? t : (t & 0xffffffff);
+    }
+    // The last instruction (kNone if the block was cut).
+    Insn last() const {
+      Insn x;
+      x.length = last_length();
+      x.ip = end() - x.length;
+      x.branch = branch();
+      x.far = far();
+      x.mode = mode();
+      if (x.has_target()) x.target = target();
+      return x;
+    }
   };
+  static_assert(sizeof(Block) == 32);
 
   explicit BlockCache(const Image* image) : image_(image) { slots_.resize(1024); }
 

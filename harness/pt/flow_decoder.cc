@@ -459,7 +459,7 @@ int FlowDecoder::PeekAfterIp() {
 // The last instruction of `b` executed: where does the flow go?
 int FlowDecoder::Resolve(uint32_t block) {
   Block& b = cache_->block(block);
-  const Insn& x = b.last;
+  const Insn x = b.last();
   // Follow (or remember to fill in) the successor link k of this block.
   auto link = [&](int k) {
     if (b.next[k] != 0) {
@@ -705,29 +705,29 @@ int FlowDecoder::Next(FlowStep* step) {
     }
     if (cache_->CheckGeneration()) hint_ = link_block_ = 0;
     uint32_t bi;
-    if (hint_ != 0 && cache_->block(hint_ - 1).ip == ip_ && cache_->block(hint_ - 1).mode == mode_) [[likely]] {
+    if (hint_ != 0 && cache_->block(hint_ - 1).ip == ip_ && cache_->block(hint_ - 1).mode() == mode_) [[likely]] {
       bi = hint_ - 1;
     } else {
       // A link to fill in (or a wrong guess to correct): the block found here.
       bi = cache_->Find(ip_, mode_);
-      if (link_block_ != 0 && link_ip_ == ip_ && cache_->block(link_block_ - 1).mode == mode_)
+      if (link_block_ != 0 && link_ip_ == ip_ && cache_->block(link_block_ - 1).mode() == mode_)
         cache_->block(link_block_ - 1).next[link_k_] = bi + 1;
     }
     hint_ = link_block_ = 0;
     const Block* b = &cache_->block(bi);
-    if (b->ninsn == 0) {
+    if (b->ninsn() == 0) {
       synced_ = false;
-      return Fail(b->error, b->error == ENXIO ? fmt::format("no object code at {:#x}", ip_)
+      return Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
                                               : fmt::format("invalid instruction at {:#x}", ip_));
     }
     FlowBlock& out = step->block;
     step->kind = FlowStep::kBlock;
     out.ip = b->ip;
-    out.mode = b->mode;
+    out.mode = b->mode();
     out.lengths = cache_->lengths(*b);
     out.time = time_;
 
-    if ((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && ctl_from_ > b->ip && ctl_from_ < b->end) {
+    if ((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && ctl_from_ > b->ip && ctl_from_ < b->end()) {
       // The event is inside this block: run up to it.
       uint64_t x = b->ip;
       uint32_t i = 0;
@@ -736,23 +736,23 @@ int FlowDecoder::Next(FlowStep* step) {
         out.ninsn = i;
         out.end_ip = x;
         out.truncated = true;
-        out.last = Insn{.ip = x - out.lengths[i - 1], .length = out.lengths[i - 1], .mode = b->mode};
+        out.last = Insn{.ip = x - out.lengths[i - 1], .length = out.lengths[i - 1], .mode = b->mode()};
         ip_ = x;
         last_direct_ = false;
         return 0;
       }
     }
 
-    out.ninsn = b->ninsn;
-    out.end_ip = b->end;
+    out.ninsn = b->ninsn();
+    out.end_ip = b->end();
     out.truncated = false;
-    out.last = b->last;
-    last_direct_ = b->last.branch == BranchClass::kDirectJump || b->last.branch == BranchClass::kDirectCall;
-    if (b->error != 0) {
+    out.last = b->last();
+    last_direct_ = b->last().branch == BranchClass::kDirectJump || b->last().branch == BranchClass::kDirectCall;
+    if (b->error() != 0) {
       // The block stops before an instruction that cannot be decoded: the
       // error comes after the block.
-      ip_ = b->end;
-      deferred_error_ = Fail(b->error, b->error == ENXIO ? fmt::format("no object code at {:#x}", ip_)
+      ip_ = b->end();
+      deferred_error_ = Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
                                                          : fmt::format("invalid instruction at {:#x}", ip_));
       out.truncated = true;
       return 0;
@@ -760,7 +760,7 @@ int FlowDecoder::Next(FlowStep* step) {
     const int err = Resolve(bi);
     if (err != 0) [[unlikely]] {
       // The last instruction's successor is unknown: it is not reported.
-      error_ip_ = b->last.ip;
+      error_ip_ = b->last().ip;
       deferred_error_ = err;
       if (out.ninsn == 1) {
         deferred_error_ = 0;
@@ -768,10 +768,10 @@ int FlowDecoder::Next(FlowStep* step) {
         return err;
       }
       --out.ninsn;
-      out.end_ip = b->last.ip;
+      out.end_ip = b->last().ip;
       out.truncated = true;
-      out.last = Insn{.ip = b->last.ip - out.lengths[out.ninsn - 1], .length = out.lengths[out.ninsn - 1],
-                      .mode = b->mode};
+      out.last = Insn{.ip = b->last().ip - out.lengths[out.ninsn - 1], .length = out.lengths[out.ninsn - 1],
+                      .mode = b->mode()};
     }
     return 0;
   }
