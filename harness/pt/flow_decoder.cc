@@ -48,7 +48,7 @@ std::string ToString(const FlowEvent& e) {
 }
 
 FlowDecoder::FlowDecoder(std::span<const uint8_t> trace, const Image* image, Options options)
-    : packets_(trace, options.packets), image_(image), options_(options), retstack_(kRetStackSize) {
+    : packets_(trace, options.packets), image_(image), options_(options), retstack_(kRetStackSize), ret_block_(kRetStackSize) {
   if (options.cache != nullptr) {
     cache_ = options.cache;
   } else {
@@ -491,6 +491,7 @@ int FlowDecoder::Resolve(uint32_t block) {
       if (x.target != x.next_ip()) {
         ret_top_ = (ret_top_ + 1) % kRetStackSize;
         retstack_[ret_top_] = x.next_ip();
+        ret_block_[ret_top_] = block;
         if (ret_count_ < kRetStackSize) ++ret_count_;
       }
       [[fallthrough]];
@@ -521,9 +522,22 @@ int FlowDecoder::Resolve(uint32_t block) {
         if (ret_count_ == 0)
           return Fail(EBADMSG, fmt::format("compressed return at {:#x} with an empty return stack", x.ip));
         ip_ = retstack_[ret_top_];
+        // The return goes to the call's fall-through block: follow (or
+        // fill in) that block's link.
+        const uint32_t call = ret_block_[ret_top_];
         ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
         --ret_count_;
-        predict();
+        if (call < cache_->size() && cache_->block(call).end() == ip_) {
+          if (cache_->block(call).next[0] != 0) {
+            hint_ = cache_->block(call).next[0];
+          } else {
+            link_block_ = call + 1;
+            link_k_ = 0;
+            link_ip_ = ip_;
+          }
+        } else {
+          predict();
+        }
         return 0;
       }
       if (const int err = TakeTip(nullptr)) return err;
@@ -539,6 +553,7 @@ int FlowDecoder::Resolve(uint32_t block) {
       if (x.branch == BranchClass::kIndirectCall) {
         ret_top_ = (ret_top_ + 1) % kRetStackSize;
         retstack_[ret_top_] = x.next_ip();
+        ret_block_[ret_top_] = block;
         if (ret_count_ < kRetStackSize) ++ret_count_;
       }
       if (const int err = TakeTip(nullptr)) return err;

@@ -269,6 +269,7 @@ class FlowDecoder {
   uint64_t ip_ = 0;
   ExecMode mode_ = ExecMode::k64Bit;
   std::vector<uint64_t> retstack_;  // ring of 64
+  std::vector<uint32_t> ret_block_;  // the block of each call on retstack_ (a cache index)
   uint32_t ret_top_ = 0, ret_count_ = 0;
   uint64_t tnt_bits_ = 0;  // the next bit is bit tnt_count_-1
   uint32_t tnt_count_ = 0;

@@ -211,15 +211,20 @@ TEST(FlowDecoder, BlocksAreDecodedOnce) {
   Image image;
   ASSERT_TRUE(image.AddBlob(t.code_base, t.code).ok());
   FlowDecoder dec(t.trace, &image);
-  uint64_t n = 0;
+  uint64_t n = 0, steps = 0;
   while (dec.SyncForward().ok()) {
     FlowStep step;
-    while (dec.Next(&step) == 0)
-      if (step.kind == FlowStep::kBlock) n += step.block.ninsn;
+    while (dec.Next(&step) == 0) {
+      if (step.kind != FlowStep::kBlock) continue;
+      n += step.block.ninsn;
+      ++steps;
+    }
   }
   EXPECT_EQ(n, t.executed.size());
   EXPECT_LT(dec.blocks_decoded(), 3000u) << "a block is decoded once, then cached";
-  EXPECT_GT(dec.block_cache_hits(), 10 * dec.blocks_decoded());
+  EXPECT_GT(steps, 20 * dec.blocks_decoded());
+  // Most steps follow a successor link; the rest find the block by IP.
+  EXPECT_LT(dec.block_cache_hits(), steps / 4);
 }
 
 // Ground truth: the simulator's executed instructions, exactly.
