@@ -11,13 +11,11 @@ constexpr uint32_t kMaxBlockInsns = 4096;
 constexpr size_t kMaxInsnBytes = 15;
 }  // namespace
 
-bool BlockCache::CheckGeneration() {
-  if (image_->generation() == generation_) [[likely]] return false;
+void BlockCache::Reset() {
   std::fill(slots_.begin(), slots_.end(), Slot{0, 0, 0});
   blocks_.clear();
   lengths_.clear();
   generation_ = image_->generation();
-  return true;
 }
 
 uint32_t BlockCache::Find(uint64_t ip, ExecMode mode) {

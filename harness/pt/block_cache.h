@@ -80,7 +80,11 @@ class BlockCache {
   // CheckGeneration() first when the image may have changed.
   uint32_t Find(uint64_t ip, ExecMode mode);
   // Empties the cache if the image changed since the last call; true if it did.
-  bool CheckGeneration();
+  bool CheckGeneration() {
+    if (image_->generation() == generation_) [[likely]] return false;
+    Reset();
+    return true;
+  }
 
   const Block& block(uint32_t index) const { return blocks_[index]; }
   Block& block(uint32_t index) { return blocks_[index]; }
@@ -93,6 +97,7 @@ class BlockCache {
 
  private:
   uint32_t Decode(uint64_t ip, ExecMode mode);
+  void Reset();
   static size_t Hash(uint64_t ip) { return static_cast<size_t>((ip * 0x9e3779b97f4a7c15ull) >> 40); }
 
   struct Slot {

@@ -772,6 +772,20 @@ int FlowDecoder::Next(FlowStep* step) {
       out.truncated = true;
       return 0;
     }
+    // The common case inline: a conditional branch with a TNT bit at hand.
+    if (b->branch() == BranchClass::kCondJump && tnt_count_ != 0 && b->error() == 0) [[likely]] {
+      --tnt_count_;
+      const int taken = static_cast<int>((tnt_bits_ >> tnt_count_) & 1);
+      ip_ = taken ? b->target() : b->end();
+      if (b->next[taken] != 0) {
+        hint_ = b->next[taken];
+      } else {
+        link_block_ = bi + 1;
+        link_k_ = static_cast<uint8_t>(taken);
+        link_ip_ = ip_;
+      }
+      return 0;
+    }
     const int err = Resolve(bi);
     if (err != 0) [[unlikely]] {
       // The last instruction's successor is unknown: it is not reported.
