@@ -730,6 +730,10 @@ int FlowDecoder::Next(FlowStep* step) {
     }
     hint_ = link_block_ = 0;
     const Block* b = &cache_->block(bi);
+    // Start loading both possible successors while this block is handled:
+    // the walk is bound by these loads.
+    if (b->next[0] != 0) __builtin_prefetch(&cache_->block(b->next[0] - 1));
+    if (b->next[1] != 0) __builtin_prefetch(&cache_->block(b->next[1] - 1));
     if (b->ninsn() == 0) {
       synced_ = false;
       return Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
