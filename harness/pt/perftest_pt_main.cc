@@ -3,6 +3,8 @@
 //
 //   perftest_pt dump FILE [--offset=N] [--sync] [--lastip] [--format=text|json]
 //                         [--no-blocks] [--limit=N]
+//   perftest_pt decode FILE --itrace=SPEC [--image ADDR:FILE[:OFFSET[:SIZE]]]... [--format=text|json]
+//                           (decode_command.h)
 //
 // FILE holds raw Intel PT bytes (an AUX area's contents, a fixtures/pt/*.bin).
 // Exit status: 0 dumped (decode errors are part of the output), 2 bad
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/pt/decode_command.h"
 #include "harness/pt/dump.h"
 
 namespace {
@@ -41,7 +44,7 @@ bool ReadFile(const std::string& path, std::vector<uint8_t>* out, std::string* e
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"perftest_pt: Intel Processor Trace tools (packet dump)"};
+  CLI::App app{"perftest_pt: Intel Processor Trace tools (packet dump, flow decode)"};
   app.require_subcommand(1);
 
   std::string file;
@@ -63,12 +66,16 @@ int main(int argc, char** argv) {
   dump->add_option("--format", format, "text (perf script -D style) or json (JSON Lines)")
       ->check(CLI::IsMember({"text", "json"}));
 
+  perftest::pt::DecodeCommand decode;
+  perftest::pt::AddDecodeCommand(app, &decode);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitBadInput;
   }
+  if (decode.app->parsed()) return perftest::pt::RunDecode(decode);
 
   std::vector<uint8_t> trace;
   std::string error;

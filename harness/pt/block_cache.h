@@ -1,0 +1,118 @@
+// The decoded-block cache of the flow decoder: each basic block of an
+// Image is decoded with libzydis (insn.h) once and kept, keyed by (IP,
+// execution mode), with links to its successor blocks so that a walk
+// through already-seen code needs neither decoding nor hashing.
+//
+//   pt::BlockCache cache(&image);                 // may be shared by decoders of one image
+//   uint32_t b = cache.Find(0x401000, pt::ExecMode::k64Bit);
+//   const pt::BlockCache::Block& block = cache.block(b);   // ninsn, end, last, error
+//   const uint8_t* lengths = cache.lengths(block);         // one per instruction
+//
+// A block runs from its IP to the first instruction that can change the
+// flow (Insn::ends_block()) or PTWRITE, at most 4096 instructions; an
+// instruction that cannot be decoded (no image: ENXIO, bad bytes: EILSEQ)
+// ends it before that instruction (`error`). Instructions may straddle
+// sections. When the image changes (Image::generation()) the cache empties
+// itself on the next Find(); indices and references are valid until then
+// or until the next Find() that decodes (the vectors may grow).
+// Not thread-safe: one cache per thread.
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+#include <vector>
+
+#include "harness/pt/image.h"
+#include "harness/pt/insn.h"
+
+namespace perftest::pt {
+
+class BlockCache {
+ public:
+  // 32 bytes, aligned: two blocks per cache line, and a walk touches one
+  // line per block (the working set of a large program stays in L2).
+  struct alignas(32) Block {
+    uint64_t ip = 0;
+    // Successor links (block index + 1, 0 = not known yet): [0] the block at
+    // end() (fall-through, not-taken), [1] the block at the taken target of
+    // a direct branch, or the last target of a return/indirect branch (a
+    // guess the decoder checks). Same mode.
+    uint32_t next[2] = {0, 0};
+    uint32_t lengths = 0;  // offset of the instruction lengths in the pool
+    uint32_t bytes = 0;    // end() - ip
+    int32_t rel = 0;       // direct branches: target - end() (modulo 2^32 outside 64-bit mode)
+    // ninsn:13 last_length:4 branch:4 far:4 mode:2 error:2
+    uint32_t bits = 0;
+
+    uint32_t ninsn() const { return bits & 0x1fff; }
+    uint8_t last_length() const { return (bits >> 13) & 0xf; }
+    BranchClass branch() const { return static_cast<BranchClass>((bits >> 17) & 0xf); }
+    FarKind far() const { return static_cast<FarKind>((bits >> 21) & 0xf); }
+    ExecMode mode() const { return static_cast<ExecMode>((bits >> 25) & 0x3); }
+    // 0, or why the instruction at end() is not in the block: ENXIO (no
+    // image), EILSEQ (not an instruction).
+    int error() const {
+      static constexpr int kErrors[] = {0, ENXIO, EILSEQ, EINVAL};
+      return kErrors[(bits >> 27) & 0x3];
+    }
+    uint64_t end() const { return ip + bytes; }
+    uint64_t target() const {
+      const uint64_t t = end() + static_cast<uint64_t>(static_cast<int64_t>(rel));
+      return mode() == ExecMode::k64Bit ? t : (t & 0xffffffff);
+    }
+    // The last instruction (kNone if the block was cut).
+    Insn last() const {
+      Insn x;
+      x.length = last_length();
+      x.ip = end() - x.length;
+      x.branch = branch();
+      x.far = far();
+      x.mode = mode();
+      if (x.has_target()) x.target = target();
+      return x;
+    }
+  };
+  static_assert(sizeof(Block) == 32);
+
+  explicit BlockCache(const Image* image) : image_(image) { slots_.resize(1024); }
+
+  // The index of the block at (ip, mode), decoding it on a miss. Call
+  // CheckGeneration() first when the image may have changed.
+  uint32_t Find(uint64_t ip, ExecMode mode);
+  // Empties the cache if the image changed since the last call; true if it did.
+  bool CheckGeneration() {
+    if (image_->generation() == generation_) [[likely]] return false;
+    Reset();
+    return true;
+  }
+
+  const Block& block(uint32_t index) const { return blocks_[index]; }
+  Block& block(uint32_t index) { return blocks_[index]; }
+  const uint8_t* lengths(const Block& b) const { return lengths_.data() + b.lengths; }
+  size_t size() const { return blocks_.size(); }
+  const Image* image() const { return image_; }
+
+  uint64_t decoded() const { return decoded_; }  // blocks decoded (misses)
+  uint64_t hits() const { return hits_; }        // Find() hits
+
+ private:
+  uint32_t Decode(uint64_t ip, ExecMode mode);
+  void Reset();
+  static size_t Hash(uint64_t ip) { return static_cast<size_t>((ip * 0x9e3779b97f4a7c15ull) >> 40); }
+
+  struct Slot {
+    uint64_t ip;
+    uint32_t block;  // index + 1; 0 = empty
+    uint8_t mode;
+  };
+  const Image* image_;
+  InsnClassifier classifier_;
+  std::vector<Slot> slots_;
+  std::vector<Block> blocks_;
+  std::vector<uint8_t> lengths_;
+  uint64_t generation_ = ~uint64_t{0};
+  uint64_t decoded_ = 0;
+  uint64_t hits_ = 0;
+};
+
+}  // namespace perftest::pt

@@ -1,0 +1,106 @@
+#include "harness/pt/decode_command.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "harness/pt/image.h"
+#include "harness/pt/itrace.h"
+
+namespace perftest::pt {
+
+namespace {
+constexpr int kExitBadInput = 2;
+
+// ADDR:FILE[:OFFSET[:SIZE]], numbers in C syntax (0x...).
+bool AddImage(Image* image, const std::string& spec, std::string* error) {
+  const size_t colon = spec.find(':');
+  if (colon == std::string::npos) {
+    *error = fmt::format("--image {}: expected ADDR:FILE[:OFFSET[:SIZE]]", spec);
+    return false;
+  }
+  char* end = nullptr;
+  const uint64_t addr = std::strtoull(spec.c_str(), &end, 0);
+  if (end != spec.c_str() + colon) {
+    *error = fmt::format("--image {}: bad address '{}'", spec, spec.substr(0, colon));
+    return false;
+  }
+  std::string path = spec.substr(colon + 1);
+  uint64_t offset = 0, size = 0;
+  // Trailing :OFFSET[:SIZE] only when they parse as numbers (paths may hold ':').
+  for (int k = 0; k < 2; ++k) {
+    const size_t c = path.rfind(':');
+    if (c == std::string::npos) break;
+    char* e = nullptr;
+    const std::string tail = path.substr(c + 1);
+    const uint64_t v = std::strtoull(tail.c_str(), &e, 0);
+    if (tail.empty() || *e != '\0') break;
+    size = offset;
+    offset = v;
+    path.resize(c);
+    if (k == 0) size = 0;
+  }
+  Result<void> r = image->AddFile(path, offset, size, addr);
+  if (!r.ok()) {
+    *error = fmt::format("--image {}: {}", spec, r.ToString());
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd) {
+  cmd->app = app.add_subcommand("decode", "decode the instruction flow and print itrace samples (like perf script --itrace)");
+  cmd->app->add_option("FILE", cmd->file, "raw Intel PT trace bytes")->required();
+  cmd->app->add_option("--itrace", cmd->itrace,
+                       "itrace letters (perf-intel-pt.txt): i[N[i|t|ns|us|ms]] b c r x w p e[-o-l] g[N] l[N] sN q qq; "
+                       "empty: cepwx");
+  cmd->app->add_option("--image", cmd->images, "object code: ADDR:FILE[:OFFSET[:SIZE]] (repeatable)");
+  cmd->app->add_option("--format", cmd->format, "text (perf script style) or json (JSON Lines)")
+      ->check(CLI::IsMember({"text", "json"}));
+  cmd->app->add_option("--tsc-hz", cmd->tsc_hz, "TSC frequency, for i periods in ns/us/ms (default 1 GHz)");
+  cmd->app->add_option("--max-nonturbo-ratio", cmd->max_nonturbo_ratio,
+                       "MSR_PLATFORM_INFO[15:8], to time CYC packets with CBR");
+}
+
+int RunDecode(const DecodeCommand& cmd) {
+  Result<ItraceOptions> o = ParseItrace(cmd.itrace);
+  if (!o.ok()) {
+    fmt::print(stderr, "perftest_pt decode: {}\n", o.ToString());
+    return kExitBadInput;
+  }
+  o->tsc_hz = cmd.tsc_hz;
+  std::ifstream in(cmd.file, std::ios::binary);
+  if (!in) {
+    fmt::print(stderr, "perftest_pt decode: cannot open {}: {}\n", cmd.file, std::strerror(errno));
+    return kExitBadInput;
+  }
+  const std::vector<uint8_t> trace((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Image image;
+  for (const std::string& spec : cmd.images) {
+    std::string error;
+    if (!AddImage(&image, spec, &error)) {
+      fmt::print(stderr, "perftest_pt decode: {}\n", error);
+      return kExitBadInput;
+    }
+  }
+  FlowDecoder::Options d;
+  d.max_nonturbo_ratio = cmd.max_nonturbo_ratio;
+  ItraceSynth synth(*o);
+  const ItraceStats stats = SynthesizeItrace(trace, image, *o, d, &synth);
+  const bool json = cmd.format == "json";
+  for (const ItraceSample& s : synth.samples()) fmt::print("{}\n", json ? ToJson(s) : ToText(s));
+  if (json) {
+    fmt::print(R"({{"summary":{{"instructions":{},"samples":{},"errors":{}}}}})" "\n", stats.instructions,
+               stats.samples, stats.errors);
+  } else {
+    fmt::print("# {} instructions, {} samples, {} errors\n", stats.instructions, stats.samples, stats.errors);
+  }
+  return 0;
+}
+
+}  // namespace perftest::pt

@@ -1,0 +1,311 @@
+// The Intel PT instruction-flow decoder: packets plus object code in,
+// executed instructions (in basic blocks) and events out — the layer above
+// packet_decoder.h, as libipt's block/instruction decoders sit above its
+// packet decoder, with the same verbs (SyncForward, Next, offset).
+//
+//   pt::Image image;
+//   image.AddBlob(0x401000, code);
+//   pt::FlowDecoder decoder(trace, &image);          // views: both must outlive it
+//   for (auto s = decoder.SyncForward(); s.ok(); s = decoder.SyncForward()) {
+//     pt::FlowStep step;
+//     int err;
+//     while ((err = decoder.Next(&step)) == 0) {
+//       if (step.kind == pt::FlowStep::kBlock)       // step.block: ninsn instructions from ip
+//         for (pt::BlockInsns it(step.block); it.ok(); it.Advance()) Use(it.ip(), it.length());
+//       else
+//         Use(step.event);                            // enabled, disabled, async branch, ...
+//     }
+//     if (err == ENODATA) break;                      // end of the trace
+//     Report(err, decoder.error_offset(), decoder.error_ip());  // then resync at the next PSB
+//   }
+//
+// How the flow is rebuilt (Intel SDM Vol. 3C §33.3.5 "Decoder Requirements",
+// §33.4.1 "Branch Tracing"): from the IP of a PSB+ FUP or a TIP.PGE, the
+// decoder walks the code in the image. A basic block runs to the next
+// instruction that can change the flow (insn.h); a conditional branch takes
+// the next TNT bit; a near RET takes a TNT bit (taken: a compressed return,
+// the target is the top of the return-compression stack, 64 entries as the
+// hardware's; SDM §33.4.2.1) or a TIP; indirect branches and far transfers
+// take a TIP; direct jumps and calls take nothing (calls push the return
+// address, except a call to the next instruction). A FUP that is not part of
+// a PSB+, MODE.TSX, PTW or EXSTOP context is an asynchronous event at its IP:
+// with a TIP it is an interrupt or exception (the instruction at the FUP IP
+// does not complete; flow continues at the TIP), with a TIP.PGD tracing stops
+// there. A TIP.PGD after a branch disables tracing at that branch; TIP.PGE
+// enables it again; OVF loses the flow until the next FUP (resume there) or
+// TIP.PGE; MODE.Exec changes the execution mode at the next TIP.
+//
+// Speed: each basic block is decoded (libzydis, insn.h) once and cached by
+// (IP, mode); a step is a hash lookup and one packet bit or IP. The cache is
+// dropped when the image changes (Image::generation()).
+//
+// Errors (Next returns them; the decoder then needs a SyncForward()):
+//   ENOTCONN  not synchronized (no SyncForward/SyncSet succeeded)
+//   ENODATA   end of the trace
+//   ENXIO     no object code at the IP (error_ip()): not in the image
+//   EILSEQ    the bytes at error_ip() are not a valid instruction (or are cut
+//             off by the end of the image)
+//   EBADMSG   the trace does not fit the code: a TNT bit where a TIP was
+//             needed or the reverse, a compressed return with an empty
+//             return stack or a not-taken return, an IP packet whose IP is
+//             suppressed where one is needed, TIP/FUP while disabled, an
+//             asynchronous event whose IP is never reached, the reserved
+//             execution mode (MODE.Exec CS.L=1 CS.D=1), or more than
+//             max_steps_without_packet blocks without a packet (a loop)
+//   others    a packet error, as PacketDecoder::Next (EILSEQ, EBADMSG,
+//             EMSGSIZE) at error_offset()
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <memory>
+
+#include "harness/pt/block_cache.h"
+#include "harness/pt/image.h"
+#include "harness/pt/insn.h"
+#include "harness/pt/last_ip.h"
+#include "harness/pt/packet.h"
+#include "harness/pt/packet_decoder.h"
+#include "harness/result.h"
+
+namespace perftest::pt {
+
+// Time at a point of the trace (SDM §33.3.7 "Timing Information"): the last
+// TSC, advanced by MTC (with TMA) and CYC. Units are TSC ticks; 0 before the
+// first TSC.
+// The estimate: TSC sets it; MTC (after a TMA) advances it by the CTC
+// ticks since the last MTC/TMA times tsc_ctc_ratio_n/d (SDM §33.3.7.2 "MTC"
+// and "TMA"; CPUID.15H); CYC advances it by cycles * max_nonturbo_ratio / CBR
+// (§33.3.7.3 "CYC"), but never past the next MTC period's TSC.
+struct FlowTime {
+  uint64_t tsc = 0;       // estimated TSC
+  uint64_t cyc = 0;       // CYC cycles counted since the decoder started (core clocks)
+  uint8_t cbr = 0;        // the last core:bus ratio (CBR), 0 before the first
+};
+
+struct FlowEvent {
+  enum class Type : uint8_t {
+    kEnabled,        // TIP.PGE: tracing starts at `ip`
+    kDisabled,       // TIP.PGD after a branch: tracing stops; `ip` its target (unless ip_suppressed)
+    kAsyncDisabled,  // FUP+TIP.PGD: tracing stops at `from` (before it executes); `ip` as kDisabled
+    kAsyncBranch,    // FUP+TIP: interrupt/exception at `from` (not executed), continues at `ip`
+    kOverflow,       // OVF: flow lost; resumes at `ip` (FUP), or disabled if ip_suppressed
+    kExecMode,       // MODE.Exec: `mode` from `ip` on
+    kTsx,            // MODE.TSX: payload bit 0 InTX, bit 1 TXAbort; at `ip`
+    kPaging,         // PIP: payload = CR3, nr = non-root
+    kVmcs,           // VMCS: payload = VMCS base
+    kStop,           // TraceStop
+    kPtwrite,        // PTW: payload (payload_bytes 4 or 8); `ip` the PTWRITE's if !ip_suppressed
+    kExStop,         // EXSTOP: at `ip` if !ip_suppressed
+    kMwait,          // MWAIT: payload hints | ext << 32
+    kPwre,           // PWRE: payload as Packet (state, sub state, hw)
+    kPwrx,           // PWRX: payload as Packet (last, deepest, wake reason)
+    kCbr,            // CBR: payload = ratio
+    kMnt,            // MNT: payload
+    kTsc,            // TSC (a new reference time)
+  };
+  Type type = Type::kEnabled;
+  bool ip_suppressed = false;
+  uint8_t payload_bytes = 0;
+  ExecMode mode = ExecMode::k64Bit;
+  uint64_t ip = 0;
+  uint64_t from = 0;
+  uint64_t payload = 0;
+  uint64_t offset = 0;  // of the packet that made the event
+  FlowTime time;
+};
+// "enabled", "disabled", "async-disabled", "async-branch", "overflow",
+// "exec-mode", "tsx", "paging", "vmcs", "stop", "ptwrite", "exstop", "mwait",
+// "pwre", "pwrx", "cbr", "mnt", "tsc".
+std::string_view FlowEventName(FlowEvent::Type type);
+std::string ToString(const FlowEvent& event);
+
+// A run of executed instructions inside one cached basic block: `ninsn`
+// instructions from `ip`, the i-th `lengths[i]` bytes long, all in `mode`.
+// Every instruction but the last is straight-line (BranchClass::kNone); the
+// last is `last` (its branch class, far kind, target). `lengths` stays valid
+// until the next call of the decoder.
+struct FlowBlock {
+  uint64_t ip = 0;
+  uint64_t end_ip = 0;  // the byte after the last instruction
+  uint32_t ninsn = 0;
+  ExecMode mode = ExecMode::k64Bit;
+  bool truncated = false;  // cut short by an asynchronous event: `last` is then
+                           // the last executed instruction, not a branch
+  const uint8_t* lengths = nullptr;
+  Insn last;
+  // The time of the block's last instruction: after the timing packets up
+  // to the packet that resolves its branch (which go out with that packet),
+  // or up to the next control packet for a block that needs none.
+  FlowTime time;
+};
+
+struct FlowStep {
+  enum Kind : uint8_t { kBlock, kEvent } kind = kBlock;
+  FlowBlock block;
+  FlowEvent event;
+};
+
+// Walks the instructions of a FlowBlock: ip(), length(), and insn() (the
+// classified instruction: kNone for all but the last).
+class BlockInsns {
+ public:
+  explicit BlockInsns(const FlowBlock& b) : b_(b), ip_(b.ip) {}
+  bool ok() const { return i_ < b_.ninsn; }
+  void Advance() { ip_ += b_.lengths[i_++]; }
+  uint64_t ip() const { return ip_; }
+  uint8_t length() const { return b_.lengths[i_]; }
+  bool is_last() const { return i_ + 1 == b_.ninsn; }
+  Insn insn() const {
+    if (is_last() && !b_.truncated) return b_.last;
+    Insn x;
+    x.ip = ip_;
+    x.length = length();
+    x.mode = b_.mode;
+    return x;
+  }
+
+ private:
+  const FlowBlock& b_;
+  uint64_t ip_;
+  uint32_t i_ = 0;
+};
+
+class FlowDecoder {
+ public:
+  struct Options {
+    PacketDecoder::Options packets;
+    // Blocks walked with no packet consumed before EBADMSG (an endless loop
+    // of direct jumps that no trace can describe).
+    uint32_t max_steps_without_packet = 1u << 20;
+    // MTC period (IA32_RTIT_CTL.MTCFreq, perf's mtc_period) and the TSC:CTC
+    // ratio (CPUID.15H EBX/EAX) for MTC timing; with ratio 0 MTC is ignored.
+    unsigned mtc_period = 3;
+    uint32_t tsc_ctc_ratio_n = 0;
+    uint32_t tsc_ctc_ratio_d = 1;
+    // The maximum non-turbo ratio (MSR_PLATFORM_INFO[15:8], perf's
+    // max_nonturbo_ratio): with it and a CBR, CYC cycles advance the TSC
+    // estimate by cycles * max_nonturbo_ratio / CBR (perf-intel-pt.txt
+    // "cyc"); 0: CYC does not move the TSC estimate.
+    uint32_t max_nonturbo_ratio = 0;
+    // A block cache of the same image to share (e.g. by the decoders of
+    // several CPUs' traces, or decoding the same trace again); null: the
+    // decoder has its own. Must outlive the decoder.
+    BlockCache* cache = nullptr;
+  };
+
+  FlowDecoder(std::span<const uint8_t> trace, const Image* image) : FlowDecoder(trace, image, Options{}) {}
+  FlowDecoder(std::span<const uint8_t> trace, const Image* image, Options options);
+
+  // Synchronizes at the next PSB (the first one, or the one after the
+  // current position / last error) and reads its PSB+: MODE.Exec, and the
+  // FUP that gives the current IP (tracing enabled) — without a FUP tracing
+  // is disabled until a TIP.PGE. Returns the PSB's offset. Resets the flow
+  // state (return stack, TNT bits, pending events).
+  // Errors: ENODATA, no further PSB; a packet error inside the PSB+ (then
+  // SyncForward again skips it).
+  Result<uint64_t> SyncForward();
+  // Synchronizes at `offset`, which must be a PSB. Errors: EINVAL past the
+  // end; EBADMSG, no PSB there; as SyncForward.
+  Result<uint64_t> SyncSet(uint64_t offset);
+
+  // The next block or event. 0, or an errno (see the top of the file).
+  int Next(FlowStep* step);
+
+  // The packet offset the decoder has read up to.
+  uint64_t offset() const { return packets_.offset(); }
+  // After an error: the offset of the packet at fault (or the decoder's
+  // position), and the IP the walk was at.
+  uint64_t error_offset() const { return error_offset_; }
+  uint64_t error_ip() const { return error_ip_; }
+  // A sentence about the last error ("no object code at 0x401000", ...).
+  const std::string& error_message() const { return error_message_; }
+
+  bool enabled() const { return enabled_; }
+  uint64_t ip() const { return ip_; }
+  ExecMode mode() const { return mode_; }
+  const FlowTime& time() const { return time_; }
+  // Blocks decoded with libzydis so far (cache misses) and cache hits.
+  uint64_t blocks_decoded() const { return cache_->decoded(); }
+  uint64_t block_cache_hits() const { return cache_->hits(); }
+
+ private:
+  using Block = BlockCache::Block;
+  int ReadPacket(Packet* p);
+  void Unread(const Packet& p);
+  int FetchControl();
+  int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
+  int NeedControl();
+  int PeekAfterIp();
+  int CheckAhead();
+  int Resolve(uint32_t block);
+  int TakeTip(uint64_t* target);
+  int Fail(int err, std::string message);
+  int FailPacket(int err);
+  void Queue(FlowEvent e);
+  void Timing(const Packet& p);
+  Result<uint64_t> Start(Result<uint64_t> psb);
+
+  PacketDecoder packets_;
+  const Image* image_;
+  Options options_;
+
+  std::unique_ptr<BlockCache> own_cache_;
+  BlockCache* cache_;
+  // The block to run next when a link said so (index + 1), or the link to
+  // fill in once the next block is found: block index + 1, which link, and
+  // the IP it must lead to.
+  uint32_t hint_ = 0;
+  uint32_t link_block_ = 0;
+  uint8_t link_k_ = 0;
+  uint64_t link_ip_ = 0;
+
+  // Flow state.
+  bool synced_ = false;
+  bool enabled_ = false;
+  uint64_t ip_ = 0;
+  ExecMode mode_ = ExecMode::k64Bit;
+  std::vector<uint64_t> retstack_;  // ring of 64
+  std::vector<uint32_t> ret_block_;  // the block of each call on retstack_ (a cache index)
+  uint32_t ret_top_ = 0, ret_count_ = 0;
+  uint64_t tnt_bits_ = 0;  // the next bit is bit tnt_count_-1
+  uint32_t tnt_count_ = 0;
+  LastIp last_ip_;
+  bool mode_pending_ = false;
+  ExecMode pending_mode_ = ExecMode::k64Bit;
+  uint64_t pending_mode_offset_ = 0;
+
+  // The next control packet (TIP, TIP.PGE, TIP.PGD, async FUP, OVF), when read.
+  enum class Ctl : uint8_t { kNone, kTip, kTipPge, kTipPgd, kAsync, kAsyncDisable, kOverflow };
+  Ctl ctl_ = Ctl::kNone;
+  bool ctl_suppressed_ = false;
+  uint64_t ctl_ip_ = 0;
+  uint64_t ctl_from_ = 0;
+  uint64_t ctl_offset_ = 0;
+
+  bool have_unread_ = false;
+  Packet unread_;
+
+  std::vector<FlowEvent> events_;
+  size_t event_head_ = 0;
+  int deferred_error_ = 0;
+  int sticky_error_ = 0;  // a packet error met while reading ahead: reported when a packet is needed
+  bool last_direct_ = false;  // the last block ended with a direct jump or call
+  uint32_t steps_without_packet_ = 0;
+
+  FlowTime time_;
+  uint64_t tsc_base_ = 0;
+  uint64_t tsc_mtc_ = 0;      // the TSC estimate at the last TSC/MTC (CYC adds to it)
+  uint64_t cyc_since_ = 0;    // CYC cycles since then
+  uint64_t last_mtc_ctc_ = 0;
+  bool have_tma_ = false;
+
+  uint64_t error_offset_ = 0;
+  uint64_t error_ip_ = 0;
+  std::string error_message_;
+};
+
+}  // namespace perftest::pt

@@ -1,0 +1,533 @@
+#include "harness/pt/itrace.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "harness/pt/last_ip.h"
+#include "harness/pt/packet_decoder.h"
+
+namespace perftest::pt {
+
+namespace {
+
+Result<ItraceOptions> Bad(std::string_view spec, std::string what) {
+  return Result<ItraceOptions>::Failure(EINVAL, fmt::format("pt::ParseItrace(\"{}\"): {}", spec, what));
+}
+
+// Digits at s[*i...]; false if none.
+bool Number(std::string_view s, size_t* i, uint64_t* out) {
+  size_t j = *i;
+  uint64_t v = 0;
+  while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) {
+    if (v > (~uint64_t{0} - 9) / 10) return false;
+    v = v * 10 + static_cast<uint64_t>(s[j] - '0');
+    ++j;
+  }
+  if (j == *i) return false;
+  *i = j;
+  *out = v;
+  return true;
+}
+
+std::string JsonEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+uint32_t BranchFlags(const Insn& x) {
+  uint32_t f = kFlagBranch;
+  switch (x.branch) {
+    case BranchClass::kCondJump: f |= kFlagConditional; break;
+    case BranchClass::kDirectCall:
+    case BranchClass::kIndirectCall: f |= kFlagCall; break;
+    case BranchClass::kReturn: f |= kFlagReturn; break;
+    case BranchClass::kFarTransfer:
+      if (IsFarCall(x.far)) f |= kFlagCall | kFlagSyscall;
+      if (IsFarReturn(x.far)) f |= kFlagReturn | kFlagSyscall;
+      if (x.far == FarKind::kInterrupt) f |= kFlagInterrupt;
+      break;
+    default: break;
+  }
+  return f;
+}
+
+}  // namespace
+
+Result<ItraceOptions> ParseItrace(std::string_view spec) {
+  ItraceOptions o;
+  if (spec.empty()) spec = "cepwx";
+  size_t i = 0;
+  while (i < spec.size()) {
+    const char c = spec[i++];
+    uint64_t n = 0;
+    switch (c) {
+      case 'i': {
+        o.instructions = true;
+        if (Number(spec, &i, &n)) {
+          // Without a unit the number is nanoseconds (perf's default
+          // period type, PERF_ITRACE_PERIOD_NANOSECS).
+          o.period_unit = ItraceOptions::Unit::kNanoseconds;
+          uint64_t scale = 1;
+          const std::string_view rest = spec.substr(i);
+          if (rest.starts_with("ns")) {
+            o.period_unit = ItraceOptions::Unit::kNanoseconds, scale = 1, i += 2;
+          } else if (rest.starts_with("us")) {
+            o.period_unit = ItraceOptions::Unit::kNanoseconds, scale = 1000, i += 2;
+          } else if (rest.starts_with("ms")) {
+            o.period_unit = ItraceOptions::Unit::kNanoseconds, scale = 1000000, i += 2;
+          } else if (rest.starts_with("t")) {
+            o.period_unit = ItraceOptions::Unit::kTicks, i += 1;
+          } else if (rest.starts_with("i")) {
+            o.period_unit = ItraceOptions::Unit::kInstructions, i += 1;
+          }
+          o.period = n * scale;
+          if (o.period == 0) {  // "as often as possible" = i1i
+            o.period = 1;
+            o.period_unit = ItraceOptions::Unit::kInstructions;
+          }
+        }
+        break;
+      }
+      case 'b': o.branches = true; break;
+      case 'c': o.calls = true; break;
+      case 'r': o.returns = true; break;
+      case 'x': o.transactions = true; break;
+      case 'w': o.ptwrite = true; break;
+      case 'p': o.power = true; break;
+      case 'e':
+        o.errors = true;
+        while (i + 1 < spec.size() && (spec[i] == '+' || spec[i] == '-')) {
+          const bool off = spec[i] == '-';
+          if (spec[i + 1] == 'o') {
+            o.suppress_overflow = off;
+          } else if (spec[i + 1] == 'l') {
+            o.suppress_lost = off;
+          } else {
+            return Bad(spec, fmt::format("unknown error flag '{}{}' (e takes -o, -l, +o, +l)", spec[i], spec[i + 1]));
+          }
+          i += 2;
+        }
+        break;
+      case 'g':
+        o.callchain = true;
+        if (Number(spec, &i, &n)) {
+          if (n == 0 || n > 1024) return Bad(spec, fmt::format("call chain size {} not in 1..1024", n));
+          o.callchain_size = static_cast<unsigned>(n);
+        }
+        break;
+      case 'l':
+        o.last_branch = true;
+        if (Number(spec, &i, &n)) {
+          if (n == 0 || n > 1024) return Bad(spec, fmt::format("last branch size {} not in 1..1024", n));
+          o.last_branch_size = static_cast<unsigned>(n);
+        }
+        break;
+      case 's':
+        if (!Number(spec, &i, &n)) return Bad(spec, "'s' needs a number of events to skip");
+        o.skip = n;
+        break;
+      case 'q':
+        if (o.quick >= 2) return Bad(spec, "at most 'qq'");
+        ++o.quick;
+        break;
+      case 'd': case 'G': case 'L': case 'o': case 'f': case 'm': case 't': case 'T': case 'I': case 'Z':
+        return Bad(spec, fmt::format("itrace letter '{}' is not supported by perftest", c));
+      default:
+        return Bad(spec, fmt::format("unknown itrace letter '{}'", c));
+    }
+  }
+  return Result<ItraceOptions>::Ok(o);
+}
+
+std::string FlagString(uint32_t flags) {
+  static constexpr char kLetters[] = "bcrosyiABEx";
+  std::string s;
+  for (int i = 0; i < 11; ++i)
+    if (flags & (1u << i)) s += kLetters[i];
+  return s;
+}
+
+std::string ToText(const ItraceSample& s) {
+  std::string line = fmt::format("{:>12} {:16}: ", s.time, s.event);
+  if (s.event == "branches") {
+    line += fmt::format("{:>6} {:16x} => {:16x}", FlagString(s.flags), s.ip, s.addr);
+  } else if (s.event == "error") {
+    line += fmt::format("{} at offset {:#x} ip {:#x}: {}", ErrnoName(s.error), s.offset, s.ip, s.message);
+  } else if (s.event == "instructions") {
+    line += fmt::format("{:16x}", s.ip);
+  } else {
+    line += fmt::format("{:>6} {:16x} payload {:#x}", FlagString(s.flags), s.ip, s.payload);
+  }
+  if (s.cyc_count != 0)
+    line += fmt::format(" IPC: {:.2f} ({}/{})", static_cast<double>(s.insn_count) / static_cast<double>(s.cyc_count),
+                        s.insn_count, s.cyc_count);
+  for (uint64_t ip : s.callchain) line += fmt::format("\n\t{:16x}", ip);
+  for (const auto& [from, to] : s.branch_stack) line += fmt::format("\n\t{:#x} => {:#x}", from, to);
+  return line;
+}
+
+std::string ToJson(const ItraceSample& s) {
+  std::string j = fmt::format(R"({{"event":"{}","time":{},"ip":{},"addr":{},"flags":"{}")", s.event, s.time, s.ip,
+                              s.addr, FlagString(s.flags));
+  if (s.period) j += fmt::format(R"(,"period":{})", s.period);
+  if (s.cyc_count) j += fmt::format(R"(,"insn_count":{},"cyc_count":{})", s.insn_count, s.cyc_count);
+  if (s.event != "instructions" && s.event != "branches") j += fmt::format(R"(,"payload":{})", s.payload);
+  if (s.event == "error")
+    j += fmt::format(R"(,"errno":"{}","offset":{},"message":"{}")", ErrnoName(s.error), s.offset,
+                     JsonEscape(s.message));
+  if (!s.callchain.empty()) {
+    j += R"(,"callchain":[)";
+    for (size_t i = 0; i < s.callchain.size(); ++i) j += fmt::format("{}{}", i ? "," : "", s.callchain[i]);
+    j += "]";
+  }
+  if (!s.branch_stack.empty()) {
+    j += R"(,"branch_stack":[)";
+    for (size_t i = 0; i < s.branch_stack.size(); ++i)
+      j += fmt::format("{}[{},{}]", i ? "," : "", s.branch_stack[i].first, s.branch_stack[i].second);
+    j += "]";
+  }
+  return j + "}";
+}
+
+// ---------------------------------------------------------------------------
+
+void ItraceSynth::Emit(ItraceSample s, bool skippable) {
+  if (skippable && skipped_ < o_.skip) {
+    ++skipped_;
+    return;
+  }
+  samples_.push_back(std::move(s));
+}
+
+uint64_t ItraceSynth::PeriodTicks() const {
+  if (o_.period_unit == ItraceOptions::Unit::kTicks) return o_.period;
+  const uint64_t hz = o_.tsc_hz ? o_.tsc_hz : 1000000000;
+  return std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(o_.period) * static_cast<double>(hz) / 1e9));
+}
+
+void ItraceSynth::OnSync(uint64_t) {
+  have_pending_ = false;
+  calls_.clear();
+  lbr_.clear();
+}
+
+void ItraceSynth::TakeBranch(uint64_t from, uint64_t to, uint32_t flags, const FlowTime& t) {
+  if (in_tx_) flags |= kFlagInTx;
+  if (o_.last_branch) {
+    lbr_.emplace_back(from, to);
+    if (lbr_.size() > o_.last_branch_size) lbr_.erase(lbr_.begin());
+  }
+  const bool want = o_.branches || (o_.calls && (flags & kFlagCall)) || (o_.returns && (flags & kFlagReturn));
+  if (!want) return;
+  ItraceSample s;
+  s.event = "branches";
+  s.ip = from;
+  s.addr = to;
+  s.flags = flags;
+  s.time = t.tsc;
+  if (t.cyc != last_cyc_ && t.cyc > ipc_cyc_b_) {
+    s.insn_count = insns_ - ipc_insns_b_;
+    s.cyc_count = t.cyc - ipc_cyc_b_;
+    ipc_insns_b_ = insns_;
+    ipc_cyc_b_ = t.cyc;
+  }
+  Emit(std::move(s), true);
+}
+
+void ItraceSynth::InstructionSample(uint64_t ip, const FlowTime& t) {
+  ItraceSample s;
+  s.event = "instructions";
+  s.ip = ip;
+  s.time = t.tsc;
+  s.period = since_sample_;
+  since_sample_ = 0;
+  if (t.cyc > ipc_cyc_i_) {
+    s.insn_count = insns_ - ipc_insns_i_;
+    s.cyc_count = t.cyc - ipc_cyc_i_;
+    ipc_insns_i_ = insns_;
+    ipc_cyc_i_ = t.cyc;
+  }
+  if (o_.callchain) {
+    s.callchain.push_back(ip);
+    for (auto it = calls_.rbegin(); it != calls_.rend() && s.callchain.size() < o_.callchain_size; ++it)
+      s.callchain.push_back(*it);
+  }
+  if (o_.last_branch) {
+    s.branch_stack.assign(lbr_.rbegin(), lbr_.rend());
+    lbr_.clear();
+  }
+  Emit(std::move(s), true);
+}
+
+void ItraceSynth::OnBlock(const FlowBlock& b) {
+  if (have_pending_) {
+    const Insn& x = pending_;
+    const bool taken = x.branch != BranchClass::kCondJump || b.ip != x.next_ip() || x.target == x.next_ip();
+    const uint32_t flags = BranchFlags(x);
+    if (taken) TakeBranch(x.ip, b.ip, flags, pending_time_);
+    if (flags & kFlagCall) {
+      calls_.push_back(x.next_ip());
+      if (calls_.size() > 1024) calls_.erase(calls_.begin());
+    } else if ((flags & kFlagReturn) && !calls_.empty()) {
+      calls_.pop_back();
+    }
+    have_pending_ = false;
+  }
+  if (o_.instructions) {
+    const bool by_count = o_.period_unit == ItraceOptions::Unit::kInstructions;
+    if (by_count && since_sample_ + b.ninsn < o_.period) {
+      since_sample_ += b.ninsn;  // no sample in this block
+      insns_ += b.ninsn;
+    } else {
+      const uint64_t ticks = by_count ? 0 : PeriodTicks();
+      for (BlockInsns it(b); it.ok(); it.Advance()) {
+        ++insns_;
+        ++since_sample_;
+        if (b.time.tsc != last_tsc_seen_) {
+          last_tsc_seen_ = b.time.tsc;
+          insns_since_tsc_ = 0;
+        }
+        const uint64_t est = b.time.tsc + insns_since_tsc_++;  // 1 tick per instruction
+        if (by_count ? since_sample_ >= o_.period : est - last_time_ >= ticks) {
+          last_time_ = est;
+          FlowTime t = b.time;
+          t.tsc = est;
+          InstructionSample(it.ip(), t);
+        }
+      }
+    }
+  } else {
+    insns_ += b.ninsn;
+  }
+  if (!b.truncated && b.last.ends_block()) {
+    pending_ = b.last;
+    pending_time_ = b.time;
+    have_pending_ = true;
+  }
+}
+
+void ItraceSynth::OnEvent(const FlowEvent& e) {
+  using T = FlowEvent::Type;
+  auto power = [&](std::string_view name) {
+    if (!o_.power) return;
+    ItraceSample s;
+    s.event = name;
+    s.ip = e.ip_suppressed ? 0 : e.ip;
+    s.payload = e.payload;
+    s.time = e.time.tsc;
+    s.offset = e.offset;
+    Emit(std::move(s), false);
+  };
+  switch (e.type) {
+    case T::kEnabled:
+      have_pending_ = false;
+      TakeBranch(0, e.ip, kFlagBranch | kFlagTraceBegin, e.time);
+      break;
+    case T::kDisabled: {
+      const uint32_t flags = (have_pending_ ? BranchFlags(pending_) : kFlagBranch) | kFlagTraceEnd;
+      const uint64_t from = have_pending_ ? pending_.ip : 0;
+      if (have_pending_ && (flags & kFlagCall)) calls_.push_back(pending_.next_ip());
+      TakeBranch(from, e.ip_suppressed ? 0 : e.ip, flags, e.time);
+      have_pending_ = false;
+      break;
+    }
+    case T::kAsyncBranch:
+    case T::kAsyncDisabled: {
+      if (have_pending_) {
+        // Resolve the previous branch against where the event happened.
+        const Insn x = pending_;
+        have_pending_ = false;
+        const bool taken = x.branch != BranchClass::kCondJump || e.from != x.next_ip();
+        if (taken) TakeBranch(x.ip, e.from, BranchFlags(x), pending_time_);
+      }
+      const bool disable = e.type == T::kAsyncDisabled;
+      TakeBranch(e.from, disable && e.ip_suppressed ? 0 : e.ip,
+                 kFlagBranch | kFlagAsync | kFlagInterrupt | (disable ? kFlagTraceEnd : 0), e.time);
+      break;
+    }
+    case T::kOverflow:
+      have_pending_ = false;
+      calls_.clear();
+      if (o_.errors && !o_.suppress_overflow) {
+        ItraceSample s;
+        s.event = "error";
+        s.error = EOVERFLOW;
+        s.offset = e.offset;
+        s.time = e.time.tsc;
+        s.message = "Overflow packet";
+        Emit(std::move(s), false);
+      }
+      if (!e.ip_suppressed) TakeBranch(0, e.ip, kFlagBranch | kFlagTraceBegin, e.time);
+      break;
+    case T::kTsx: {
+      const bool intx = e.payload & 1, abort = e.payload & 2;
+      if (o_.transactions && (intx != in_tx_ || abort)) {
+        ItraceSample s;
+        s.event = "transactions";
+        s.ip = e.ip_suppressed ? 0 : e.ip;
+        s.flags = abort ? kFlagTxAbort : intx ? kFlagInTx : 0;
+        s.time = e.time.tsc;
+        if (o_.callchain) s.callchain.push_back(s.ip);
+        Emit(std::move(s), true);
+      }
+      in_tx_ = intx;
+      break;
+    }
+    case T::kPtwrite:
+      if (o_.ptwrite) {
+        ItraceSample s;
+        s.event = "ptwrite";
+        s.ip = e.ip_suppressed ? 0 : e.ip;
+        s.payload = e.payload;
+        s.time = e.time.tsc;
+        s.flags = e.ip_suppressed ? 0 : kFlagBranch;  // "ip: 1" (fup_on_ptw) shown as b
+        Emit(std::move(s), false);
+      }
+      break;
+    case T::kCbr: power("cbr"); break;
+    case T::kMwait: power("mwait"); break;
+    case T::kPwre: power("pwre"); break;
+    case T::kPwrx: power("pwrx"); break;
+    case T::kExStop: power("exstop"); break;
+    default:
+      break;
+  }
+}
+
+void ItraceSynth::OnError(int err, uint64_t offset, uint64_t ip, const std::string& message) {
+  have_pending_ = false;
+  calls_.clear();
+  if (!o_.errors) return;
+  ItraceSample s;
+  s.event = "error";
+  s.error = err;
+  s.offset = offset;
+  s.ip = ip;
+  s.message = message;
+  Emit(std::move(s), false);
+}
+
+void ItraceSynth::OnQuick(std::string_view kind, uint64_t from, uint64_t to, uint32_t flags, uint64_t offset) {
+  FlowTime t;
+  if (o_.instructions && to != 0) {
+    ++since_sample_;
+    InstructionSample(to, t);
+  }
+  if (kind == "branch") TakeBranch(from, to, flags, t);
+  (void)offset;
+}
+
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// q and qq: packets only (perf-intel-pt.txt "The q option").
+void Quick(std::span<const uint8_t> trace, const ItraceOptions& o, ItraceSynth* synth, ItraceStats* stats) {
+  PacketDecoder d(trace, PacketDecoder::Options{.block_packets = true});
+  LastIp last_ip;
+  while (d.SyncForward().ok()) {
+    bool in_psb = false;
+    bool have_fup = false;
+    uint64_t fup = 0;
+    Packet p;
+    int err;
+    while ((err = d.Next(p)) == 0) {
+      if (p.type == PacketType::kPsb) {
+        last_ip.Reset();
+        in_psb = true;
+        continue;
+      }
+      if (p.type == PacketType::kPsbEnd) {
+        in_psb = false;
+        continue;
+      }
+      if (!p.is_ip()) continue;
+      if (!last_ip.Update(p).ok()) break;
+      const bool suppressed = p.ipbytes() == 0;
+      const uint64_t ip = last_ip.raw();
+      if (in_psb) {
+        if (p.type == PacketType::kFup && !suppressed) synth->OnQuick("psb", 0, ip, 0, p.offset);
+        continue;
+      }
+      if (o.quick >= 2) continue;
+      switch (p.type) {
+        case PacketType::kFup:
+          have_fup = !suppressed;
+          fup = ip;
+          break;
+        case PacketType::kTip:
+          synth->OnQuick("branch", have_fup ? fup : 0, suppressed ? 0 : ip,
+                         kFlagBranch | (have_fup ? kFlagAsync | kFlagInterrupt : 0), p.offset);
+          have_fup = false;
+          break;
+        case PacketType::kTipPge:
+          synth->OnQuick("branch", 0, suppressed ? 0 : ip, kFlagBranch | kFlagTraceBegin, p.offset);
+          have_fup = false;
+          break;
+        case PacketType::kTipPgd:
+          synth->OnQuick("branch", have_fup ? fup : 0, 0,
+                         kFlagBranch | kFlagTraceEnd | (have_fup ? kFlagAsync : 0), p.offset);
+          have_fup = false;
+          break;
+        default:
+          break;
+      }
+    }
+    if (err == ENODATA) break;
+    ++stats->errors;
+    synth->OnError(err, d.offset(), 0, std::string(PacketDecoder::ErrorDescription(err)));
+  }
+}
+
+}  // namespace
+
+ItraceStats SynthesizeItrace(std::span<const uint8_t> trace, const Image& image, const ItraceOptions& options,
+                             FlowDecoder::Options decoder_options, ItraceSynth* synth) {
+  ItraceStats stats;
+  if (options.quick > 0) {
+    Quick(trace, options, synth, &stats);
+    stats.samples = synth->samples().size();
+    return stats;
+  }
+  FlowDecoder dec(trace, &image, decoder_options);
+  for (;;) {
+    Result<uint64_t> s = dec.SyncForward();
+    if (!s.ok()) {
+      if (s.error() == ENODATA) break;
+      ++stats.errors;
+      synth->OnError(s.error(), dec.error_offset(), 0, s.call());
+      continue;
+    }
+    synth->OnSync(*s);
+    FlowStep step;
+    int err;
+    while ((err = dec.Next(&step)) == 0) {
+      if (step.kind == FlowStep::kBlock) {
+        stats.instructions += step.block.ninsn;
+        synth->OnBlock(step.block);
+      } else {
+        synth->OnEvent(step.event);
+      }
+    }
+    if (err == ENODATA) break;
+    ++stats.errors;
+    synth->OnError(err, dec.error_offset(), dec.error_ip(), dec.error_message());
+  }
+  stats.samples = synth->samples().size();
+  return stats;
+}
+
+}  // namespace perftest::pt

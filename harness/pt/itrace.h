@@ -1,0 +1,146 @@
+// itrace synthesis: the events `perf script --itrace=...` makes from an
+// Intel PT trace (perf-intel-pt.txt "New --itrace option"), on top of the
+// flow decoder.
+//
+//   Result<pt::ItraceOptions> o = pt::ParseItrace("i100usbe-o");
+//   pt::ItraceSynth synth(*o);
+//   Result<pt::ItraceStats> r = pt::SynthesizeItrace(trace, image, *o, {}, &synth);
+//   for (const pt::ItraceSample& s : synth.samples()) fmt::print("{}\n", pt::ToText(s));
+//
+// Letters: i (instructions; period N with unit i, t, ns, us or ms, a bare
+// number being ns; default 100us; 0 = every instruction), b (branches), c (calls only), r (returns
+// only; c and r combine), x (transactions), w (ptwrite), p (power: cbr,
+// mwait, pwre, pwrx, exstop), e (errors; e-o hides overflows, e-l lost
+// data), g[N] (call chain on i/x samples, default 16, max 1024), l[N] (last
+// branch entries on i/x samples, default 64, max 1024, cleared per sample),
+// sN (skip the first N i/b/x samples), q (quick: no TNT, no object code;
+// samples from TIP/FUP/TIP.PGE/TIP.PGD), qq (only the FUPs of PSB+). No
+// letters at all is "cepwx". Time periods need the TSC frequency
+// (ItraceOptions::tsc_hz); 1 tick per instruction between timing updates.
+//
+// Branch flags (perf's PERF_IP_FLAG_*, printed as "bcrosyiABEx"): b branch,
+// c call, r return, o conditional, s system call/return (far transfer),
+// y asynchronous, i interrupt, A transaction abort, B trace begin,
+// E trace end, x in transaction.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/pt/flow_decoder.h"
+#include "harness/pt/image.h"
+#include "harness/result.h"
+
+namespace perftest::pt {
+
+struct ItraceOptions {
+  bool instructions = false, branches = false, calls = false, returns = false, transactions = false;
+  bool ptwrite = false, power = false, errors = false, callchain = false, last_branch = false;
+  enum class Unit : uint8_t { kInstructions, kTicks, kNanoseconds };
+  Unit period_unit = Unit::kNanoseconds;
+  uint64_t period = 100000;  // 100us
+  unsigned callchain_size = 16;
+  unsigned last_branch_size = 64;
+  uint64_t skip = 0;
+  int quick = 0;                  // 0, 1 (q), 2 (qq)
+  bool suppress_overflow = false;  // e-o
+  bool suppress_lost = false;      // e-l
+  uint64_t tsc_hz = 0;             // TSC frequency for ns/us/ms periods; 0: 1 GHz assumed
+};
+
+// Parses the letters after "--itrace=". Errors: EINVAL with the call naming
+// the offending letter ("unknown itrace letter 'z'", "bad period unit",
+// "call chain size above 1024", "d/G/L/o are not supported").
+Result<ItraceOptions> ParseItrace(std::string_view spec);
+
+enum ItraceFlag : uint32_t {
+  kFlagBranch = 1u << 0,       // b
+  kFlagCall = 1u << 1,         // c
+  kFlagReturn = 1u << 2,       // r
+  kFlagConditional = 1u << 3,  // o
+  kFlagSyscall = 1u << 4,      // s
+  kFlagAsync = 1u << 5,        // y
+  kFlagInterrupt = 1u << 6,    // i
+  kFlagTxAbort = 1u << 7,      // A
+  kFlagTraceBegin = 1u << 8,   // B
+  kFlagTraceEnd = 1u << 9,     // E
+  kFlagInTx = 1u << 10,        // x
+};
+// The flags as perf script prints them: one letter per set flag, in "bcrosyiABEx" order.
+std::string FlagString(uint32_t flags);
+
+struct ItraceSample {
+  std::string_view event;  // "instructions", "branches", "transactions", "ptwrite", "cbr",
+                           // "mwait", "pwre", "pwrx", "exstop", "error"
+  uint64_t ip = 0;
+  uint64_t addr = 0;       // branches: the target (0 for trace end)
+  uint32_t flags = 0;
+  uint64_t time = 0;       // TSC estimate
+  uint64_t period = 0;     // instructions: the instructions the sample stands for
+  uint64_t insn_count = 0, cyc_count = 0;  // IPC: since the last sample of this event with a cycle update
+  uint64_t payload = 0;    // ptwrite payload, cbr ratio, mwait/pwre/pwrx payload
+  uint64_t offset = 0;     // trace offset (errors, events)
+  int error = 0;           // errno of an error sample
+  std::string message;     // error text
+  std::vector<uint64_t> callchain;                          // g: ip first, then return addresses
+  std::vector<std::pair<uint64_t, uint64_t>> branch_stack;  // l: (from, to), newest first
+};
+// One line, perf script style:
+//   "instructions:  401005"   "branches: bcs  401000 => 0"   "error: EBADMSG ... @0x1a0"
+std::string ToText(const ItraceSample& s);
+// One JSON object (a line of JSON Lines).
+std::string ToJson(const ItraceSample& s);
+
+// Turns the flow decoder's blocks, events and errors into samples.
+class ItraceSynth {
+ public:
+  explicit ItraceSynth(const ItraceOptions& options) : o_(options) {}
+  void OnSync(uint64_t offset);
+  void OnBlock(const FlowBlock& block);
+  void OnEvent(const FlowEvent& event);
+  void OnError(int err, uint64_t offset, uint64_t ip, const std::string& message);
+  // Quick modes: a control-flow point known from a packet alone.
+  void OnQuick(std::string_view kind, uint64_t from, uint64_t to, uint32_t flags, uint64_t offset);
+
+  const std::vector<ItraceSample>& samples() const { return samples_; }
+  uint64_t instructions() const { return insns_; }
+
+ private:
+  void Emit(ItraceSample s, bool skippable);
+  void TakeBranch(uint64_t from, uint64_t to, uint32_t flags, const FlowTime& t);
+  void InstructionSample(uint64_t ip, const FlowTime& t);
+  uint64_t PeriodTicks() const;
+
+  ItraceOptions o_;
+  std::vector<ItraceSample> samples_;
+  uint64_t skipped_ = 0;
+  uint64_t insns_ = 0;
+  // The last instruction of the previous block, whose successor decides
+  // whether it was taken.
+  bool have_pending_ = false;
+  Insn pending_;
+  FlowTime pending_time_;
+  // Instruction sampling.
+  uint64_t since_sample_ = 0;       // instructions
+  uint64_t last_time_ = 0;          // TSC of the last sample (time units)
+  uint64_t last_tsc_seen_ = 0, insns_since_tsc_ = 0;
+  bool in_tx_ = false;
+  std::vector<uint64_t> calls_;     // return addresses (g)
+  std::vector<std::pair<uint64_t, uint64_t>> lbr_;  // (from, to), oldest first (l)
+  uint64_t ipc_insns_i_ = 0, ipc_cyc_i_ = 0, ipc_insns_b_ = 0, ipc_cyc_b_ = 0, last_cyc_ = 0;
+};
+
+struct ItraceStats {
+  uint64_t instructions = 0;  // instructions walked
+  uint64_t errors = 0;        // decode errors (each followed by a resync)
+  uint64_t samples = 0;
+};
+
+// Decodes the whole trace (sync, decode to an error, resync at the next
+// PSB, ...) into `synth`. With options.quick, walks packets only.
+ItraceStats SynthesizeItrace(std::span<const uint8_t> trace, const Image& image, const ItraceOptions& options,
+                             FlowDecoder::Options decoder_options, ItraceSynth* synth);
+
+}  // namespace perftest::pt

@@ -1,0 +1,206 @@
+// itrace parsing (perf-intel-pt.txt "New --itrace option") and synthesis
+// against the simulator's ground truth (testing/flow_trace.h).
+#include "harness/pt/itrace.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <set>
+#include <utility>
+
+#include "harness/pt/testing/flow_trace.h"
+
+namespace perftest::pt {
+namespace {
+
+using Unit = ItraceOptions::Unit;
+
+TEST(ItraceParse, DefaultIsCepwx) {
+  Result<ItraceOptions> o = ParseItrace("");
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->calls && o->errors && o->power && o->ptwrite && o->transactions);
+  EXPECT_FALSE(o->instructions || o->branches || o->returns);
+}
+
+TEST(ItraceParse, PeriodsAndUnits) {
+  struct {
+    const char* spec;
+    Unit unit;
+    uint64_t period;
+  } cases[] = {
+      {"i", Unit::kNanoseconds, 100000},  // default 100us
+      {"i10us", Unit::kNanoseconds, 10000},
+      {"i2ms", Unit::kNanoseconds, 2000000},
+      {"i500ns", Unit::kNanoseconds, 500},
+      {"i500", Unit::kNanoseconds, 500},  // a bare number is ns
+      {"i1000t", Unit::kTicks, 1000},
+      {"i7i", Unit::kInstructions, 7},
+      {"i0ns", Unit::kInstructions, 1},  // "as often as possible" = i1i
+  };
+  for (const auto& c : cases) {
+    Result<ItraceOptions> o = ParseItrace(c.spec);
+    ASSERT_TRUE(o.ok()) << c.spec << ": " << o.ToString();
+    EXPECT_TRUE(o->instructions) << c.spec;
+    EXPECT_EQ(o->period_unit, c.unit) << c.spec;
+    EXPECT_EQ(o->period, c.period) << c.spec;
+  }
+}
+
+TEST(ItraceParse, Letters) {
+  Result<ItraceOptions> o = ParseItrace("i0nss1000000bcrxwpe-o-lg32l10qq");
+  ASSERT_TRUE(o.ok()) << o.ToString();
+  EXPECT_EQ(o->skip, 1000000u);
+  EXPECT_TRUE(o->branches && o->calls && o->returns && o->transactions && o->ptwrite && o->power && o->errors);
+  EXPECT_TRUE(o->suppress_overflow && o->suppress_lost);
+  EXPECT_EQ(o->callchain_size, 32u);
+  EXPECT_EQ(o->last_branch_size, 10u);
+  EXPECT_EQ(o->quick, 2);
+}
+
+TEST(ItraceParse, ErrorsNameTheLetter) {
+  for (const char* bad : {"z", "g2000", "l0", "e+z", "qqq", "d", "s"}) {
+    Result<ItraceOptions> o = ParseItrace(bad);
+    EXPECT_EQ(o.error(), EINVAL) << bad;
+  }
+  EXPECT_NE(ParseItrace("iz").call().find("'z'"), std::string::npos) << ParseItrace("iz").call();
+}
+
+TEST(ItraceParse, FlagString) {
+  EXPECT_EQ(FlagString(kFlagBranch | kFlagCall | kFlagSyscall), "bcs");
+  EXPECT_EQ(FlagString(kFlagBranch | kFlagTraceEnd), "bE");
+  EXPECT_EQ(FlagString(kFlagBranch | kFlagConditional | kFlagInTx), "box");
+}
+
+struct SynthRun {
+  testing::FlowTrace t;
+  Image image;
+  std::vector<ItraceSample> samples;
+  ItraceStats stats;
+};
+
+SynthRun Synth(const char* spec, uint64_t seed = 5) {
+  SynthRun r;
+  r.t = testing::MakeFlowTrace({.seed = seed, .insns = 30000});
+  (void)r.image.AddBlob(r.t.code_base, r.t.code);
+  Result<ItraceOptions> o = ParseItrace(spec);
+  EXPECT_TRUE(o.ok()) << spec;
+  ItraceSynth synth(*o);
+  r.stats = SynthesizeItrace(r.t.trace, r.image, *o, {}, &synth);
+  r.samples = synth.samples();
+  return r;
+}
+
+TEST(ItraceSynth, EveryInstructionIsTheGroundTruth) {
+  SynthRun r = Synth("i1i");
+  std::vector<uint64_t> ips;
+  for (const ItraceSample& s : r.samples) {
+    ASSERT_EQ(s.event, "instructions");
+    EXPECT_EQ(s.period, 1u);
+    ips.push_back(s.ip);
+  }
+  EXPECT_EQ(ips, r.t.executed);
+  EXPECT_EQ(r.stats.errors, 0u);
+}
+
+TEST(ItraceSynth, InstructionPeriodCountsInstructions) {
+  SynthRun r = Synth("i1000i");
+  ASSERT_FALSE(r.samples.empty());
+  EXPECT_EQ(r.samples.size(), r.t.executed.size() / 1000);
+  for (size_t k = 0; k < r.samples.size(); ++k) {
+    EXPECT_EQ(r.samples[k].period, 1000u);
+    EXPECT_EQ(r.samples[k].ip, r.t.executed[(k + 1) * 1000 - 1]);
+  }
+}
+
+TEST(ItraceSynth, BranchesAreTakenTransitionsOfTheGroundTruth) {
+  SynthRun r = Synth("b");
+  std::set<std::pair<uint64_t, uint64_t>> pairs;
+  for (size_t i = 0; i + 1 < r.t.executed.size(); ++i) pairs.emplace(r.t.executed[i], r.t.executed[i + 1]);
+  // A branch into an instruction that an interrupt then preempts is not a
+  // pair of executed instructions: the target never ran.
+  std::set<uint64_t> preempted;
+  for (const ItraceSample& s : r.samples)
+    if (s.flags & kFlagAsync) preempted.insert(s.ip);
+  size_t checked = 0, begins = 0, ends = 0;
+  for (const ItraceSample& s : r.samples) {
+    ASSERT_EQ(s.event, "branches");
+    if (s.flags & kFlagTraceBegin) ++begins;
+    if (s.flags & kFlagTraceEnd) ++ends;
+    if (s.ip == 0 || s.addr == 0 || (s.flags & (kFlagAsync | kFlagTraceBegin | kFlagTraceEnd))) continue;
+    if (preempted.count(s.addr)) continue;
+    EXPECT_TRUE(pairs.count({s.ip, s.addr})) << std::hex << s.ip << " => " << s.addr;
+    ++checked;
+  }
+  EXPECT_GT(checked, 1000u);
+  EXPECT_GT(begins, 0u);  // TIP.PGE after each syscall
+  EXPECT_GT(ends, 0u);    // TIP.PGD at each syscall
+}
+
+TEST(ItraceSynth, CallsAndReturnsOnly) {
+  SynthRun c = Synth("c");
+  SynthRun r = Synth("r");
+  ASSERT_FALSE(c.samples.empty());
+  ASSERT_FALSE(r.samples.empty());
+  for (const ItraceSample& s : c.samples) EXPECT_TRUE(s.flags & kFlagCall) << FlagString(s.flags);
+  for (const ItraceSample& s : r.samples) EXPECT_TRUE(s.flags & kFlagReturn) << FlagString(s.flags);
+  SynthRun cr = Synth("cr");
+  EXPECT_EQ(cr.samples.size(), c.samples.size() + r.samples.size());
+}
+
+TEST(ItraceSynth, CallChainAndLastBranch) {
+  SynthRun r = Synth("i100ig4l8");
+  ASSERT_FALSE(r.samples.empty());
+  bool deep = false;
+  for (const ItraceSample& s : r.samples) {
+    ASSERT_FALSE(s.callchain.empty());
+    EXPECT_EQ(s.callchain[0], s.ip);
+    EXPECT_LE(s.callchain.size(), 4u);
+    EXPECT_LE(s.branch_stack.size(), 8u);
+    deep |= s.callchain.size() > 1;
+  }
+  EXPECT_TRUE(deep);
+}
+
+TEST(ItraceSynth, SkipDropsTheFirstSamples) {
+  SynthRun all = Synth("i50i");
+  SynthRun skipped = Synth("i50is10");
+  ASSERT_EQ(skipped.samples.size() + 10, all.samples.size());
+  EXPECT_EQ(skipped.samples[0].ip, all.samples[10].ip);
+}
+
+TEST(ItraceSynth, ErrorsAndOverflows) {
+  SynthRun r = Synth("e", 11);
+  size_t overflows = 0;
+  for (const ItraceSample& s : r.samples) overflows += s.error == EOVERFLOW;
+  SynthRun quiet = Synth("e-o", 11);
+  size_t quiet_overflows = 0;
+  for (const ItraceSample& s : quiet.samples) quiet_overflows += s.error == EOVERFLOW;
+  EXPECT_EQ(quiet_overflows, 0u);
+  // Seed 11 has an OVF (the simulator's default rate); if not, nothing to hide.
+  EXPECT_EQ(r.samples.size() - overflows, quiet.samples.size());
+}
+
+TEST(ItraceSynth, QuickUsesIpPacketsOnly) {
+  SynthRun q = Synth("bq");
+  SynthRun full = Synth("b");
+  ASSERT_FALSE(q.samples.empty());
+  EXPECT_LT(q.samples.size(), full.samples.size());
+  EXPECT_EQ(q.stats.instructions, 0u);  // no object code walked
+  SynthRun qq = Synth("iqq");
+  ASSERT_FALSE(qq.samples.empty());  // one per PSB+ FUP
+  for (const ItraceSample& s : qq.samples) EXPECT_EQ(s.event, "instructions");
+}
+
+TEST(ItraceSynth, TextAndJson) {
+  ItraceSample s;
+  s.event = "branches";
+  s.ip = 0x401000;
+  s.addr = 0x402000;
+  s.flags = kFlagBranch | kFlagCall;
+  EXPECT_NE(ToText(s).find("bc"), std::string::npos) << ToText(s);
+  EXPECT_NE(ToText(s).find("401000 =>"), std::string::npos) << ToText(s);
+  EXPECT_EQ(ToJson(s), R"({"event":"branches","time":0,"ip":4198400,"addr":4202496,"flags":"bc"})");
+}
+
+}  // namespace
+}  // namespace perftest::pt

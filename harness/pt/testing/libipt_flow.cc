@@ -1,0 +1,198 @@
+#include "harness/pt/testing/libipt_flow.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace perftest::pt::testing {
+
+std::string ToString(const FlowEntry& e) {
+  switch (e.kind) {
+    case FlowEntry::kInsn: return fmt::format("insn {:#x} size={} class={}", e.ip, e.size, e.iclass);
+    case FlowEntry::kError: return fmt::format("error {} @{:#x}", e.code, e.offset);
+    case FlowEntry::kSync: return fmt::format("sync @{:#x}", e.ip);
+  }
+  return "?";
+}
+
+pt_insn_class LibiptClass(const Insn& insn) {
+  switch (insn.branch) {
+    case BranchClass::kNone: return ptic_other;
+    case BranchClass::kCondJump: return ptic_cond_jump;
+    case BranchClass::kDirectJump:
+    case BranchClass::kIndirectJump: return ptic_jump;
+    case BranchClass::kDirectCall:
+    case BranchClass::kIndirectCall: return ptic_call;
+    case BranchClass::kReturn: return ptic_return;
+    case BranchClass::kPtwrite: return ptic_ptwrite;
+    case BranchClass::kFarTransfer:
+      if (IsFarCall(insn.far)) return ptic_far_call;
+      if (IsFarReturn(insn.far)) return ptic_far_return;
+      return ptic_far_jump;
+  }
+  return ptic_error;
+}
+
+namespace {
+
+int ReadImage(uint8_t* buffer, size_t size, const pt_asid*, uint64_t ip, void* context) {
+  const Image& image = *static_cast<const Image*>(context);
+  std::span<const uint8_t> bytes = image.Read(ip);
+  if (bytes.empty()) return -pte_nomap;
+  const size_t n = std::min(size, bytes.size());
+  std::memcpy(buffer, bytes.data(), n);
+  return static_cast<int>(n);
+}
+
+pt_config Config(std::span<const uint8_t> trace) {
+  pt_config config;
+  pt_config_init(&config);
+  config.begin = const_cast<uint8_t*>(trace.data());
+  config.end = const_cast<uint8_t*>(trace.data() + trace.size());
+  return config;
+}
+
+}  // namespace
+
+LibiptImage::LibiptImage(const Image& image) : ours_(image), image_(pt_image_alloc("perftest")) {
+  pt_image_set_callback(image_, ReadImage, const_cast<Image*>(&ours_));
+}
+LibiptImage::~LibiptImage() { pt_image_free(image_); }
+
+LibiptCachedImage::LibiptCachedImage(const Image& image) {
+  iscache_ = pt_iscache_alloc("perftest");
+  image_ = pt_image_alloc("perftest");
+  char path[] = "/tmp/perftest-pt-image-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return;
+  path_ = path;
+  uint64_t offset = 0;
+  ok_ = true;
+  for (const Image::Section& s : image.sections()) {
+    const uint8_t* p = s.data->data() + s.data_offset;
+    if (write(fd, p, s.size) != static_cast<ssize_t>(s.size)) ok_ = false;
+    const int isid = pt_iscache_add_file(iscache_, path, offset, s.size, s.vaddr);
+    if (isid < 0 || pt_image_add_cached(image_, iscache_, isid, nullptr) < 0) ok_ = false;
+    offset += s.size;
+  }
+  close(fd);
+}
+LibiptCachedImage::~LibiptCachedImage() {
+  pt_image_free(image_);
+  pt_iscache_free(iscache_);
+  if (!path_.empty()) unlink(path_.c_str());
+}
+
+FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image) {
+  FlowLog log;
+  // A 64-byte-aligned copy, as libipt_reference.h does for its PSB search.
+  const size_t padded = (trace.size() + 63) & ~size_t{63};
+  auto* buf = static_cast<uint8_t*>(std::aligned_alloc(64, padded == 0 ? 64 : padded));
+  if (!trace.empty()) std::memcpy(buf, trace.data(), trace.size());
+  pt_config config = Config(std::span<const uint8_t>(buf, trace.size()));
+  pt_insn_decoder* dec = pt_insn_alloc_decoder(&config);
+  LibiptImage img(image);
+  pt_insn_set_image(dec, img.get());
+  for (;;) {
+    int status = pt_insn_sync_forward(dec);
+    if (status < 0) break;
+    uint64_t off = 0;
+    pt_insn_get_sync_offset(dec, &off);
+    log.entries.push_back({.kind = FlowEntry::kSync, .ip = off});
+    for (;;) {
+      while (status >= 0 && (status & pts_event_pending)) {
+        pt_event ev;
+        status = pt_insn_event(dec, &ev, sizeof ev);
+      }
+      if (status < 0) break;
+      pt_insn insn;
+      status = pt_insn_next(dec, &insn, sizeof insn);
+      if (status < 0) break;
+      log.entries.push_back(
+          {.kind = FlowEntry::kInsn, .size = insn.size, .iclass = static_cast<uint8_t>(insn.iclass), .ip = insn.ip});
+      ++log.insns;
+    }
+    pt_insn_get_offset(dec, &off);
+    log.entries.push_back({.kind = FlowEntry::kError, .code = status, .offset = off});
+    ++log.errors;
+  }
+  pt_insn_free_decoder(dec);
+  std::free(buf);
+  return log;
+}
+
+FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image) {
+  FlowLog log;
+  FlowDecoder dec(trace, &image, FlowDecoder::Options{.packets = {.block_packets = false}});
+  for (;;) {
+    Result<uint64_t> s = dec.SyncForward();
+    if (!s.ok()) {
+      if (s.error() == ENODATA) break;
+      continue;  // a bad PSB+: the next one
+    }
+    log.entries.push_back({.kind = FlowEntry::kSync, .ip = *s});
+    FlowStep step;
+    int err;
+    while ((err = dec.Next(&step)) == 0) {
+      if (step.kind != FlowStep::kBlock) continue;
+      for (BlockInsns it(step.block); it.ok(); it.Advance()) {
+        log.entries.push_back({.kind = FlowEntry::kInsn,
+                               .size = it.length(),
+                               .iclass = static_cast<uint8_t>(LibiptClass(it.insn())),
+                               .ip = it.ip()});
+        ++log.insns;
+      }
+    }
+    log.entries.push_back({.kind = FlowEntry::kError, .code = err, .offset = dec.error_offset()});
+    ++log.errors;
+  }
+  return log;
+}
+
+namespace {
+size_t FirstError(const std::vector<FlowEntry>& v) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i].kind == FlowEntry::kError) return i;
+  return v.size();
+}
+}  // namespace
+
+std::string DiffFlowUntilError(const FlowLog& ours, const FlowLog& ref) {
+  const size_t n = std::min(FirstError(ours.entries), FirstError(ref.entries));
+  FlowLog a, b;
+  a.entries.assign(ours.entries.begin(), ours.entries.begin() + std::min(n, ours.entries.size()));
+  b.entries.assign(ref.entries.begin(), ref.entries.begin() + std::min(n, ref.entries.size()));
+  return DiffFlow(a, b);
+}
+
+std::string DiffFlow(const FlowLog& ours, const FlowLog& ref) {
+  const auto& a = ours.entries;
+  const auto& b = ref.entries;
+  size_t i = 0;
+  while (i < a.size() && i < b.size()) {
+    const FlowEntry& x = a[i];
+    const FlowEntry& y = b[i];
+    bool same = x.kind == y.kind;
+    if (same && x.kind == FlowEntry::kInsn) {
+      same = x.ip == y.ip && x.size == y.size && x.iclass == y.iclass;
+    }
+    if (same && x.kind == FlowEntry::kSync) same = x.ip == y.ip;
+    if (!same) break;
+    ++i;
+  }
+  if (i == a.size() && i == b.size()) return "";
+  std::string s = fmt::format("first difference at entry {} (ours {} entries, libipt {}):\n", i, a.size(), b.size());
+  const size_t from = i >= 5 ? i - 5 : 0;
+  for (size_t k = from; k < i + 5 && (k < a.size() || k < b.size()); ++k) {
+    s += fmt::format("  [{}] ours: {:<40} libipt: {}\n", k, k < a.size() ? ToString(a[k]) : "-",
+                     k < b.size() ? ToString(b[k]) : "-");
+  }
+  return s;
+}
+
+}  // namespace perftest::pt::testing

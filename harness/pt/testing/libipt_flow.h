@@ -1,0 +1,89 @@
+// libipt 2.0.5's instruction and block decoders (pt_insn_next, pt_blk_next)
+// as the reference for the flow decoder — tests and benchmarks only.
+//
+//   pt::testing::FlowLog ref = pt::testing::LibiptInsnFlow(trace, image);
+//   pt::testing::FlowLog ours = pt::testing::OurInsnFlow(trace, image);
+//   EXPECT_EQ(pt::testing::DiffFlow(ours, ref), "");
+//
+// Protocol on both sides: sync forward; next until an error; record the
+// error; sync forward again; until no PSB is left. Each executed
+// instruction (IP, size, class as libipt's pt_insn_class) and each error
+// is an entry. libipt reads the image through a pt_image read callback on
+// our Image (the differential is about the flow, not about image loading).
+#pragma once
+
+#include <intel-pt.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "harness/pt/flow_decoder.h"
+#include "harness/pt/image.h"
+#include "harness/pt/insn.h"
+
+namespace perftest::pt::testing {
+
+struct FlowEntry {
+  enum Kind : uint8_t { kInsn, kError, kSync } kind = kInsn;
+  uint8_t size = 0;
+  uint8_t iclass = 0;  // pt_insn_class
+  uint64_t ip = 0;     // kInsn: the IP; kSync: the PSB offset
+  int code = 0;        // kError: the error (libipt's pte_* or our errno), for messages only
+  uint64_t offset = 0; // kError: the trace offset, for messages only
+};
+std::string ToString(const FlowEntry& e);
+
+struct FlowLog {
+  std::vector<FlowEntry> entries;
+  uint64_t insns = 0;
+  uint64_t errors = 0;
+};
+
+// libipt's class for an instruction we classified.
+pt_insn_class LibiptClass(const Insn& insn);
+
+FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image);
+FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image);
+
+// "" if the instruction streams are identical; else the first difference
+// with a few entries of context. Errors compare by position only (libipt's
+// and our error codes differ), and the final end-of-trace entries are equal.
+std::string DiffFlow(const FlowLog& ours, const FlowLog& ref);
+// As DiffFlow, but only up to the first error of either log (for corrupted
+// traces, where the two decoders may give up at different instructions).
+std::string DiffFlowUntilError(const FlowLog& ours, const FlowLog& ref);
+
+// A libipt image whose read callback serves `image` (for pt_insn/pt_blk).
+struct LibiptImage {
+  explicit LibiptImage(const Image& image);
+  ~LibiptImage();
+  LibiptImage(const LibiptImage&) = delete;
+  LibiptImage& operator=(const LibiptImage&) = delete;
+  pt_image* get() const { return image_; }
+
+ private:
+  const Image& ours_;
+  pt_image* image_;
+};
+
+// The image's sections written to a file and loaded through libipt's section
+// cache (pt_iscache_add_file + pt_image_add_cached), as a real user of
+// pt_blk_next does (for the benchmark).
+struct LibiptCachedImage {
+  explicit LibiptCachedImage(const Image& image);
+  ~LibiptCachedImage();
+  LibiptCachedImage(const LibiptCachedImage&) = delete;
+  LibiptCachedImage& operator=(const LibiptCachedImage&) = delete;
+  pt_image* get() const { return image_; }
+  bool ok() const { return ok_; }
+
+ private:
+  pt_image_section_cache* iscache_ = nullptr;
+  pt_image* image_ = nullptr;
+  std::string path_;
+  bool ok_ = false;
+};
+
+}  // namespace perftest::pt::testing
