@@ -8,8 +8,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,6 +48,9 @@ class MockBackend final : public Backend {
   TaskId CurrentTask() override { return {task_.pid, task_.tid}; }
   Result<WorkloadResult> RunWorkload(const Workload& w) override;
   Result<uint64_t> TracepointId(std::string_view system, std::string_view name) override;
+  Result<pid_t> SpawnTask() override;
+  Result<WorkloadResult> RunInTask(pid_t pid, const Workload& w) override;
+  Result<void> ExitTask(pid_t pid) override;
 
  private:
   // The simulated current task.
@@ -75,6 +80,30 @@ class MockBackend final : public Backend {
   int ModifyBreakpoint(MockEvent& ev, const perf_event_attr& attr, std::string* why);  // perf_event_modify_breakpoint()
   void DestroyEvent(MockEvent* ev);
   void ReleaseBuffer(const std::shared_ptr<MockRingBuffer>& rb);     // perf_mmap_close(), last mapping
+
+  // --- mock_tasks.cc: child tasks (inherit, exit, exec) ---
+  // copy_process(): a child of the current task (a thread of it with
+  // `thread`): sched_process_fork, PERF_RECORD_FORK, the inherited copies.
+  Task ForkTask(bool thread);
+  // Runs `fn` with `t` as the task on CPU 0 (the current task off CPU meanwhile).
+  Result<WorkloadResult> RunAsTask(Task& t, const std::function<Result<WorkloadResult>()>& fn);
+  // exec(2) in the current task: perf_event_exec() then the program's page faults.
+  void ExecCurrent(const std::string& path);
+  // perf_event_exit_task() of `t`: EXIT records, copies folded and freed, its own events EXIT.
+  void ExitTaskModel(const Task& t);
+  // perf_event_exit_event() of an inherited copy: sync_child_event() and free.
+  void ExitChildEvent(MockEvent* child);
+  // perf_event_release_kernel(): the copies of a closed event are freed.
+  void FreeChildren(MockEvent* ev);
+  // --- mock_signals.cc: overflow notification by real signals to this process ---
+  // __perf_event_overflow()'s fasync wakeup (SIGIO/F_SETSIG, si_code `reason`).
+  void SignalOverflow(MockEvent& ev, int reason);
+  // perf_pending_task() -> perf_sigtrap(): SIGTRAP TRAP_PERF with `addr`.
+  void SignalSigtrap(MockEvent& ev, uint64_t addr);
+  // fcntl(2) commands on an event fd that touch its fasync state (F_SETOWN,
+  // F_GETOWN, F_SETOWN_EX, F_GETOWN_EX, F_SETSIG, F_GETSIG, O_ASYNC in
+  // F_SETFL); nullopt for the rest, which the memfd answers (F_GETFL adds O_ASYNC).
+  std::optional<Result<int>> EventFcntl(MockEvent& ev, int fd, int cmd, long arg);
 
   // --- mock_task.cc: the simulated task ---
   // Whether `ev` is ACTIVE: enabled, its group leader enabled, and (task
@@ -119,6 +148,7 @@ class MockBackend final : public Backend {
   // (most recent first), then the current task's events, each if enabled.
   template <typename Fn>
   void ForEachSideBand(Fn fn);
+  void ForEachSideBandFn(const std::function<void(MockEvent&)>& fn);  // for other files
   void MmapEvent(uint64_t addr, uint64_t len, bool exec);  // perf_event_mmap()
   void SwitchEvent(bool sched_in, bool task);               // perf_event_switch(): the task or idle
   uint64_t NewRegion(uint64_t pages);
@@ -132,6 +162,7 @@ class MockBackend final : public Backend {
   uint64_t tick_seq_ = 0;           // perf_throttled_seq
   uint64_t next_id_ = 1;            // perf_event_id
   pid_t next_pid_ = kMockPid + 1;
+  std::map<pid_t, Task> spawned_;  // SpawnTask()'s live tasks, by tid
   uint64_t locked_vm_ = 0;          // user->locked_vm, pages (mlock accounting)
   uint64_t pinned_vm_ = 0;          // mm->pinned_vm, pages
 
