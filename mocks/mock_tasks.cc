@@ -161,15 +161,9 @@ void MockBackend::ExecCurrent(const std::string& path) {
   (void)RunWorkload(Workload::TouchPages(kExecPages));
 }
 
-void MockBackend::ExitChildEvent(MockEvent* c) {
+// Takes copy `c` out of its group and frees it (its parent's child_list is the caller's).
+void MockBackend::FreeCopy(MockEvent* c) {
   if (c->active) SchedOut(*c);
-  MockEvent* parent = c->parent;
-  // sync_child_event(): the count and times go to the parent.
-  parent->child_count += c->count;
-  parent->child_time_enabled += c->time_enabled;
-  parent->child_time_running += c->time_running;
-  auto& kids = parent->children;
-  kids.erase(std::remove(kids.begin(), kids.end(), c), kids.end());
   if (!c->is_leader()) {
     auto& sib = c->leader->siblings;
     sib.erase(std::remove(sib.begin(), sib.end(), c), sib.end());
@@ -177,23 +171,26 @@ void MockBackend::ExitChildEvent(MockEvent* c) {
   for (MockEvent* s : c->siblings) s->leader = s;
   events_.erase(std::remove_if(events_.begin(), events_.end(), [&](const auto& p) { return p.get() == c; }),
                 events_.end());
+}
+
+void MockBackend::ExitChildEvent(MockEvent* c) {
+  if (c->active) SchedOut(*c);  // the count and times up to now
+  MockEvent* parent = c->parent;
+  // sync_child_event(): the count and times go to the parent.
+  parent->child_count += c->count;
+  parent->child_time_enabled += c->time_enabled;
+  parent->child_time_running += c->time_running;
+  auto& kids = parent->children;
+  kids.erase(std::remove(kids.begin(), kids.end(), c), kids.end());
+  FreeCopy(c);
   UpdateUserPage(*parent);
 }
 
 void MockBackend::FreeChildren(MockEvent* ev) {
+  // perf_event_release_kernel(): the copies are removed without folding.
   const std::vector<MockEvent*> kids = ev->children;
-  for (MockEvent* c : kids) {
-    // perf_event_release_kernel(): the copies are removed without folding.
-    if (c->active) SchedOut(*c);
-    if (!c->is_leader()) {
-      auto& sib = c->leader->siblings;
-      sib.erase(std::remove(sib.begin(), sib.end(), c), sib.end());
-    }
-    for (MockEvent* s : c->siblings) s->leader = s;
-    events_.erase(std::remove_if(events_.begin(), events_.end(), [&](const auto& p) { return p.get() == c; }),
-                  events_.end());
-  }
   ev->children.clear();
+  for (MockEvent* c : kids) FreeCopy(c);
 }
 
 void MockBackend::ExitTaskModel(const Task& t) {

@@ -95,6 +95,7 @@ class MockBackend final : public Backend {
   void ExitChildEvent(MockEvent* child);
   // perf_event_release_kernel(): the copies of a closed event are freed.
   void FreeChildren(MockEvent* ev);
+  void FreeCopy(MockEvent* c);
   // --- mock_signals.cc: overflow notification by real signals to this process ---
   // __perf_event_overflow()'s fasync wakeup (SIGIO/F_SETSIG, si_code `reason`).
   void SignalOverflow(MockEvent& ev, int reason);
