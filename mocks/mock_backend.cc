@@ -685,6 +685,7 @@ Result<void> MockBackend::Close(int fd) {
   const std::string call = DescribeClose(fd);
   MockEvent* ev = FindFd(fd);
   if (::close(fd) != 0) return Result<void>::Failure(errno, call);
+  epolls_.erase(fd);
   if (ev == nullptr) return Result<void>::Ok({}, call);
   fds_.erase(fd);
   ev->fd = -1;
@@ -718,9 +719,7 @@ Result<int> MockBackend::Poll(std::span<pollfd> fds, int timeout_ms) {
     p.revents = 0;
     if (p.fd < 0) continue;
     if (MockEvent* ev = FindFd(p.fd)) {
-      // is_event_hup(): a task event whose task exited (no live copies) says POLLHUP alone.
-      const bool hup = ev->exited && ev->children.empty();
-      const uint32_t mask = ev->rb != nullptr && !hup ? ev->rb->TakePoll() : POLLHUP;
+      const uint32_t mask = PerfPoll(*ev);
       p.revents = static_cast<short>(mask & (static_cast<uint32_t>(static_cast<uint16_t>(p.events)) | POLLERR | POLLHUP));
     } else {
       pollfd one{p.fd, p.events, 0};

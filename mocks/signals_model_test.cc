@@ -9,6 +9,7 @@
 #include <linux/hw_breakpoint.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -56,6 +57,7 @@ class SignalsModel : public MockTest {
     perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
     a.sample_period = 1;
     a.sample_type = PERF_SAMPLE_ADDR;
+    a.wakeup_events = 1;
     return MustOpen(a);
   }
   void Own(int fd, bool async = true) {
@@ -162,6 +164,32 @@ TEST_F(SignalsModel, SigtrapFields) {
   EXPECT_EQ(g_addr.load(), a.bp_addr);
   EXPECT_EQ(g_perf_data.load(), 0xabcdefu);
   EXPECT_EQ(g_perf_type.load(), static_cast<uint32_t>(PERF_TYPE_BREAKPOINT));
+}
+
+// fs/eventpoll.c ep_insert(): the add polls once (taking rb->poll); a wakeup
+// after the add is reported once; EPOLLHUP without a buffer whatever was asked.
+TEST_F(SignalsModel, EpollAddPollsOnce) {
+  const int fd = Sampler();
+  std::optional<RingBuffer> rb = Map(fd, 4);
+  Enable(fd);
+  Run(Workload::TouchPages(1));
+  Result<int> ep = b().EpollCreate();
+  ASSERT_OK(ep);
+  ASSERT_OK(b().EpollAdd(*ep, fd, EPOLLIN));
+  epoll_event out[2];
+  EXPECT_THAT(b().EpollWait(*ep, out, 0), SucceedsWith(0)) << "taken by the add";
+  Run(Workload::TouchPages(1));
+  EXPECT_THAT(b().EpollWait(*ep, out, 0), SucceedsWith(1));
+  EXPECT_EQ(out[0].events, static_cast<uint32_t>(EPOLLIN));
+  EXPECT_EQ(out[0].data.fd, fd);
+  EXPECT_THAT(b().EpollWait(*ep, out, 0), SucceedsWith(0));
+  const int unmapped = Sampler();
+  ASSERT_OK(b().EpollAdd(*ep, unmapped, EPOLLIN));
+  EXPECT_THAT(b().EpollAdd(*ep, unmapped, EPOLLIN), FailsWithErrno(EEXIST));
+  EXPECT_THAT(b().EpollWait(*ep, out, 0), SucceedsWith(1));
+  EXPECT_EQ(out[0].events, static_cast<uint32_t>(EPOLLHUP));
+  ASSERT_OK(b().Close(*ep));
+  EXPECT_THAT(b().EpollWait(*ep, out, 0), FailsWithErrno(EBADF));
 }
 
 }  // namespace

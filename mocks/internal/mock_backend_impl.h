@@ -51,6 +51,9 @@ class MockBackend final : public Backend {
   Result<pid_t> SpawnTask() override;
   Result<WorkloadResult> RunInTask(pid_t pid, const Workload& w) override;
   Result<void> ExitTask(pid_t pid) override;
+  Result<int> EpollCreate() override;
+  Result<int> EpollAdd(int epfd, int fd, uint32_t events) override;
+  Result<int> EpollWait(int epfd, std::span<epoll_event> out, int timeout_ms) override;
 
  private:
   // The simulated current task.
@@ -105,6 +108,9 @@ class MockBackend final : public Backend {
   // F_GETOWN, F_SETOWN_EX, F_GETOWN_EX, F_SETSIG, F_GETSIG, O_ASYNC in
   // F_SETFL); nullopt for the rest, which the memfd answers (F_GETFL adds O_ASYNC).
   std::optional<Result<int>> EventFcntl(MockEvent& ev, int fd, int cmd, long arg);
+  // perf_poll() of `ev`: EPOLLHUP without a buffer or once its task exited,
+  // else rb->poll, taken (mock_epoll.cc).
+  uint32_t PerfPoll(MockEvent& ev);
 
   // --- mock_task.cc: the simulated task ---
   // Whether `ev` is ACTIVE: enabled, its group leader enabled, and (task
@@ -164,6 +170,7 @@ class MockBackend final : public Backend {
   uint64_t next_id_ = 1;            // perf_event_id
   pid_t next_pid_ = kMockPid + 1;
   std::map<pid_t, Task> spawned_;  // SpawnTask()'s live tasks, by tid
+  std::map<int, std::vector<std::pair<int, uint32_t>>> epolls_;  // epoll fd -> {fd, events} added
   uint64_t locked_vm_ = 0;          // user->locked_vm, pages (mlock accounting)
   uint64_t pinned_vm_ = 0;          // mm->pinned_vm, pages
 
