@@ -13,6 +13,7 @@
 
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -153,6 +154,22 @@ class Backend {
   }
   virtual Result<void> ExitTask(pid_t pid) {
     return Result<void>::Failure(ENOSYS, "exit_task(" + std::to_string(pid) + ")");
+  }
+
+  // epoll(7) over event fds (perf_poll() is the file's ->poll): EpollCreate()
+  // is epoll_create1(EPOLL_CLOEXEC) (close it with Close()); EpollAdd() is
+  // epoll_ctl(EPOLL_CTL_ADD, fd, {events, data.fd = fd}) — which polls the fd
+  // once, consuming a pending POLLIN (ep_insert()); EpollWait() is
+  // epoll_wait(2) into `out`, returning how many are ready. Errors: epoll's
+  // errno (EBADF, EEXIST, EINVAL). The default fails with ENOSYS.
+  virtual Result<int> EpollCreate() { return Result<int>::Failure(ENOSYS, "epoll_create1(EPOLL_CLOEXEC)"); }
+  virtual Result<int> EpollAdd(int epfd, int fd, uint32_t events) {
+    return Result<int>::Failure(ENOSYS, "epoll_ctl(" + std::to_string(epfd) + ", EPOLL_CTL_ADD, " +
+                                            std::to_string(fd) + ", " + std::to_string(events) + ")");
+  }
+  virtual Result<int> EpollWait(int epfd, std::span<epoll_event> out, int timeout_ms) {
+    return Result<int>::Failure(ENOSYS, "epoll_wait(" + std::to_string(epfd) + ", " + std::to_string(out.size()) +
+                                            ", " + std::to_string(timeout_ms) + ")");
   }
 };
 

@@ -1,6 +1,7 @@
 // KernelBackend: the Backend seam as real syscalls, /proc and sysfs.
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -175,6 +176,24 @@ class KernelBackend final : public Backend {
   }
   Result<WorkloadResult> RunInTask(pid_t pid, const Workload& w) override { return tasks_.Run(pid, w); }
   Result<void> ExitTask(pid_t pid) override { return tasks_.Exit(pid); }
+
+  Result<int> EpollCreate() override {
+    return FromSyscall<int>(::epoll_create1(EPOLL_CLOEXEC), "epoll_create1(EPOLL_CLOEXEC)");
+  }
+  Result<int> EpollAdd(int epfd, int fd, uint32_t events) override {
+    epoll_event e{};
+    e.events = events;
+    e.data.fd = fd;
+    return FromSyscall<int>(::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e),
+                            fmt::format("epoll_ctl({}, EPOLL_CTL_ADD, {}, {:#x})", epfd, fd, events));
+  }
+  Result<int> EpollWait(int epfd, std::span<epoll_event> out, int timeout_ms) override {
+    int n;
+    do {
+      n = ::epoll_wait(epfd, out.data(), static_cast<int>(out.size()), timeout_ms);
+    } while (n < 0 && errno == EINTR);
+    return FromSyscall<int>(n, fmt::format("epoll_wait({}, {}, {})", epfd, out.size(), timeout_ms));
+  }
 
   Result<WorkloadResult> RunWorkload(const Workload& w) override {
     const std::string call = "run_workload(" + w.Describe() + ")";

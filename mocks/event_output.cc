@@ -123,15 +123,23 @@ ReadValues ReadEventValues(const MockEvent& ev) {
   ReadValues v;
   auto counter = [&](const MockEvent& e) {
     CounterValue c;
+    // __perf_event_read_value(): the count, the exited children's, and the live children's.
     c.value = e.count + e.child_count;
+    for (const MockEvent* child : e.children) c.value += child->count;
     if (rf & PERF_FORMAT_ID) c.id = e.primary_id();
     if (rf & PERF_FORMAT_LOST) c.lost = e.lost_samples;
     return c;
   };
   // Group reads report the leader's times (__perf_read_group_add()).
   const MockEvent& timer = (rf & PERF_FORMAT_GROUP) ? *ev.leader : ev;
-  if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) v.time_enabled = timer.time_enabled;
-  if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) v.time_running = timer.time_running;
+  uint64_t enabled = timer.time_enabled + timer.child_time_enabled;
+  uint64_t running = timer.time_running + timer.child_time_running;
+  for (const MockEvent* child : timer.children) {
+    enabled += child->time_enabled;
+    running += child->time_running;
+  }
+  if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) v.time_enabled = enabled;
+  if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) v.time_running = running;
   if (rf & PERF_FORMAT_GROUP) {
     v.counters.push_back(counter(*ev.leader));
     for (const MockEvent* s : ev.leader->siblings) v.counters.push_back(counter(*s));

@@ -487,13 +487,19 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
     return Fail<int>(FdIsOpen(fd) ? ENOTTY : EBADF, call, "not a perf event fd");
   }
   std::string why;
+  // perf_event_for_each_child(): the event, then its inherited copies.
+  auto with_children = [](MockEvent& e, auto& fn) {
+    fn(e);
+    const std::vector<MockEvent*> kids = e.children;
+    for (MockEvent* c : kids) fn(*c);
+  };
   auto group_or_self = [&](auto fn) {
     if (arg & PERF_IOC_FLAG_GROUP) {
       MockEvent* leader = ev->leader;
-      fn(*leader);
-      for (MockEvent* s : leader->siblings) fn(*s);
+      with_children(*leader, fn);
+      for (MockEvent* s : leader->siblings) with_children(*s, fn);
     } else {
-      fn(*ev);
+      with_children(*ev, fn);
     }
   };
   switch (request) {
@@ -711,6 +717,7 @@ Result<void> MockBackend::Munmap(void* addr, size_t length) {
 // perf_release() -> perf_event_release_kernel(): group members become
 // singletons (perf_group_detach()).
 void MockBackend::DestroyEvent(MockEvent* ev) {
+  FreeChildren(ev);
   if (ev->active) SchedOut(*ev);
   if (ev->is_leader()) {
     // perf_group_detach(): the siblings become singleton groups, but nothing
@@ -735,6 +742,7 @@ Result<void> MockBackend::Close(int fd) {
   const std::string call = DescribeClose(fd);
   MockEvent* ev = FindFd(fd);
   if (::close(fd) != 0) return Result<void>::Failure(errno, call);
+  epolls_.erase(fd);
   if (ev == nullptr) return Result<void>::Ok({}, call);
   fds_.erase(fd);
   ev->fd = -1;
@@ -768,7 +776,7 @@ Result<int> MockBackend::Poll(std::span<pollfd> fds, int timeout_ms) {
     p.revents = 0;
     if (p.fd < 0) continue;
     if (MockEvent* ev = FindFd(p.fd)) {
-      const uint32_t mask = ev->rb != nullptr ? ev->rb->TakePoll() : POLLHUP;
+      const uint32_t mask = PerfPoll(*ev);
       p.revents = static_cast<short>(mask & (static_cast<uint32_t>(static_cast<uint16_t>(p.events)) | POLLERR | POLLHUP));
     } else {
       pollfd one{p.fd, p.events, 0};
@@ -793,6 +801,9 @@ Result<uint64_t> MockBackend::TracepointId(std::string_view system, std::string_
 
 Result<int> MockBackend::Fcntl(int fd, int cmd, long arg) {
   const std::string call = DescribeFcntl(fd, cmd, arg);
+  if (MockEvent* ev = FindFd(fd)) {
+    if (std::optional<Result<int>> r = EventFcntl(*ev, fd, cmd, arg)) return *r;  // mock_signals.cc
+  }
   int r = ::fcntl(fd, cmd, arg);
   if (r < 0) return Result<int>::Failure(errno, call);
   // perf_event_open() makes the file with anon_inode_getfile(..., O_RDWR)
@@ -800,7 +811,10 @@ Result<int> MockBackend::Fcntl(int fd, int cmd, long arg) {
   // the model has (memfd_create() -> alloc_file_pseudo() with O_LARGEFILE).
   // The kernel's O_LARGEFILE (asm-generic/fcntl.h 00100000): glibc spells it 0 on 64-bit.
   constexpr int kKernelOLargefile = 0100000;
-  if (cmd == F_GETFL && FindFd(fd) != nullptr) r &= ~kKernelOLargefile;
+  if (cmd == F_GETFL && FindFd(fd) != nullptr) {
+    r &= ~kKernelOLargefile;
+    if (FindFd(fd)->async) r |= O_ASYNC;  // modelled: EventFcntl()
+  }
   return Result<int>::Ok(r, call);
 }
 

@@ -47,9 +47,15 @@
 //  - Group scheduling as Linux 6.18 does it: ctx_resched() of one PMU on
 //    enable, siblings of a closed leader waiting for the next sched-in,
 //    member times frozen while the leader is off.
-// Not modelled yet: multiplexing rotation, enable_on_exec (there is no exec),
-// signals (F_SETOWN/SIGIO, sigtrap), the AUX area, POLLHUP for an exited task,
-// cgroups (PERF_FLAG_PID_CGROUP fails with EBADF), rdpmc.
+//  - Child tasks (mock_tasks.cc): Fork/Threads/ForkExec workloads and
+//    SpawnTask/RunInTask/ExitTask run simulated children with inherited
+//    copies (folded at exit, live ones in reads), exec with enable_on_exec and
+//    remove_on_exec, POLLHUP once an event's task exited.
+//  - Signals (mock_signals.cc): real signals queued to this thread with the
+//    kernel's siginfo: SIGIO/F_SETSIG (fasync state modelled per event), sigtrap.
+// Not modelled yet: multiplexing rotation, the AUX area, cgroups
+// (PERF_FLAG_PID_CGROUP fails with EBADF), rdpmc, SWITCH records when a child
+// task is handed the CPU, signals to processes other than this one.
 #pragma once
 
 #include <sys/types.h>

@@ -41,7 +41,7 @@ bool MockBackend::Perfmon() const { return (creds_.caps & (Cap(CAP_PERFMON) | Ca
 bool MockBackend::IpcLock() const { return (creds_.caps & Cap(CAP_IPC_LOCK)) != 0; }
 
 int MockBackend::FindTask(pid_t pid, std::string* why) const {
-  if (pid == 0 || pid == task_.tid || (parent_pid_ && pid == *parent_pid_)) return 0;
+  if (pid == 0 || pid == task_.tid || (parent_pid_ && pid == *parent_pid_) || spawned_.count(pid) != 0) return 0;
   *why = fmt::format("no task {}", pid);
   return ESRCH;
 }

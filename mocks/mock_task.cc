@@ -22,6 +22,7 @@
 // unthrottles and logs UNTHROTTLE.
 #include <fmt/format.h>
 #include <linux/perf_event.h>
+#include <signal.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -50,8 +51,6 @@ constexpr int64_t kGetpidNr = 39;
 // The CPU whose counters an event uses while active (the task runs on CPU 0).
 static int CountersCpu(const MockEvent& e) { return e.pid == -1 ? e.cpu : 0; }
 
-// perf_event_task_match(): which events see FORK and EXIT.
-bool TaskMatch(const perf_event_attr& a) { return a.comm || a.mmap || a.mmap2 || a.mmap_data || a.task; }
 
 }  // namespace
 
@@ -67,6 +66,7 @@ bool MockBackend::Schedulable(const MockEvent& ev) const {
   if (!ev.enabled || ev.deferred) return false;
   if (!ev.is_leader() && !ev.leader->enabled) return false;  // group scheduling
   if (ev.pid == -1) return true;                              // a CPU context always runs
+  if (ev.exited || ev.pid != task_.tid) return false;         // only the current task's context runs
   return task_.running && (ev.cpu == -1 || ev.cpu == 0);      // the task runs on CPU 0
 }
 
@@ -212,7 +212,7 @@ void MockBackend::Advance(uint64_t dt) {
       // Task events' times run with the task's context; CPU-wide ones always.
       // A member's effective state is its leader's while the leader is off
       // (__perf_effective_state() in __perf_update_times()): no enabled time.
-      const bool ctx_running = e->pid == -1 || task_.running;
+      const bool ctx_running = e->pid == -1 || (task_.running && e->pid == task_.tid && !e->exited);
       if (e->enabled && e->leader->enabled && ctx_running) e->time_enabled += step;
       if (e->active) e->time_running += step;
       if (e->active && e->is_clock && !e->hw.stopped) {
@@ -318,6 +318,9 @@ int MockBackend::Overflow(MockEvent& ev, int throttle, const SampleData& data) {
   }
   EmitSample(ev, data, ctx);  // the overflow handler: perf_event_output()
   if (limit_reached) DisableEvent(ev);  // perf_event_disable_inatomic()
+  // sigtrap (perf_sigtrap()) and the fasync wakeup (SIGIO / F_SETSIG): mock_signals.cc.
+  if (ev.attr.sigtrap) SignalSigtrap(ev, data.addr);
+  SignalOverflow(ev, limit_reached ? POLL_HUP : POLL_IN);
   return ret;
 }
 
@@ -372,6 +375,8 @@ void MockBackend::ForEachSideBand(Fn fn) {
     if (e.pid == task_.tid && e.enabled && (e.cpu == -1 || e.cpu == 0)) fn(e);
   }
 }
+
+void MockBackend::ForEachSideBandFn(const std::function<void(MockEvent&)>& fn) { ForEachSideBand(fn); }
 
 // perf_event_mmap() -> perf_event_mmap_output(): anonymous mappings are named
 // "//anon", their pgoff is the address (vm_pgoff << PAGE_SHIFT), no inode.
@@ -536,84 +541,26 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
       MmapEvent(out.region_begin, w.count * page, /*exec=*/true);
       break;
     case Workload::Kind::kFork:
-      for (uint64_t i = 0; i < w.count; ++i) {
-        const pid_t child = next_pid_++;
-        out.children.push_back(child);
-        const OutputContext parent_ctx = Context();
-        // copy_process() -> trace_sched_process_fork(), in the parent, kernel regs.
-        {
-          SampleData k;
-          k.ip = kKernelForkIp;
-          k.user_mode = false;
-          k.stack = SampleData::Stack::kKernelSwitch;
-          k.pid = task_.pid;
-          k.tid = task_.tid;
-          TracepointFire("sched:sched_process_fork",
-                         TraceValues{{{"parent_pid", task_.pid}, {"child_pid", child}},
-                                     {{"parent_comm", task_.comm}, {"child_comm", task_.comm}}},
-                         k);
-        }
-        // perf_event_fork() -> perf_event_task(child, NULL, 1), in the parent.
-        ForEachSideBand([&](MockEvent& ev) {
-          if (!TaskMatch(ev.attr)) return;
-          Record r;
-          r.header.type = PERF_RECORD_FORK;
-          r.body = TaskRecord{static_cast<uint32_t>(child), static_cast<uint32_t>(task_.pid),
-                              static_cast<uint32_t>(child), static_cast<uint32_t>(task_.tid),
-                              EventClock(ev, now_)};
-          EmitRecord(ev, std::move(r), parent_ctx);
-        });
-        // perf_event_init_task() -> inherit_task_group(): the child gets a copy
-        // of every attr.inherit event of the parent (not inherit_thread: fork
-        // is not CLONE_THREAD), enabled as the parent is.
-        std::vector<std::unique_ptr<MockEvent>> copies;
-        for (const auto& e : events_) {
-          if (e->pid != task_.tid || !e->attr.inherit || e->attr.inherit_thread) continue;
-          auto c = std::make_unique<MockEvent>();
-          c->id = next_id_++;
-          c->attr = e->attr;
-          c->pid = child;
-          c->cpu = e->cpu;
-          c->parent = e.get();
-          c->enabled = e->enabled;
-          c->is_clock = e->is_clock;
-          c->pmu = e->pmu;
-          c->tracepoint = e->tracepoint;
-          c->filter = e->filter;
-          copies.push_back(std::move(c));
-        }
-        // The child _exit()s at once: perf_event_exit_task() reports EXIT
-        // through the child's events (output to the parents' buffers), then
-        // to CPU 0's side-band events.
-        OutputContext child_ctx = parent_ctx;
-        child_ctx.pid = child_ctx.tid = child;
-        auto exit_record = [&](MockEvent& ev) {
-          Record r;
-          r.header.type = PERF_RECORD_EXIT;
-          // EXIT names the parent by pid in both ppid and ptid (perf_event_task_output()).
-          r.body = TaskRecord{static_cast<uint32_t>(child), static_cast<uint32_t>(task_.pid),
-                              static_cast<uint32_t>(child), static_cast<uint32_t>(task_.pid),
-                              EventClock(ev, now_)};
-          return r;
-        };
-        for (auto& c : copies) {
-          if (c->enabled && TaskMatch(c->attr) && (c->cpu == -1 || c->cpu == 0)) {
-            EmitRecord(*c, exit_record(*c), child_ctx);
-          }
-        }
-        for (size_t j = events_.size(); j-- > 0;) {
-          MockEvent& e = *events_[j];
-          if (e.pid == -1 && e.cpu == 0 && e.enabled && TaskMatch(e.attr)) EmitRecord(e, exit_record(e), child_ctx);
-        }
-        // sync_child_event(): the child's counts and times go to the parent.
-        for (auto& c : copies) {
-          c->parent->child_count += c->count;
-        }
-      }
-      break;
     case Workload::Kind::kThreads:
     case Workload::Kind::kForkExec:
-      return Result<WorkloadResult>::Failure(ENOSYS, call + " [mock: not modelled yet]");
+      // Each child in turn: forked (inherited copies, FORK), runs, exits (EXIT, copies folded). mock_tasks.cc.
+      if (w.kind == Workload::Kind::kForkExec && (w.path.empty() || w.path[0] != '/')) {
+        return Result<WorkloadResult>::Failure(EINVAL, call + " [mock: path must be absolute]");
+      }
+      for (uint64_t i = 0; i < w.count; ++i) {
+        Task child = ForkTask(/*thread=*/w.kind == Workload::Kind::kThreads);
+        out.children.push_back(child.tid);
+        if (w.kind == Workload::Kind::kForkExec) {
+          (void)RunAsTask(child, [&]() -> Result<WorkloadResult> {
+            ExecCurrent(w.path);
+            return Result<WorkloadResult>::Ok(WorkloadResult{});
+          });
+        } else if (w.pages_each != 0) {
+          (void)RunAsTask(child, [&] { return RunWorkload(Workload::TouchPages(w.pages_each)); });
+        }
+        ExitTaskModel(child);
+      }
+      break;
     case Workload::Kind::kWriteMemory:
     case Workload::Kind::kReadMemory: {
       if ((w.width != 1 && w.width != 2 && w.width != 4 && w.width != 8) || w.addr % w.width != 0) {

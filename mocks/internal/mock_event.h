@@ -68,6 +68,14 @@ struct MockEvent {
   MockEvent* leader = this;     // group leader (this for a leader)
   std::vector<MockEvent*> siblings;  // members, in open order (leader only)
   MockEvent* parent = nullptr;  // inherited copy: the parent event
+  std::vector<MockEvent*> children;  // event->child_list: the live inherited copies (parent only)
+  bool exited = false;          // PERF_EVENT_STATE_EXIT: its task exited (perf_event_exit_event())
+  // The file's fasync state (fs/fcntl.c): O_ASYNC puts the fd on event->fasync
+  // (perf_fasync()); F_SETOWN/F_SETOWN_EX name who gets the signal, F_SETSIG which.
+  bool async = false;
+  int owner_type = 0;           // F_OWNER_TID, F_OWNER_PID (0) or F_OWNER_PGRP
+  pid_t owner = 0;              // 0: nobody
+  int signum = 0;               // F_SETSIG; 0 means SIGIO without siginfo
   bool enabled = false;         // state >= PERF_EVENT_STATE_INACTIVE
   bool active = false;          // state == PERF_EVENT_STATE_ACTIVE (scheduled in)
   bool is_clock = false;        // cpu-clock / task-clock (hrtimer driven)
@@ -82,6 +90,8 @@ struct MockEvent {
 
   uint64_t count = 0;           // event->count
   uint64_t child_count = 0;     // event->child_count (inherited children that exited)
+  uint64_t child_time_enabled = 0;  // event->child_total_time_enabled, ns (exited children)
+  uint64_t child_time_running = 0;  // event->child_total_time_running, ns
   uint64_t time_enabled = 0;    // total_time_enabled, ns
   uint64_t time_running = 0;    // total_time_running, ns
   uint64_t lost_samples = 0;    // event->lost_samples (PERF_FORMAT_LOST)

@@ -95,7 +95,7 @@ PERFTEST_CASE(Inherit, ChildrenCounted, "inherit.children_counted",
 }
 
 PERFTEST_CASE(Inherit, NotInheritedWithoutFlag, "inherit.not_inherited_without_flag",
-              "perf_event_open(2) inherit ('counter should count events of child tasks'); "
+              "perf-design.txt 'inherit' ('count events on descendant tasks as well'); "
               "kernel/events/core.c inherit_task_group(): only attr.inherit events are copied") {
   ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Inherited(false)));
   ASSERT_OK(backend().RunWorkload(Workload::ForkTouch(2, kPages)));
@@ -103,7 +103,7 @@ PERFTEST_CASE(Inherit, NotInheritedWithoutFlag, "inherit.not_inherited_without_f
 }
 
 PERFTEST_CASE(Inherit, OnlyNewDescendants, "inherit.only_new_descendants",
-              "perf_event_open(2) inherit ('only applies to new children'); kernel/events/core.c "
+              "perf-design.txt 'inherit' ('only applies to new descendents'); kernel/events/core.c "
               "perf_event_init_task() runs at fork, with the events open then") {
   std::optional<ChildTask> old_child;
   Spawn(&old_child);
@@ -307,11 +307,12 @@ PERFTEST_CASE(Inherit, InheritStatCountsFolded, "inherit.inherit_stat_counts_fol
               "perf_event_open(2) inherit_stat; kernel/events/core.c perf_event_exit_task_context() "
               "(ctx->task = TASK_TOMBSTONE) before sync_child_event() -> perf_event_read_event()") {
   RecordDivergence("inherit.inherit_stat_exit",
-                   "<linux/perf_event.h> inherit_stat 'per task counts'; perf_event_open(2): the counts of "
-                   "inherited children are saved (PERF_RECORD_READ) when they exit",
-                   "Linux 6.18 does not reliably write PERF_RECORD_READ for an exiting child: "
-                   "sync_child_event() skips perf_event_read_event() once ctx->task is TASK_TOMBSTONE "
-                   "(perf_event_exit_task_context()); the record appears only intermittently");
+                   "<linux/perf_event.h> inherit_stat 'per task counts'; perf_event_open(2) inherit_stat: "
+                   "'allows saving (on context switch) counts for inherited tasks'",
+                   "Linux 6.18: an inherited task's own count reaches user space only as the "
+                   "PERF_RECORD_READ of sync_child_event(), which skips it for an exiting task "
+                   "(ctx->task is TASK_TOMBSTONE after perf_event_exit_task_context()); runs here "
+                   "saw the record only intermittently");
   perf_event_attr a = Inherited();
   a.inherit_stat = 1;
   std::vector<Event> events;

@@ -1,4 +1,4 @@
-// Conformance suite: overflow notification — poll(2) readiness, POLLHUP when
+// Conformance suite: overflow notification — poll(2) and epoll(7) readiness, POLLHUP when
 // the monitored task exits, SIGIO through fcntl(2) (F_SETOWN, O_ASYNC,
 // F_SETSIG), PERF_EVENT_IOC_REFRESH, sigtrap (SIGTRAP with TRAP_PERF), and the
 // exec rules remove_on_exec and enable_on_exec.
@@ -21,12 +21,15 @@
 #include <linux/hw_breakpoint.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <optional>
+#include <vector>
 
 #include "harness/attr.h"
 #include "harness/event.h"
@@ -224,6 +227,86 @@ PERFTEST_CASE(Signals, PollHupHidesPollIn, "signals.pollhup_hides_pollin",
   ASSERT_OK(child->Exit());
   EXPECT_GT(rb.ReadHead(), 0u);
   EXPECT_EQ(PollNow(ev), POLLHUP) << "once the task is gone, POLLHUP alone, unread samples or not";
+}
+
+// An epoll fd of the backend, closed with it.
+class EpollFd {
+ public:
+  explicit EpollFd(Backend& b) : b_(b) {
+    Result<int> fd = b.EpollCreate();
+    EXPECT_TRUE(fd.ok()) << fd.ToString();
+    fd_ = fd.ok() ? *fd : -1;
+  }
+  ~EpollFd() {
+    if (fd_ >= 0) (void)b_.Close(fd_);
+  }
+  int fd() const { return fd_; }
+  // epoll_wait(timeout 0): the ready events (failure recorded on error).
+  std::vector<epoll_event> WaitNow() {
+    std::array<epoll_event, 4> out{};
+    Result<int> n = b_.EpollWait(fd_, out, 0);
+    EXPECT_TRUE(n.ok()) << n.ToString();
+    return n.ok() ? std::vector<epoll_event>(out.begin(), out.begin() + *n) : std::vector<epoll_event>{};
+  }
+
+ private:
+  Backend& b_;
+  int fd_ = -1;
+};
+
+PERFTEST_CASE(Signals, EpollInAfterWakeupEvents, "signals.epoll_in_after_wakeup_events",
+              "epoll(7) over perf_poll(); kernel/events/core.c perf_poll(), ring_buffer.c perf_output_wakeup(); "
+              "fs/eventpoll.c ep_poll_callback()") {
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler(1, 4)));
+  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), ev.fd(), 8));
+  EpollFd ep(backend());
+  ASSERT_GE(ep.fd(), 0);
+  ASSERT_THAT(backend().EpollAdd(ep.fd(), ev.fd(), EPOLLIN), Succeeds());
+  EXPECT_TRUE(ep.WaitNow().empty()) << "nothing written yet";
+  ASSERT_OK(ev.Enable());
+  Touch(8);
+  ASSERT_OK(ev.Disable());
+  std::vector<epoll_event> ready = ep.WaitNow();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].events, static_cast<uint32_t>(EPOLLIN));
+  EXPECT_EQ(ready[0].data.fd, ev.fd());
+  EXPECT_TRUE(ep.WaitNow().empty()) << "level-triggered, but perf_poll() took rb->poll";
+}
+
+PERFTEST_CASE(Signals, EpollAddTakesPendingPollIn, "signals.epoll_add_takes_pending_pollin",
+              "fs/eventpoll.c ep_insert() -> ep_item_poll() polls the fd once; kernel/events/core.c "
+              "perf_poll(): atomic_xchg(&rb->poll, 0)") {
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler(1, 1)));
+  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), ev.fd(), 8));
+  ASSERT_OK(ev.Enable());
+  Touch(2);
+  ASSERT_OK(ev.Disable());
+  EpollFd ep(backend());
+  ASSERT_GE(ep.fd(), 0);
+  ASSERT_THAT(backend().EpollAdd(ep.fd(), ev.fd(), EPOLLIN), Succeeds());
+  EXPECT_TRUE(ep.WaitNow().empty()) << "the wakeup came before the fd was added, and the add took it";
+  EXPECT_EQ(PollNow(ev), 0);
+}
+
+PERFTEST_CASE(Signals, EpollHupOnTaskExit, "signals.epoll_hup_on_task_exit",
+              "kernel/events/core.c perf_event_exit_event() wakes event->waitq; is_event_hup(), perf_poll(): "
+              "EPOLLHUP, reported whatever the requested events") {
+  std::optional<ChildTask> child;
+  TaskOrSkip(&child);
+  if (HasFatalFailure()) return;
+  perf_event_attr a = FaultSampler(1, 1000);
+  a.disabled = 0;
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a, child->pid()));
+  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), ev.fd(), 8));
+  EpollFd ep(backend());
+  ASSERT_GE(ep.fd(), 0);
+  ASSERT_THAT(backend().EpollAdd(ep.fd(), ev.fd(), EPOLLIN), Succeeds());
+  ASSERT_OK(child->Run(Workload::TouchPages(2)));
+  EXPECT_TRUE(ep.WaitNow().empty());
+  ASSERT_OK(child->Exit());
+  std::vector<epoll_event> ready = ep.WaitNow();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].events, static_cast<uint32_t>(EPOLLHUP));
 }
 
 // Without F_SETSIG the signal carries no siginfo of its own: SEND_SIG_PRIV, si_code SI_KERNEL.
