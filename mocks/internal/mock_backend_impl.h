@@ -46,6 +46,7 @@ class MockBackend final : public Backend {
   TaskId CurrentTask() override { return {task_.pid, task_.tid}; }
   Result<WorkloadResult> RunWorkload(const Workload& w) override;
   Result<uint64_t> TracepointId(std::string_view system, std::string_view name) override;
+  Result<uint64_t> ReadPmc(uint32_t index) override;  // mock_task.cc
 
  private:
   // The simulated current task.
@@ -84,6 +85,13 @@ class MockBackend final : public Backend {
   bool CountersFree(const std::vector<const MockEvent*>& joining) const;
   // Starts/stops events whose schedulability changed (event_sched_in()/out()).
   void Reschedule();
+  // ctx_sched_in() for the core PMU: pinned then flexible groups, CPU contexts
+  // before the task's, in group_index order; merge_sched_in() rules.
+  void ScheduleCoreGroups();
+  // group_can_go_on(): exclusive groups and can_add_hw.
+  bool GroupCanGoOn(const MockEvent& leader, bool can_add_hw) const;
+  // perf_rotate_context(): at each multiplexing interval (the tick here).
+  void RotateCoreGroups();
   void SchedIn(MockEvent& ev);
   void SchedOut(MockEvent& ev);
   void EnableEvent(MockEvent& ev);   // _perf_event_enable()
@@ -131,6 +139,7 @@ class MockBackend final : public Backend {
   uint64_t max_samples_per_tick_ = 400;
   uint64_t tick_seq_ = 0;           // perf_throttled_seq
   uint64_t next_id_ = 1;            // perf_event_id
+  uint64_t group_seq_ = 0;          // perf_event_groups.index
   pid_t next_pid_ = kMockPid + 1;
   uint64_t locked_vm_ = 0;          // user->locked_vm, pages (mlock accounting)
   uint64_t pinned_vm_ = 0;          // mm->pinned_vm, pages
