@@ -22,6 +22,7 @@
 #include "harness/attr.h"
 #include "harness/event.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/hardware.h"
 #include "suites/common/measure.h"
 #include "suites/common/suite.h"
 
@@ -53,25 +54,6 @@ class Multiplex : public SuiteTest {
   }
   static uint64_t Enabled(const ReadValues& v) { return v.time_enabled.value_or(0); }
   static uint64_t Running(const ReadValues& v) { return v.time_running.value_or(0); }
-  // Whether a hardware counter can be opened here; records the skip when not.
-  bool Hardware() {
-    perf_event_attr a = Branches();
-    Result<int> fd = backend().PerfEventOpen(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd.ok()) {
-      (void)backend().Close(*fd);
-      return true;
-    }
-    const std::optional<SkipClass> c = UnavailableClass(fd.error());
-    if (!c) {
-      ADD_FAILURE() << fd.ToString();
-      return false;
-    }
-    RecordSkip(*c, *c == SkipClass::kUnsupported
-                       ? fmt::format("no hardware PMU: PERF_TYPE_HARDWARE returns {}", ErrnoName(fd.error()))
-                       : fmt::format("PERF_TYPE_HARDWARE returns {}: needs CAP_PERFMON or a lower perf_event_paranoid",
-                                     ErrnoName(fd.error())));
-    return false;
-  }
   // Opens `n` events of `attr`, each its own group, enabled.
   std::vector<Event> OpenEnabled(const perf_event_attr& attr, int n) {
     std::vector<Event> evs;
@@ -89,7 +71,7 @@ class Multiplex : public SuiteTest {
 
 #define REQUIRE_HARDWARE()                                                     \
   do {                                                                         \
-    if (!Hardware()) GTEST_SKIP() << "no hardware counters here";              \
+    if (!HaveHardware(backend(), Branches(), "no hardware PMU")) GTEST_SKIP(); \
   } while (0)
 
 // --- software: time bookkeeping, no multiplexing ---

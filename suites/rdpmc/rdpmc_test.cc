@@ -31,6 +31,7 @@
 #include "harness/event.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/hardware.h"
 #include "suites/common/measure.h"
 #include "suites/common/suite.h"
 
@@ -123,28 +124,14 @@ class Rdpmc : public SuiteTest {
     EXPECT_OK(v);
     return v.ok() ? *v : ReadValues{};
   }
-  // Whether a hardware counter opens here; records the skip when not.
-  bool Hardware() {
-    perf_event_attr a = Counter(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS);
-    Result<int> fd = backend().PerfEventOpen(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd.ok()) {
-      (void)backend().Close(*fd);
-      return true;
-    }
-    const std::optional<SkipClass> c = UnavailableClass(fd.error());
-    if (!c) {
-      ADD_FAILURE() << fd.ToString();
-      return false;
-    }
-    RecordSkip(*c, fmt::format("no hardware counter to read with RDPMC: PERF_TYPE_HARDWARE returns {}",
-                               ErrnoName(fd.error())));
-    return false;
-  }
 };
 
 #define REQUIRE_HARDWARE()                                            \
   do {                                                                \
-    if (!Hardware()) GTEST_SKIP() << "no hardware counters here";     \
+    if (!HaveHardware(backend(), Counter(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS),     \
+                      "no hardware counter to read with RDPMC")) {                            \
+      GTEST_SKIP();                                                                           \
+    }                                                                                         \
   } while (0)
 
 PERFTEST_CASE(Rdpmc, PageAfterMmap, "rdpmc.page_after_mmap",
