@@ -195,13 +195,24 @@ PERFTEST_CASE(Rdpmc, SeqlockUpdates, "rdpmc.lock_protocol",
   EXPECT_GE(at_enable, at_mmap + 2) << "ENABLE schedules the event in: an update";
   EXPECT_EQ(at_enable % 2, 0u);
   ASSERT_OK(backend().RunWorkload(Workload::TouchPages(5)));
+  // A switch-in between reading the lock and the DISABLE would update the
+  // page too (the kernel's task may be preempted): a DISABLE that updated
+  // would bump the lock every time, so one clean try in a few proves it does not.
+  bool disable_left_page = false;
+  for (int attempt = 0; attempt < 5 && !disable_left_page; ++attempt) {
+    if (attempt > 0) ASSERT_OK(ev.Enable());
+    const uint32_t before = pg.lock;
+    ASSERT_OK(ev.Disable());
+    disable_left_page = pg.lock == before;
+  }
+  EXPECT_TRUE(disable_left_page) << "DISABLE rewrote the page on every try";
   const uint32_t before_disable = pg.lock;
-  ASSERT_OK(ev.Disable());
-  EXPECT_EQ(pg.lock, before_disable) << "DISABLE does not rewrite the page";
+  ASSERT_OK(backend().RunWorkload(Workload::Sleep(2, 200us)));
+  EXPECT_EQ(pg.lock, before_disable) << "a disabled event is not scheduled in: no updates";
   const PageSnapshot stale = ReadPage(pg, nullptr);
   ASSERT_OK_AND_ASSIGN(uint64_t count, ev.ReadValue());
   EXPECT_GE(count, 5u);
-  EXPECT_LE(static_cast<uint64_t>(stale.offset), count) << "the page lags read(2)";
+  EXPECT_LE(static_cast<uint64_t>(stale.offset), count) << "the page never runs ahead of read(2)";
   ASSERT_OK(ev.Reset());
   EXPECT_EQ(pg.lock, before_disable + 2) << "RESET rewrites it";
   EXPECT_EQ(ReadPage(pg, nullptr).offset, 0);
