@@ -46,10 +46,14 @@
 //    and raw events, general-purpose and fixed counters, group validation.
 //  - Group scheduling as Linux 6.18 does it: ctx_resched() of one PMU on
 //    enable, siblings of a closed leader waiting for the next sched-in,
-//    member times frozen while the leader is off.
-// Not modelled yet: multiplexing rotation, enable_on_exec (there is no exec),
-// signals (F_SETOWN/SIGIO, sigtrap), the AUX area, POLLHUP for an exited task,
-// cgroups (PERF_FLAG_PID_CGROUP fails with EBADF), rdpmc.
+//    member times frozen while the leader is off; core-PMU groups pinned
+//    first, rotated every tick when they do not all fit, pinned groups in
+//    the ERROR state, exclusive groups (mock_task.cc Reschedule()).
+//  - Self-monitoring: the user page's index/offset/cap_user_rdpmc/pmc_width
+//    and ReadPmc() for RDPMC (no TSC: cap_user_time stays 0).
+// Not modelled yet: enable_on_exec (there is no exec), signals (F_SETOWN/SIGIO,
+// sigtrap), the AUX area, POLLHUP for an exited task, POLLERR for a pinned
+// event in ERROR, cgroups (PERF_FLAG_PID_CGROUP fails with EBADF).
 #pragma once
 
 #include <sys/types.h>
