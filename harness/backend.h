@@ -171,6 +171,19 @@ class Backend {
     return Result<int>::Failure(ENOSYS, "epoll_wait(" + std::to_string(epfd) + ", " + std::to_string(out.size()) +
                                             ", " + std::to_string(timeout_ms) + ")");
   }
+
+  // Self-monitoring: the counter a user-space RDPMC would read, for a
+  // perf_event_mmap_page whose cap_user_rdpmc is 1 and `index` is non-zero
+  // (<linux/perf_event.h>, the comment above perf_event_mmap_page.index: the
+  // instruction's counter number is index - 1). The raw counter value, pmc_width
+  // bits, not sign-extended. KernelBackend executes RDPMC (x86 only; the caller
+  // must have seen cap_user_rdpmc set, else the instruction faults); MockBackend
+  // reads its model's counter. Errors: EINVAL for index 0 (no counter) or an
+  // index no active event holds (mock); ENOSYS where RDPMC does not exist (not
+  // x86) — the default.
+  virtual Result<uint64_t> ReadPmc(uint32_t index) {
+    return Result<uint64_t>::Failure(ENOSYS, "rdpmc(index=" + std::to_string(index) + ")");
+  }
 };
 
 // The real kernel: syscalls, /proc and sysfs.

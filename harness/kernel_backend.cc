@@ -133,6 +133,18 @@ class KernelBackend final : public Backend {
     return FromSyscall<int>(::fcntl(fd, cmd, arg), DescribeFcntl(fd, cmd, arg));
   }
 
+  Result<uint64_t> ReadPmc(uint32_t index) override {
+    const std::string call = "rdpmc(index=" + std::to_string(index) + ")";
+    if (index == 0) return Result<uint64_t>::Failure(EINVAL, call);
+#if defined(__x86_64__)
+    uint32_t lo = 0, hi = 0;
+    asm volatile("rdpmc" : "=a"(lo), "=d"(hi) : "c"(index - 1));
+    return Result<uint64_t>::Ok((static_cast<uint64_t>(hi) << 32) | lo, call);
+#else
+    return Result<uint64_t>::Failure(ENOSYS, call);
+#endif
+  }
+
   Result<uint64_t> TracepointId(std::string_view system, std::string_view name) override {
     const std::string call = fmt::format("tracepoint_id({}:{})", system, name);
     std::string root;

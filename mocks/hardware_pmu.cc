@@ -247,4 +247,20 @@ bool HardwareFits(const std::vector<HwEvent>& events, const HardwareModel& m) {
   return true;
 }
 
+uint64_t CounterDelta(uint64_t prev, uint64_t now, uint32_t width) {
+  const uint32_t shift = 64 - width;
+  return ((now << shift) - (prev << shift)) >> shift;
+}
+
+int64_t SignExtend(uint64_t raw, uint32_t width) {
+  const uint32_t shift = 64 - width;
+  return static_cast<int64_t>(raw << shift) >> shift;
+}
+
+uint64_t MaxPeriod(uint32_t width) { return (uint64_t{1} << (width - 1)) - 1; }
+
+uint32_t RdpmcCounter(int gp, int fixed) {
+  return gp >= 0 ? static_cast<uint32_t>(gp) : (uint32_t{1} << 30) | static_cast<uint32_t>(fixed);
+}
+
 }  // namespace perftest::mock

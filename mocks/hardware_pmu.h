@@ -22,9 +22,13 @@
 // (exactly n) and Spin (one per cycle); branch instructions one per two
 // instructions; one branch miss per Instructions workload; L1D read/write
 // accesses one per ReadMemory/WriteMemory access. All of it is user mode.
-// Not modelled yet: multiplexing rotation (an event that finds no counter
-// stays INACTIVE: time_enabled runs, time_running does not), counter
-// overflow at the profile's width, rdpmc.
+// Counters are `counter_width` bits: the model keeps each event's raw counter
+// and folds it into the 64-bit count as x86_perf_event_update() does
+// (CounterDelta()), so the count runs on past a wraparound. A counting event's
+// counter starts at -max_period (x86_perf_event_set_period(), max_period =
+// 2^(width-1) - 1). While on a counter the event has an rdpmc index
+// (RdpmcIndex(): x86_pmu_event_idx()). Scheduling, rotation, pinned and
+// exclusive groups: mock_task.cc Reschedule().
 #pragma once
 
 #include <linux/perf_event.h>
@@ -95,5 +99,19 @@ int HardwareEventInit(const perf_event_attr& attr, uint32_t pmu_type, const Hard
 // Whether `events` can all be on counters at once (x86_schedule_events(),
 // fixed counters first).
 bool HardwareFits(const std::vector<HwEvent>& events, const HardwareModel& m);
+
+// x86_perf_event_update(): the events counted between two reads, `prev` and
+// `now`, of a `width`-bit counter (shift both to the top of a u64, subtract,
+// shift back: a wraparound between the reads is one lap, not a huge jump).
+uint64_t CounterDelta(uint64_t prev, uint64_t now, uint32_t width);
+// The counter's value sign-extended from `width` bits: what a self-monitoring
+// reader adds to perf_event_mmap_page.offset (UAPI comment on pmc_width).
+int64_t SignExtend(uint64_t raw, uint32_t width);
+// x86_pmu.max_period for `width`-bit counters: 2^(width-1) - 1.
+uint64_t MaxPeriod(uint32_t width);
+// The rdpmc counter number (ECX) of general-purpose counter `gp` or, if `gp`
+// is negative, fixed counter `fixed`: fixed counters are 1 << 30 | n
+// (Intel SDM vol. 3B 'RDPMC'; arch/x86/events/core.c x86_assign_hw_event()).
+uint32_t RdpmcCounter(int gp, int fixed);
 
 }  // namespace perftest::mock

@@ -367,6 +367,9 @@ Result<size_t> MockBackend::Read(int fd, void* buf, size_t len) {
     if (n < 0) return Result<size_t>::Failure(errno, call);
     return Result<size_t>::Ok(static_cast<size_t>(n), call);
   }
+  // __perf_read(): "Return end-of-file for a read on an event that is in
+  // error state" (a pinned group that could not go on), before the size check.
+  if (ev->error) return Result<size_t>::Ok(0, call);
   // __perf_read(): the buffer must hold the whole read_format record.
   const size_t size = ReadSize(*ev);
   if (len < size) return Fail<size_t>(ENOSPC, call, fmt::format("read_format needs {} bytes", size));

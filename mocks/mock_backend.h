@@ -46,16 +46,21 @@
 //    and raw events, general-purpose and fixed counters, group validation.
 //  - Group scheduling as Linux 6.18 does it: ctx_resched() of one PMU on
 //    enable, siblings of a closed leader waiting for the next sched-in,
-//    member times frozen while the leader is off.
+//    member times frozen while the leader is off; core-PMU groups pinned
+//    first, rotated every tick when they do not all fit, pinned groups in
+//    the ERROR state, exclusive groups (mock_task.cc Reschedule()).
+//  - Self-monitoring: the user page's index/offset/cap_user_rdpmc/pmc_width
+//    and ReadPmc() for RDPMC (no TSC: cap_user_time stays 0).
 //  - Child tasks (mock_tasks.cc): Fork/Threads/ForkExec workloads and
 //    SpawnTask/RunInTask/ExitTask run simulated children with inherited
 //    copies (folded at exit, live ones in reads), exec with enable_on_exec and
 //    remove_on_exec, POLLHUP once an event's task exited.
 //  - Signals (mock_signals.cc): real signals queued to this thread with the
 //    kernel's siginfo: SIGIO/F_SETSIG (fasync state modelled per event), sigtrap.
-// Not modelled yet: multiplexing rotation, the AUX area, cgroups
-// (PERF_FLAG_PID_CGROUP fails with EBADF), rdpmc, SWITCH records when a child
-// task is handed the CPU, signals to processes other than this one.
+//  - Credentials (mock_permissions.cc): uid, capabilities, RLIMIT_MEMLOCK/NOFILE
+//    of RunInChild() children; cgroup v2 directories for PERF_FLAG_PID_CGROUP.
+// Not modelled yet: POLLERR for a pinned event in ERROR, SWITCH records when a
+// child task is handed the CPU, signals to processes other than this one.
 #pragma once
 
 #include <sys/types.h>

@@ -136,15 +136,17 @@ MockRingBuffer::Outcome MockRingBuffer::Output(std::span<const std::byte> record
   return Outcome::kWritten;
 }
 
-void MockRingBuffer::UpdateUserPage(uint64_t count, uint64_t time_enabled, uint64_t time_running) {
+void MockRingBuffer::UpdateUserPage(const UserPage& u) {
   auto* pg = reinterpret_cast<volatile perf_event_mmap_page*>(base_);
   // perf_event_update_userpage(): ++lock; barrier(); fields; barrier(); ++lock.
   pg->lock = pg->lock + 1;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  pg->index = 0;  // software events: no hardware counter (event_idx() == 0)
-  pg->offset = static_cast<int64_t>(count);
-  pg->time_enabled = time_enabled;
-  pg->time_running = time_running;
+  pg->index = u.index;
+  pg->offset = u.offset;
+  pg->time_enabled = u.time_enabled;
+  pg->time_running = u.time_running;
+  pg->cap_user_rdpmc = u.cap_user_rdpmc ? 1 : 0;
+  pg->pmc_width = u.pmc_width;
   __atomic_thread_fence(__ATOMIC_RELEASE);
   pg->lock = pg->lock + 1;
 }

@@ -92,8 +92,22 @@ class MockRingBuffer {
   // perf_output_wakeup() outside a record (AUX transactions): POLLIN.
   void Wakeup() { poll_ = POLLIN | POLLRDNORM; }
 
-  // perf_event_update_userpage(): seqlock-protected index/offset/times.
-  void UpdateUserPage(uint64_t count, uint64_t time_enabled, uint64_t time_running);
+  // perf_event_update_userpage(): the fields it writes between the two
+  // increments of `lock` (arch_perf_update_userpage() for cap_user_rdpmc and
+  // pmc_width; the model has no TSC, so cap_user_time* and time_* stay 0, as
+  // on a guest whose sched_clock is not the TSC).
+  struct UserPage {
+    uint32_t index = 0;        // perf_event_index(): rdpmc counter + 1 while ACTIVE on a counter, else 0
+    int64_t offset = 0;        // count, minus the counter's sign-extended value when index != 0
+    uint64_t time_enabled = 0;
+    uint64_t time_running = 0;
+    bool cap_user_rdpmc = false;  // x86: the event is mmapped (PERF_EVENT_FLAG_USER_READ_CNT)
+    uint16_t pmc_width = 0;       // x86_pmu.cntval_bits (0 without a PMU)
+  };
+  void UpdateUserPage(const UserPage& u);
+  void UpdateUserPage(uint64_t count, uint64_t time_enabled, uint64_t time_running) {
+    UpdateUserPage(UserPage{0, static_cast<int64_t>(count), time_enabled, time_running, false, 0});
+  }
 
   size_t page_size() const { return page_size_; }
   size_t nr_pages() const { return nr_pages_; }

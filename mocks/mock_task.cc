@@ -26,6 +26,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 #include <cerrno>
 #include <cstring>
 
@@ -82,13 +84,17 @@ bool MockBackend::CountersFree(const std::vector<const MockEvent*>& joining) con
 }
 
 // ctx_sched_out()/ctx_sched_in() reduced: events that may no longer run go
-// out; then, in creation order, a group goes in as a unit (group_sched_in())
-// when its hardware events find counters next to those already in, and a
-// member only with its leader in.
+// out; then software groups go in, in creation order (a software group always
+// can: group_can_go_on() PERF_EV_CAP_SOFTWARE), a member only with its leader
+// in; core-PMU groups go through ScheduleCoreGroups().
 void MockBackend::Reschedule() {
   for (size_t i = 0; i < events_.size(); ++i) {
     MockEvent& e = *events_[i];
     if (e.active && (!Schedulable(e) || (!e.is_leader() && !e.leader->active))) SchedOut(e);
+  }
+  // perf_event_groups_insert() at install time: group_index in creation order.
+  for (const auto& e : events_) {
+    if (e->is_leader() && e->group_index == 0) e->group_index = ++group_seq_;
   }
   for (size_t i = 0; i < events_.size(); ++i) {
     MockEvent& e = *events_[i];
@@ -99,14 +105,105 @@ void MockBackend::Reschedule() {
       SchedIn(e);
       continue;
     }
+    if (e.pmu == PmuId::kCore) continue;  // ScheduleCoreGroups()
     std::vector<const MockEvent*> group;
-    if (e.pmu == PmuId::kCore) group.push_back(&e);
     for (const MockEvent* s : e.siblings) {
       if (s->pmu == PmuId::kCore && !s->active && Schedulable(*s)) group.push_back(s);
     }
-    if (!CountersFree(group)) continue;  // no rotation in the model: the group waits
+    if (!CountersFree(group)) continue;
     SchedIn(e);
   }
+  ScheduleCoreGroups();
+}
+
+// The context an event is in (event->ctx): its task's, or CPU `cpu`'s.
+static bool SameContext(const MockEvent& a, const MockEvent& b) {
+  return a.pid == b.pid && (a.pid != -1 || a.cpu == b.cpu);
+}
+
+bool MockBackend::GroupCanGoOn(const MockEvent& leader, bool can_add_hw) const {
+  for (const auto& e : events_) {
+    if (!e->active || !e->is_leader() || e.get() == &leader || e->pmu != PmuId::kCore) continue;
+    if (!SameContext(*e, leader)) continue;
+    // "if (epc->exclusive) return 0": an exclusive group is on this PMU context.
+    if (e->attr.exclusive) return false;
+    // "if (event->attr.exclusive && !list_empty(get_event_list(event)))":
+    // the pinned or flexible active list, as the group is pinned or not.
+    if (leader.attr.exclusive && e->attr.pinned == leader.attr.pinned) return false;
+  }
+  return can_add_hw;
+}
+
+// perf_event_sched_in(): ctx_sched_in(cpuctx, EVENT_PINNED), (task_ctx,
+// EVENT_PINNED), (cpuctx, EVENT_FLEXIBLE), (task_ctx, EVENT_FLEXIBLE); each
+// pass visits the groups in group_index order (visit_groups_merge()) with
+// merge_sched_in(): a group goes in whole if group_can_go_on() and its events
+// find counters (group_sched_in()); one that stays INACTIVE clears can_add_hw
+// for the rest of the pass and then, if pinned, goes to
+// PERF_EVENT_STATE_ERROR (read(2) returns 0 until PERF_EVENT_IOC_ENABLE), else
+// sets rotate_necessary (RotateCoreGroups()).
+void MockBackend::ScheduleCoreGroups() {
+  std::vector<MockEvent*> leaders;
+  for (const auto& e : events_) {
+    if (e->is_leader() && e->pmu == PmuId::kCore && !e->active && Schedulable(*e)) leaders.push_back(e.get());
+  }
+  std::stable_sort(leaders.begin(), leaders.end(), [](const MockEvent* a, const MockEvent* b) {
+    if (a->attr.pinned != b->attr.pinned) return a->attr.pinned > b->attr.pinned;
+    if ((a->pid == -1) != (b->pid == -1)) return a->pid == -1;  // the CPU context first
+    return a->group_index < b->group_index;
+  });
+  // can_add_hw per pass: (context, pinned).
+  std::map<std::tuple<pid_t, int, bool>, bool> can_add_hw;
+  for (MockEvent* l : leaders) {
+    bool& can = can_add_hw.try_emplace({l->pid, l->pid == -1 ? l->cpu : -1, l->attr.pinned != 0}, true).first->second;
+    std::vector<const MockEvent*> group{l};
+    for (const MockEvent* s : l->siblings) {
+      if (s->pmu == PmuId::kCore && !s->active && Schedulable(*s)) group.push_back(s);
+    }
+    if (GroupCanGoOn(*l, can) && CountersFree(group)) {
+      SchedIn(*l);
+      for (MockEvent* s : l->siblings) {
+        if (!s->active && Schedulable(*s)) SchedIn(*s);
+      }
+      continue;
+    }
+    can = false;
+    if (l->attr.pinned) {
+      l->enabled = false;  // ERROR < OFF: no enabled time, not schedulable
+      l->error = true;
+    }
+  }
+}
+
+// perf_rotate_context(): for each context with a flexible core group that
+// could not go on (rotate_necessary), the first group in its flexible active
+// list (else the first flexible group) moves to the end of the groups tree
+// (rotate_ctx(): a new group_index), after the flexible groups are scheduled
+// out; then they go in again in the new order.
+void MockBackend::RotateCoreGroups() {
+  std::vector<const MockEvent*> contexts;  // one representative leader per context needing rotation
+  for (const auto& e : events_) {
+    if (!e->is_leader() || e->pmu != PmuId::kCore || e->attr.pinned || e->active || !Schedulable(*e)) continue;
+    bool seen = false;
+    for (const MockEvent* c : contexts) seen |= SameContext(*c, *e);
+    if (!seen) contexts.push_back(e.get());
+  }
+  if (contexts.empty()) return;
+  for (const MockEvent* ctx : contexts) {
+    MockEvent* pick = nullptr;
+    for (int pass = 0; pass < 2 && pick == nullptr; ++pass) {
+      for (const auto& e : events_) {
+        if (!e->is_leader() || e->pmu != PmuId::kCore || e->attr.pinned || !SameContext(*e, *ctx)) continue;
+        if (pass == 0 ? !e->active : !Schedulable(*e)) continue;
+        if (pick == nullptr || e->group_index < pick->group_index) pick = e.get();
+      }
+    }
+    if (pick != nullptr) pick->group_index = ++group_seq_;
+  }
+  for (const auto& e : events_) {
+    if (e->active && e->pmu == PmuId::kCore && !e->leader->attr.pinned) SchedOut(*e);
+  }
+  Reschedule();
 }
 
 void MockBackend::SchedIn(MockEvent& ev) {
@@ -118,13 +215,41 @@ void MockBackend::SchedIn(MockEvent& ev) {
     ev.hw.interrupts = 0;
     LogThrottle(ev, /*unthrottle=*/true);
   }
+  if (ev.pmu == PmuId::kCore) {
+    // x86_schedule_events()/x86_assign_hw_event(): its fixed counter if free,
+    // else the lowest free general-purpose one.
+    std::vector<bool> gp(profile_.hardware.gp_counters, false), fixed(profile_.hardware.fixed_counters, false);
+    for (const auto& e : events_) {
+      if (e.get() == &ev || !e->active || e->pmu != PmuId::kCore || CountersCpu(*e) != CountersCpu(ev)) continue;
+      if (e->counter_gp >= 0) gp[e->counter_gp] = true;
+      if (e->counter_fixed >= 0) fixed[e->counter_fixed] = true;
+    }
+    ev.counter_gp = ev.counter_fixed = -1;
+    if (ev.hw_event.fixed >= 0 && !fixed[ev.hw_event.fixed]) {
+      ev.counter_fixed = ev.hw_event.fixed;
+    } else {
+      for (size_t i = 0; i < gp.size() && ev.counter_gp < 0; ++i) {
+        if (!gp[i]) ev.counter_gp = static_cast<int>(i);
+      }
+    }
+    // x86_perf_event_set_period(): a counting event's counter starts at
+    // -max_period (and is re-armed there on overflow); its value carries
+    // over a sched-out (period_left).
+    const uint32_t width = profile_.hardware.counter_width;
+    const uint64_t mask = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
+    if (!ev.is_sampling() && ev.pmc == 0) ev.pmc = (uint64_t{0} - MaxPeriod(width)) & mask;
+  }
   SoftwareEventStart(ev, /*add=*/true);
+  // Linux 6.18, measured with the rdpmc suite: the user page is rewritten when
+  // the event goes in (ENABLE, each switch-in), not when it goes out.
+  UpdateUserPage(ev);
 }
 
 void MockBackend::SchedOut(MockEvent& ev) {
   if (ev.pmu == PmuId::kIntelPt) PtStop(ev);
   SoftwareEventStop(ev);
   ev.active = false;
+  ev.counter_gp = ev.counter_fixed = -1;
 }
 
 // _perf_event_enable() -> __perf_event_enable(): the event becomes INACTIVE,
@@ -133,9 +258,11 @@ void MockBackend::SchedOut(MockEvent& ev) {
 // leader is in another PMU (a minor-faults member of a task-clock leader, say)
 // is therefore not scheduled in until the task is next switched in, or until
 // something reschedules the leader's PMU (Linux 6.18: time_enabled grows,
-// time_running and the count stay 0 meanwhile).
+// time_running and the count stay 0 meanwhile). An event in the ERROR state
+// is cleared to OFF first.
 void MockBackend::EnableEvent(MockEvent& ev) {
   if (ev.enabled) return;
+  ev.error = false;
   ev.enabled = true;
   if (!ev.is_leader() && ev.leader->active && ev.pid != -1 && EffectivePmu(ev) != GroupPmu(ev)) ev.deferred = true;
   const PmuId resched = EffectivePmu(ev);
@@ -150,18 +277,45 @@ void MockBackend::EnableEvent(MockEvent& ev) {
     }
   }
   Reschedule();
-  UpdateUserPage(ev);
 }
 
+// _perf_event_disable(): out of the context; the user page is not rewritten.
 void MockBackend::DisableEvent(MockEvent& ev) {
   if (!ev.enabled) return;
   ev.enabled = false;
   Reschedule();
-  UpdateUserPage(ev);
 }
 
+// perf_event_update_userpage() + x86 arch_perf_update_userpage().
 void MockBackend::UpdateUserPage(MockEvent& ev) {
-  if (ev.rb != nullptr) ev.rb->UpdateUserPage(ev.count + ev.child_count, ev.time_enabled, ev.time_running);
+  if (ev.rb == nullptr) return;
+  MockRingBuffer::UserPage u;
+  u.offset = static_cast<int64_t>(ev.count + ev.child_count);
+  u.time_enabled = ev.time_enabled;
+  u.time_running = ev.time_running;
+  if (profile_.has_hardware) {
+    const uint32_t width = profile_.hardware.counter_width;
+    u.pmc_width = static_cast<uint16_t>(width);
+    // x86_pmu_event_mapped(): an mmapped core event may be read with RDPMC
+    // (sysfs rdpmc = 1, the default).
+    u.cap_user_rdpmc = ev.pmu == PmuId::kCore && ev.owns_rb;
+    if (u.cap_user_rdpmc && ev.active) {
+      u.index = RdpmcCounter(ev.counter_gp, ev.counter_fixed) + 1;  // x86_pmu_event_idx()
+      u.offset -= SignExtend(ev.pmc, width);                        // - hwc->prev_count
+    }
+  }
+  ev.rb->UpdateUserPage(u);
+}
+
+Result<uint64_t> MockBackend::ReadPmc(uint32_t index) {
+  const std::string call = fmt::format("rdpmc(index={})", index);
+  for (const auto& e : events_) {
+    if (index != 0 && e->active && e->pmu == PmuId::kCore && CountersCpu(*e) == 0 &&
+        RdpmcCounter(e->counter_gp, e->counter_fixed) + 1 == index) {
+      return Result<uint64_t>::Ok(e->pmc, call);
+    }
+  }
+  return Result<uint64_t>::Failure(EINVAL, call + " [mock: no active event on that counter of CPU 0]");
 }
 
 OutputContext MockBackend::Context() const {
@@ -246,6 +400,9 @@ void MockBackend::Tick() {
     if (delta > 0) AdjustPeriod(ev, tick_ns_, delta);
     SoftwareEventStart(ev, /*add=*/false);
   }
+  // perf_mux_hrtimer_handler(): perf_event_mux_interval_ms is PERF_CPU_HRTIMER
+  // = 1000 / HZ by default, one tick.
+  RotateCoreGroups();
 }
 
 // perf_swevent_hrtimer(): the interrupted context is the task (user mode) or,
@@ -640,8 +797,25 @@ void MockBackend::HardwareCount(HwKind kind, uint64_t n) {
     if (!ev.active || ev.hw.stopped || ev.pmu != PmuId::kCore || ev.hw_event.kind != kind) continue;
     if (ev.pid == -1 ? ev.cpu != 0 : ev.pid != task_.tid) continue;
     if (ev.attr.exclude_user) continue;
+    const uint32_t width = profile_.hardware.counter_width;
+    const uint64_t mask = width >= 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
     if (!ev.is_sampling()) {
-      ev.count += n;
+      // The counter advances modulo 2^width; x86_perf_event_update() folds
+      // each read's CounterDelta() into the 64-bit count. When it reaches 0
+      // the overflow interrupt re-arms it at -max_period.
+      uint64_t left = n;
+      bool rearmed = false;
+      while (left > 0) {
+        const uint64_t to_zero = ((mask - ev.pmc) & mask) + 1;  // increments until it wraps to 0
+        const uint64_t step = std::min(left, to_zero);
+        const uint64_t next = (ev.pmc + step) & mask;
+        ev.count += step == to_zero ? CounterDelta(ev.pmc, 0, width) : CounterDelta(ev.pmc, next, width);
+        ev.pmc = step == to_zero ? (uint64_t{0} - MaxPeriod(width)) & mask : next;
+        rearmed |= step == to_zero;
+        left -= step;
+      }
+      // x86_perf_event_set_period() ends with perf_event_update_userpage().
+      if (rearmed) UpdateUserPage(ev);
       continue;
     }
     uint64_t left = n;
@@ -662,6 +836,7 @@ void MockBackend::HardwareCount(HwKind kind, uint64_t n) {
         break;
       }
     }
+    ev.pmc = (uint64_t{0} - static_cast<uint64_t>(ev.hw.period_left)) & mask;  // programmed to -left
   }
 }
 

@@ -56,6 +56,7 @@ class MockBackend final : public Backend {
   Result<int> EpollCreate() override;
   Result<int> EpollAdd(int epfd, int fd, uint32_t events) override;
   Result<int> EpollWait(int epfd, std::span<epoll_event> out, int timeout_ms) override;
+  Result<uint64_t> ReadPmc(uint32_t index) override;  // mock_task.cc
 
  private:
   // The simulated current task.
@@ -159,6 +160,13 @@ class MockBackend final : public Backend {
   bool CountersFree(const std::vector<const MockEvent*>& joining) const;
   // Starts/stops events whose schedulability changed (event_sched_in()/out()).
   void Reschedule();
+  // ctx_sched_in() for the core PMU: pinned then flexible groups, CPU contexts
+  // before the task's, in group_index order; merge_sched_in() rules.
+  void ScheduleCoreGroups();
+  // group_can_go_on(): exclusive groups and can_add_hw.
+  bool GroupCanGoOn(const MockEvent& leader, bool can_add_hw) const;
+  // perf_rotate_context(): at each multiplexing interval (the tick here).
+  void RotateCoreGroups();
   void SchedIn(MockEvent& ev);
   void SchedOut(MockEvent& ev);
   void EnableEvent(MockEvent& ev);   // _perf_event_enable()
@@ -211,6 +219,7 @@ class MockBackend final : public Backend {
   uint64_t max_samples_per_tick_ = 400;
   uint64_t tick_seq_ = 0;           // perf_throttled_seq
   uint64_t next_id_ = 1;            // perf_event_id
+  uint64_t group_seq_ = 0;          // perf_event_groups.index
   pid_t next_pid_ = kMockPid + 1;
   std::map<pid_t, Task> spawned_;  // SpawnTask()'s live tasks, by tid
   std::map<int, std::vector<std::pair<int, uint32_t>>> epolls_;  // epoll fd -> {fd, events} added

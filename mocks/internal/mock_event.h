@@ -87,6 +87,16 @@ struct MockEvent {
   const TracepointModel* tracepoint = nullptr;  // PERF_TYPE_TRACEPOINT: what attr.config names
   std::shared_ptr<const TraceFilter> filter;   // PERF_EVENT_IOC_SET_FILTER (tracepoints)
   HwEvent hw_event;             // PmuId::kCore: what it counts and on which counters
+  // PmuId::kCore while ACTIVE: the counter it holds (gp index, or fixed index
+  // with gp = -1) and its raw value (counter_width bits).
+  int counter_gp = -1;
+  int counter_fixed = -1;
+  uint64_t pmc = 0;
+  // PERF_EVENT_STATE_ERROR: a pinned group that could not go on (merge_sched_in()).
+  bool error = false;
+  // The group's place in ctx->{pinned,flexible}_groups (perf_event_groups_insert():
+  // groups->index++), renewed by rotate_ctx(); 0 until first scheduled.
+  uint64_t group_index = 0;
 
   uint64_t count = 0;           // event->count
   uint64_t child_count = 0;     // event->child_count (inherited children that exited)

@@ -333,5 +333,31 @@ PERFTEST_CASE(Breakpoint, ModifyRefusalsKeepTheOldWatch, "breakpoint.modify_einv
   EXPECT_THAT(bp.ReadValue(), SucceedsWith(4u)) << "still watching g_other only";
 }
 
+PERFTEST_CASE(Breakpoint, InheritedIntoChildren, "breakpoint.inherit_fork",
+              "core.c inherit_event() -> perf_event_alloc() -> hw_breakpoint_event_init(): each child gets its own "
+              "copy with its own slot (per-task reservation, hw_breakpoint.c toggle_bp_slot()); the children's "
+              "counts fold into the parent's read (perf_event_read_value(): child_count)") {
+  REQUIRE_BREAKPOINTS();
+  std::vector<Event> bps;
+  for (int i = 0; i < 4; ++i) {
+    perf_event_attr a = Bp(HW_BREAKPOINT_W, g_area + 8 * i, 8);
+    a.inherit = 1;
+    a.disabled = 0;
+    Result<Event> ev = Event::Open(backend(), a);
+    if (!ev.ok() && ev.error() == ENOSPC) break;  // fewer debug registers than 4 (not x86)
+    ASSERT_OK(ev);
+    bps.push_back(std::move(*ev));
+  }
+  ASSERT_FALSE(bps.empty());
+  ASSERT_OK_AND_ASSIGN(WorkloadResult forked, backend().RunWorkload(Workload::Fork(3)));
+  EXPECT_EQ(forked.children.size(), 3u) << "every child took copies of all the parent's breakpoints";
+  ASSERT_OK(backend().RunWorkload(Workload::WriteMemory(g_area, 8, 5)));
+  EXPECT_THAT(bps[0].ReadValue(), SucceedsWith(5u)) << "the parent's stores; the children stored nothing";
+  if (X86() && bps.size() == 4) {
+    EXPECT_THAT(Event::Open(backend(), Bp(HW_BREAKPOINT_W, g_area, 8)), FailsWithErrno(ENOSPC))
+        << "the children are gone; the parent still holds all four slots";
+  }
+}
+
 }  // namespace
 }  // namespace perftest
