@@ -289,6 +289,8 @@ PERFTEST_CASE(Aux, FullTraceRecordsTileTheTrace, "aux.full_trace_records",
   for (const AuxRecord& r : aux) {
     EXPECT_EQ(r.aux_offset, expect) << "AUX records follow each other without gaps";
     EXPECT_EQ(r.flags & (kTruncated | kOverwrite), 0u) << DescribeAuxFlags(r.flags);
+    // COLLISION is an ARM SPE flag; Intel PT's trace format type (flags 15:8) is 0.
+    EXPECT_EQ(r.flags & (PERF_AUX_FLAG_COLLISION | PERF_AUX_FLAG_PMU_FORMAT_TYPE_MASK), 0u) << DescribeAuxFlags(r.flags);
     expect = r.aux_offset + r.aux_size;
   }
   EXPECT_EQ(s.aux.ReadHead(), expect) << "aux_head is where the last record ends";
@@ -420,6 +422,27 @@ PERFTEST_CASE(Aux, SnapshotCapturedOnDemand, "aux.snapshot_capture",
     EXPECT_EQ(snaps.back().size(), s.aux.size());
   }
   EXPECT_NE(snaps[0], snaps[1]) << "the second capture shows no new trace";
+}
+
+PERFTEST_CASE(Aux, UnmapEndsTheTrace, "aux.unmap_stops",
+              "kernel/events/core.c perf_mmap_close(): the last AUX unmap stops the writers "
+              "(perf_pmu_output_stop(): the open transaction ends with a PERF_RECORD_AUX) and frees the AUX area") {
+  PERFTEST_REQUIRE_INTEL_PT(pt);
+  ASSERT_OK_AND_ASSIGN(PtSession s, PtSession::Open(backend(), PtUserAttr(*pt), 8, 8, AuxMode::kFullTrace));
+  ASSERT_OK(s.event.Enable());
+  ASSERT_OK(backend().RunWorkload(Workload::Instructions(InstructionsFor(page() / 2))));
+  ASSERT_OK(s.aux.Unmap());
+  ASSERT_OK_AND_ASSIGN(std::vector<AuxRecord> aux, s.AuxRecords());
+  ASSERT_THAT(aux, Not(IsEmpty())) << "no PERF_RECORD_AUX when the AUX area went away";
+  const uint64_t end = aux.back().aux_offset + aux.back().aux_size;
+  EXPECT_GE(end, page() / 2);
+  // No more trace goes anywhere: no further records.
+  ASSERT_OK(backend().RunWorkload(Workload::Instructions(InstructionsFor(page()))));
+  ASSERT_OK(s.event.Disable());
+  ASSERT_OK_AND_ASSIGN(std::vector<AuxRecord> more, s.AuxRecords());
+  EXPECT_THAT(more, IsEmpty());
+  // A new AUX area can be mapped again.
+  EXPECT_THAT(AuxBuffer::Map(backend(), s.event.fd(), s.rb, 8, AuxMode::kFullTrace), Succeeds());
 }
 
 PERFTEST_CASE(Aux, SampleSizeWithPtLeaderOpens, "aux.sample_size_with_pt_leader",
