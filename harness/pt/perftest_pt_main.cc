@@ -3,6 +3,7 @@
 //
 //   perftest_pt dump FILE [--offset=N] [--sync] [--lastip] [--format=text|json]
 //                         [--no-blocks] [--limit=N]
+//   perftest_pt record ... (harness/pt/record_cli.h)
 //
 // FILE holds raw Intel PT bytes (an AUX area's contents, a fixtures/pt/*.bin).
 // Exit status: 0 dumped (decode errors are part of the output), 2 bad
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "harness/pt/dump.h"
+#include "harness/pt/record_cli.h"
 
 namespace {
 
@@ -63,12 +65,16 @@ int main(int argc, char** argv) {
   dump->add_option("--format", format, "text (perf script -D style) or json (JSON Lines)")
       ->check(CLI::IsMember({"text", "json"}));
 
+  perftest::pt::RecordOptions record_options;
+  CLI::App* record = perftest::pt::AddRecordSubcommand(app, &record_options);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kExitBadInput;
   }
+  if (record->parsed()) return perftest::pt::RunRecordSubcommand(record_options);
 
   std::vector<uint8_t> trace;
   std::string error;
