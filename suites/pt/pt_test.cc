@@ -107,7 +107,10 @@ PERFTEST_CASE(Pt, DefaultConfigFollowsTheDocument, "pt.default_config",
               "psb_period 3 or nearest lower with MTC, mtc_period 3 or nearest lower, pt, branch)") {
   PERFTEST_REQUIRE_INTEL_PT(pt);
   ASSERT_OK_AND_ASSIGN(perf_event_attr a, ParseEventString("intel_pt//u", backend().Machine().pmus));
-  auto field = [&](const char* name) { return (a.config & FormatBits(pt->format.at(name))) >> __builtin_ctzll(FormatBits(pt->format.at(name))); };
+  auto field = [&](const char* name) {
+    const uint64_t bits = FormatBits(pt->format.at(name));
+    return (a.config & bits) >> __builtin_ctzll(bits);
+  };
   EXPECT_EQ(field("tsc"), 1u);
   EXPECT_EQ(field("noretcomp"), 0u);
   EXPECT_EQ(field("pt"), 1u);
@@ -123,7 +126,9 @@ PERFTEST_CASE(Pt, DefaultConfigFollowsTheDocument, "pt.default_config",
   if (Caps(*pt, "mtc") && Caps(*pt, "mtc_periods")) {
     EXPECT_EQ(field("mtc"), 1u);
     EXPECT_EQ(field("mtc_period"), nearest_below_3(Caps(*pt, "mtc_periods")));
-    if (Caps(*pt, "psb_cyc")) EXPECT_EQ(field("psb_period"), nearest_below_3(Caps(*pt, "psb_periods") | 1));
+    if (Caps(*pt, "psb_cyc")) {
+      EXPECT_EQ(field("psb_period"), nearest_below_3(Caps(*pt, "psb_periods") | 1));
+    }
   } else {
     EXPECT_EQ(field("mtc"), 0u);
     EXPECT_EQ(field("psb_period"), 0u) << "without MTC the default psb_period is 0";
