@@ -43,10 +43,11 @@ using ::testing::Not;
 // it, and rb_alloc_aux() then refuses it (no setup_aux).
 perf_event_attr Dummy() { return SoftwareAttr(PERF_COUNT_SW_DUMMY); }
 
-// Enough user instructions to fill `bytes` of trace on the mock (1 byte per
-// 8 instructions) and, with a branch every two instructions, at least that on
-// real Intel PT (one TNT bit per branch).
-uint64_t InstructionsFor(uint64_t bytes) { return bytes * 8 + 4096; }
+// Enough user instructions for at least `bytes` of trace: Intel PT writes
+// about a byte per 6 conditional branches (TNT-8) plus timing and PSB+ packets;
+// the loops run here take a branch every 2 to 5 instructions, so 32
+// instructions per byte is a safe floor on hardware and on the mock.
+uint64_t InstructionsFor(uint64_t bytes) { return bytes * 32 + 65536; }
 
 constexpr uint64_t kTruncated = PERF_AUX_FLAG_TRUNCATED;
 constexpr uint64_t kOverwrite = PERF_AUX_FLAG_OVERWRITE;
@@ -279,7 +280,7 @@ PERFTEST_CASE(Aux, FullTraceRecordsTileTheTrace, "aux.full_trace_records",
               "kernel/events/ring_buffer.c perf_aux_output_end(): PERF_RECORD_AUX {aux_offset, aux_size, flags}; "
               "aux_head published in the page") {
   PERFTEST_REQUIRE_INTEL_PT(pt);
-  ASSERT_OK_AND_ASSIGN(PtSession s, PtSession::Open(backend(), PtUserAttr(*pt), 8, 16, AuxMode::kFullTrace));
+  ASSERT_OK_AND_ASSIGN(PtSession s, PtSession::Open(backend(), PtUserAttr(*pt), 8, 128, AuxMode::kFullTrace));
   ASSERT_OK(s.event.Enable());
   ASSERT_OK(backend().RunWorkload(Workload::Instructions(InstructionsFor(4 * page()))));
   ASSERT_OK(s.event.Disable());
@@ -307,7 +308,7 @@ PERFTEST_CASE(Aux, WatermarkWakesTheReader, "aux.watermark_wakeup",
   PERFTEST_REQUIRE_INTEL_PT(pt);
   perf_event_attr a = PtUserAttr(*pt);
   a.aux_watermark = static_cast<uint32_t>(page());
-  ASSERT_OK_AND_ASSIGN(PtSession s, PtSession::Open(backend(), a, 8, 8, AuxMode::kFullTrace));
+  ASSERT_OK_AND_ASSIGN(PtSession s, PtSession::Open(backend(), a, 8, 64, AuxMode::kFullTrace));
   std::array<pollfd, 1> pfd = {pollfd{s.event.fd(), POLLIN, 0}};
   ASSERT_OK(backend().Poll(pfd, 0));
   ASSERT_OK(s.event.Enable());

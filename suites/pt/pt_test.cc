@@ -289,10 +289,11 @@ PERFTEST_CASE(Pt, PsbCadenceFollowsPsbPeriod, "pt.psb_period_cadence",
                         FormatBits(pt->format.at("tsc"));
   const uint64_t psb_period = (Caps(*pt, "psb_cyc") && (Caps(*pt, "psb_periods") & 2)) ? 1 : 0;
   perf_event_attr a = PtUserAttr(*pt, With(*pt, base, "psb_period", psb_period));
-  ASSERT_OK_AND_ASSIGN(PtSession s, PtSession::Open(backend(), a, 8, 16, AuxMode::kFullTrace));
+  ASSERT_OK_AND_ASSIGN(PtSession s, PtSession::Open(backend(), a, 8, 128, AuxMode::kFullTrace));
   const uint64_t period = uint64_t{1} << (psb_period + 11);
   ASSERT_OK(s.event.Enable());
-  ASSERT_OK(backend().RunWorkload(Workload::Instructions(8 * 6 * period + 4096)));
+  // At least 32 instructions per trace byte (see suites/aux InstructionsFor()).
+  ASSERT_OK(backend().RunWorkload(Workload::Instructions(32 * 6 * period + 65536)));
   ASSERT_OK(s.event.Disable());
   ASSERT_OK_AND_ASSIGN(std::vector<AuxRecord> aux, s.AuxRecords());
   ASSERT_THAT(aux, Not(IsEmpty()));
