@@ -64,9 +64,11 @@ class PtTraceSource {
   virtual ~PtTraceSource() = default;
   // The trace of `n` more user-mode instructions.
   virtual std::vector<uint8_t> Instructions(uint64_t n) = 0;
-  // pt_event_start() / pt_event_stop(): TraceEn set / cleared.
+  // pt_event_start(): TraceEn set (the next instructions start with PSB+).
   virtual void Enable() = 0;
-  virtual void Disable() = 0;
+  // pt_event_stop(): TraceEn cleared; returns the last bytes (e.g. TIP.PGD),
+  // which end the current AUX transaction.
+  virtual std::vector<uint8_t> Disable() = 0;
 };
 
 // Valid Intel PT packets for the model's trace (see the header comment): one
@@ -80,7 +82,7 @@ class PtTraceFiller : public PtTraceSource {
     return Generate(total / 8);
   }
   void Enable() override { Restart(); }
-  void Disable() override {}
+  std::vector<uint8_t> Disable() override { return {}; }
   // The next `n` bytes of the stream; a PSB+ is never split across calls'
   // semantics (the stream is one byte sequence, cut where asked).
   std::vector<uint8_t> Generate(uint64_t n);

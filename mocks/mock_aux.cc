@@ -156,10 +156,12 @@ bool MockBackend::PtStart(MockEvent& ev) {
 
 void MockBackend::PtStop(MockEvent& ev) {
   if (!ev.pt_tracing) return;
-  ev.pt_tracing = false;
-  ev.pt_source->Disable();
+  ev.pt_tracing = false;  // before any PtEnd(): a TRUNCATED end disables (and stops) the event again
+  const std::vector<uint8_t> last = ev.pt_source->Disable();
   if (ev.rb == nullptr || ev.rb->aux == nullptr) return;
-  PtEnd(ev, ev.rb->aux->Stop());
+  std::shared_ptr<AuxArea> aux = ev.rb->aux;
+  for (const AuxArea::End& e : aux->Write(last)) PtEnd(ev, e);
+  PtEnd(ev, aux->Stop());
 }
 
 // perf_aux_output_end(): perf_event_aux_event(), the wakeup, and for
