@@ -14,7 +14,10 @@
 // (mocks/pt_sim) replaces it when one is loaded.
 #pragma once
 
+#include <linux/perf_event.h>
+
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,10 +53,36 @@ uint32_t PtCap(const Pmu& pmu, const std::string& name);
 // without caps/ptwrite, fup_on_ptw without ptw; branch without pt.
 int PtEventValid(uint64_t config, const Pmu& pmu, std::string* why);
 
-// Valid Intel PT packets for the model's trace (see the header comment).
-class PtTraceFiller {
+class PtTraceSource;
+// The trace source of a new intel_pt event (mocks/mock_aux.cc).
+std::shared_ptr<PtTraceSource> MakePtTraceSource(const perf_event_attr& attr);
+
+// Where an intel_pt event of the mock gets its trace: the task it traces
+// retired instructions, tracing started or stopped.
+class PtTraceSource {
+ public:
+  virtual ~PtTraceSource() = default;
+  // The trace of `n` more user-mode instructions.
+  virtual std::vector<uint8_t> Instructions(uint64_t n) = 0;
+  // pt_event_start(): TraceEn set (the next instructions start with PSB+).
+  virtual void Enable() = 0;
+  // pt_event_stop(): TraceEn cleared; returns the last bytes (e.g. TIP.PGD),
+  // which end the current AUX transaction.
+  virtual std::vector<uint8_t> Disable() = 0;
+};
+
+// Valid Intel PT packets for the model's trace (see the header comment): one
+// byte per 8 instructions.
+class PtTraceFiller : public PtTraceSource {
  public:
   explicit PtTraceFiller(uint64_t config);
+  std::vector<uint8_t> Instructions(uint64_t n) override {
+    const uint64_t total = left_ + n;
+    left_ = total % 8;
+    return Generate(total / 8);
+  }
+  void Enable() override { Restart(); }
+  std::vector<uint8_t> Disable() override { return {}; }
   // The next `n` bytes of the stream; a PSB+ is never split across calls'
   // semantics (the stream is one byte sequence, cut where asked).
   std::vector<uint8_t> Generate(uint64_t n);
@@ -64,6 +93,7 @@ class PtTraceFiller {
   std::vector<uint8_t> psb_plus_;
   uint64_t period_ = 2048;  // bytes between PSBs
   uint64_t pos_ = 0;        // position in the current period
+  uint64_t left_ = 0;       // instructions not yet turned into bytes
 };
 
 }  // namespace perftest::mock

@@ -28,6 +28,10 @@ void PutU64(std::vector<std::byte>* out, uint64_t v) {
 
 }  // namespace
 
+std::shared_ptr<PtTraceSource> MakePtTraceSource(const perf_event_attr& attr) {
+  return std::make_shared<PtTraceFiller>(attr.config);
+}
+
 // pt_event_init() (pt_event_valid()), then perf_event_alloc()'s
 // exclusive_event_init() and perf_event_open()'s exclusive_event_installable()
 // for a PERF_PMU_CAP_EXCLUSIVE PMU: per-task and CPU-wide intel_pt events do
@@ -46,7 +50,7 @@ int MockBackend::PtEventInit(MockEvent& ev, const Pmu& pmu, std::string* why) {
     }
   }
   ev.pmu = PmuId::kIntelPt;
-  ev.pt_filler = std::make_shared<PtTraceFiller>(ev.attr.config);
+  ev.pt_source = MakePtTraceSource(ev.attr);
   return 0;
 }
 
@@ -146,15 +150,18 @@ bool MockBackend::PtStart(MockEvent& ev) {
   }
   ev.itrace_started = true;  // pt_config(): perf_event_itrace_started()
   ev.pt_tracing = true;
-  ev.pt_filler->Restart();
+  ev.pt_source->Enable();
   return true;
 }
 
 void MockBackend::PtStop(MockEvent& ev) {
   if (!ev.pt_tracing) return;
-  ev.pt_tracing = false;
+  ev.pt_tracing = false;  // before any PtEnd(): a TRUNCATED end disables (and stops) the event again
+  const std::vector<uint8_t> last = ev.pt_source->Disable();
   if (ev.rb == nullptr || ev.rb->aux == nullptr) return;
-  PtEnd(ev, ev.rb->aux->Stop());
+  std::shared_ptr<AuxArea> aux = ev.rb->aux;
+  for (const AuxArea::End& e : aux->Write(last)) PtEnd(ev, e);
+  PtEnd(ev, aux->Stop());
 }
 
 // perf_aux_output_end(): perf_event_aux_event(), the wakeup, and for
@@ -180,15 +187,13 @@ void MockBackend::PtEnd(MockEvent& ev, const AuxArea::End& e) {
 }
 
 // The task retired `n` user-mode instructions: every tracing intel_pt event
-// of the task (or CPU 0) that traces user mode writes n/8 bytes of trace.
+// of the task (or CPU 0) that traces user mode writes their trace.
 void MockBackend::PtInstructions(uint64_t n) {
   for (size_t i = 0; i < events_.size(); ++i) {
     MockEvent& ev = *events_[i];
     if (ev.pmu != PmuId::kIntelPt || !ev.active || !ev.pt_tracing || ev.attr.exclude_user) continue;
     if (ev.pid == -1 ? ev.cpu != 0 : ev.pid != task_.tid) continue;
-    const uint64_t total = ev.pt_instr_left + n;
-    ev.pt_instr_left = total % 8;
-    const std::vector<uint8_t> bytes = ev.pt_filler->Generate(total / 8);
+    const std::vector<uint8_t> bytes = ev.pt_source->Instructions(n);
     for (const AuxArea::End& e : ev.rb->aux->Write(bytes)) PtEnd(ev, e);
   }
 }

@@ -5,6 +5,7 @@
 //                         [--no-blocks] [--limit=N]
 //   perftest_pt decode FILE --itrace=SPEC [--image ADDR:FILE[:OFFSET[:SIZE]]]... [--format=text|json]
 //                           (decode_command.h)
+//   perftest_pt record ... (harness/pt/record_cli.h)
 //
 // FILE holds raw Intel PT bytes (an AUX area's contents, a fixtures/pt/*.bin).
 // Exit status: 0 dumped (decode errors are part of the output), 2 bad
@@ -22,6 +23,7 @@
 
 #include "harness/pt/decode_command.h"
 #include "harness/pt/dump.h"
+#include "harness/pt/record_cli.h"
 
 namespace {
 
@@ -68,6 +70,8 @@ int main(int argc, char** argv) {
 
   perftest::pt::DecodeCommand decode;
   perftest::pt::AddDecodeCommand(app, &decode);
+  perftest::pt::RecordOptions record_options;
+  CLI::App* record = perftest::pt::AddRecordSubcommand(app, &record_options);
 
   try {
     app.parse(argc, argv);
@@ -76,6 +80,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitBadInput;
   }
   if (decode.app->parsed()) return perftest::pt::RunDecode(decode);
+  if (record->parsed()) return perftest::pt::RunRecordSubcommand(record_options);
 
   std::vector<uint8_t> trace;
   std::string error;

@@ -16,7 +16,7 @@
 namespace perftest::mock {
 
 class MockRingBuffer;
-class PtTraceFiller;
+class PtTraceSource;
 class TraceFilter;
 struct TracepointModel;
 
@@ -115,8 +115,7 @@ struct MockEvent {
   // once: no more PERF_RECORD_ITRACE_START), and the trace it writes.
   bool itrace_started = false;
   bool pt_tracing = false;      // an AUX transaction is open (pt_event_start() succeeded)
-  std::shared_ptr<PtTraceFiller> pt_filler;
-  uint64_t pt_instr_left = 0;   // instructions not yet turned into trace bytes
+  std::shared_ptr<PtTraceSource> pt_source;
 
   // primary_event_id(): the parent's id for an inherited event.
   uint64_t primary_id() const { return parent != nullptr ? parent->id : id; }

@@ -1,0 +1,276 @@
+#include "harness/pt/record.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <optional>
+
+#include "harness/attr.h"
+#include "harness/aux_buffer.h"
+#include "harness/backend.h"
+#include "harness/event.h"
+#include "harness/event_string.h"
+#include "harness/records.h"
+#include "harness/ring_buffer.h"
+#include "mocks/mock_backend.h"
+#include "mocks/profile.h"
+
+namespace perftest::pt {
+namespace {
+
+constexpr char kMagic[8] = {'P', 'T', 'C', 'A', 'P', 'v', '1', '\0'};
+enum ChunkType : uint32_t { kMeta = 1, kRecord = 2, kAux = 3 };
+
+class Writer {
+ public:
+  explicit Writer(const std::string& path) : out_(path, std::ios::binary | std::ios::trunc) {
+    if (out_) out_.write(kMagic, sizeof kMagic);
+  }
+  bool ok() const { return static_cast<bool>(out_); }
+  void Chunk(uint32_t type, uint32_t source, const void* a, size_t na, const void* b = nullptr, size_t nb = 0) {
+    const uint64_t size = na + nb;
+    out_.write(reinterpret_cast<const char*>(&type), 4);
+    out_.write(reinterpret_cast<const char*>(&source), 4);
+    out_.write(reinterpret_cast<const char*>(&size), 8);
+    out_.write(static_cast<const char*>(a), static_cast<std::streamsize>(na));
+    if (nb != 0) out_.write(static_cast<const char*>(b), static_cast<std::streamsize>(nb));
+    static const char zeros[8] = {};
+    out_.write(zeros, static_cast<std::streamsize>((8 - size % 8) % 8));
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+// The events of one capture and their buffers.
+struct Session {
+  std::optional<Event> pt, dummy;
+  std::optional<RingBuffer> pt_rb, dummy_rb;
+  std::optional<AuxBuffer> aux;
+};
+
+// Drains both data buffers into the file; AUX data follows each AUX record
+// (full-trace: the reader then frees it by advancing aux_tail).
+void Drain(Session& s, Writer& w, CaptureSummary* sum) {
+  auto drain = [&](RingBuffer& rb, uint32_t source, bool pt) {
+    rb.Begin();
+    while (std::optional<RawRecord> r = rb.Next()) {
+      w.Chunk(kRecord, source, r->bytes.data(), r->bytes.size());
+      ++sum->records;
+      if (!pt || r->header.type != PERF_RECORD_AUX || r->bytes.size() < 32) continue;
+      std::array<uint64_t, 3> f;
+      std::memcpy(f.data(), r->bytes.data() + 8, 24);
+      const AuxRecord a{f[0], f[1], f[2]};
+      const std::vector<std::byte> data = s.aux->Take(a);
+      w.Chunk(kAux, source, f.data(), 24, data.data(), data.size());
+      ++sum->aux_records;
+      sum->aux_bytes += data.size();
+      if (a.flags & PERF_AUX_FLAG_TRUNCATED) ++sum->truncated;
+      if (s.aux->mode() == AuxMode::kFullTrace) s.aux->WriteTail(a.aux_offset + a.aux_size);
+    }
+    rb.Consume();
+  };
+  drain(*s.pt_rb, 0, true);
+  drain(*s.dummy_rb, 1, false);
+}
+
+template <typename T>
+Result<T> Fail(int err, const std::string& what) {
+  return Result<T>::Failure(err, "pt record: " + what);
+}
+
+}  // namespace
+
+Result<CaptureSummary> Record(const RecordOptions& o) {
+  using R = Result<CaptureSummary>;
+  if (!std::has_single_bit(o.data_pages) || !std::has_single_bit(o.aux_pages)) {
+    return Fail<CaptureSummary>(EINVAL, "--data-pages and --aux-pages must be powers of two");
+  }
+  std::unique_ptr<Backend> backend;
+  if (o.backend == "mock") {
+    Result<MockProfile> p = LoadProfile(o.profile);
+    if (!p.ok()) return R::FailureFrom(p);
+    backend = MakeMockBackend(std::move(*p));
+  } else if (o.backend == "kernel") {
+    if (o.command.empty()) return Fail<CaptureSummary>(EINVAL, "the kernel backend needs a command to trace (-- CMD ...)");
+    backend = MakeKernelBackend();
+  } else {
+    return Fail<CaptureSummary>(EINVAL, fmt::format("unknown backend '{}' (kernel or mock)", o.backend));
+  }
+  Backend& b = *backend;
+  const std::vector<Pmu>& pmus = b.Machine().pmus;
+  const Pmu* pt = FindPmu(pmus, "intel_pt");
+  if (pt == nullptr) {
+    return Fail<CaptureSummary>(ENOENT, fmt::format("no intel_pt PMU on this machine ({}/intel_pt does not exist)",
+                                                    kSysfsPmuRoot));
+  }
+  Result<perf_event_attr> parsed = ParseEventString(o.event, pmus);
+  if (!parsed.ok()) return R::FailureFrom(parsed);
+  perf_event_attr attr = *parsed;
+  attr.sample_id_all = 1;
+  attr.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
+  perf_event_attr dummy = SoftwareAttr(PERF_COUNT_SW_DUMMY);
+  dummy.sample_id_all = 1;
+  dummy.sample_type = attr.sample_type;
+  dummy.mmap = dummy.mmap2 = dummy.comm = dummy.task = dummy.context_switch = 1;
+  dummy.exclude_kernel = attr.exclude_kernel;
+
+  // Kernel: a child that waits on a pipe, traced from its exec (enable_on_exec).
+  pid_t child = 0;
+  int go[2] = {-1, -1};
+  if (o.backend == "kernel") {
+    if (::pipe2(go, O_CLOEXEC) != 0) return Fail<CaptureSummary>(errno, "pipe2");
+    child = ::fork();
+    if (child < 0) return Fail<CaptureSummary>(errno, "fork");
+    if (child == 0) {
+      ::setpgid(0, 0);
+      ::close(go[1]);
+      char c;
+      if (::read(go[0], &c, 1) != 1) ::_exit(126);
+      std::vector<char*> argv;
+      for (const std::string& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execvp(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::setpgid(child, child);
+    ::close(go[0]);
+    attr.enable_on_exec = 1;
+    dummy.enable_on_exec = 1;
+  }
+  // Reaps the child however we leave (its own process group: killed whole).
+  struct Reaper {
+    pid_t pid;
+    int* status;
+    ~Reaper() {
+      if (pid <= 0) return;
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, status, 0);
+    }
+  };
+  int status = 0;
+  Reaper reaper{child, &status};
+  auto close_go = [&]() {
+    if (go[1] >= 0) ::close(go[1]);
+    go[1] = -1;
+  };
+
+  Session s;
+  const pid_t target = child;  // 0: this (simulated) task
+  Result<Event> pte = Event::Open(b, attr, target, -1);
+  if (!pte.ok()) return close_go(), R::FailureFrom(pte);
+  s.pt.emplace(std::move(*pte));
+  Result<Event> de = Event::Open(b, dummy, target, -1);
+  if (!de.ok()) return close_go(), R::FailureFrom(de);
+  s.dummy.emplace(std::move(*de));
+  Result<RingBuffer> prb = RingBuffer::Map(b, s.pt->fd(), o.data_pages);
+  if (!prb.ok()) return close_go(), R::FailureFrom(prb);
+  s.pt_rb.emplace(std::move(*prb));
+  Result<RingBuffer> drb = RingBuffer::Map(b, s.dummy->fd(), o.data_pages);
+  if (!drb.ok()) return close_go(), R::FailureFrom(drb);
+  s.dummy_rb.emplace(std::move(*drb));
+  Result<AuxBuffer> aux =
+      AuxBuffer::Map(b, s.pt->fd(), *s.pt_rb, o.aux_pages, o.snapshot ? AuxMode::kSnapshot : AuxMode::kFullTrace);
+  if (!aux.ok()) return close_go(), R::FailureFrom(aux);
+  s.aux.emplace(std::move(*aux));
+
+  Writer w(o.output);
+  if (!w.ok()) return close_go(), Fail<CaptureSummary>(errno == 0 ? EIO : errno, "cannot write " + o.output);
+  nlohmann::json meta = {
+      {"format", "perftest PT capture v1"},
+      {"backend", o.backend},
+      {"profile", o.backend == "mock" ? o.profile : ""},
+      {"event", o.event},
+      {"command", o.command},
+      {"attr",
+       {{"type", attr.type},
+        {"config", attr.config},
+        {"exclude_user", static_cast<int>(attr.exclude_user)},
+        {"exclude_kernel", static_cast<int>(attr.exclude_kernel)},
+        {"sample_type", attr.sample_type},
+        {"sample_id_all", static_cast<int>(attr.sample_id_all)}}},
+      {"pmu", {{"name", pt->name}, {"type", pt->type}, {"format", pt->format}, {"caps", pt->caps}}},
+      {"page_size", b.Machine().page_size},
+      {"aux_size", s.aux->size()},
+      {"mode", o.snapshot ? "snapshot" : "full-trace"},
+  };
+  const std::string meta_text = meta.dump();
+  w.Chunk(kMeta, 0, meta_text.data(), meta_text.size());
+
+  CaptureSummary sum;
+  if (o.backend == "mock") {
+    // The simulated task: an executable mapping and a name (side-band), then
+    // the instructions the PT event traces.
+    if (Result<void> r = s.dummy->Enable(); !r.ok()) return R::FailureFrom(r);
+    if (Result<void> r = s.pt->Enable(); !r.ok()) return R::FailureFrom(r);
+    for (const Workload& wl : {Workload::MmapExec(4), Workload::SetComm("perftest-pt"),
+                               Workload::Instructions(o.instructions)}) {
+      Result<WorkloadResult> r = b.RunWorkload(wl);
+      if (!r.ok()) return R::FailureFrom(r);
+      Drain(s, w, &sum);
+    }
+    (void)s.pt->Disable();
+    (void)s.dummy->Disable();
+    Drain(s, w, &sum);
+  } else {
+    close_go();  // the child execs now
+    for (;;) {
+      std::array<pollfd, 2> fds = {pollfd{s.pt->fd(), POLLIN, 0}, pollfd{s.dummy->fd(), POLLIN, 0}};
+      (void)b.Poll(fds, 100);
+      Drain(s, w, &sum);
+      const pid_t done = ::waitpid(child, &status, WNOHANG);
+      if (done == child) {
+        reaper.pid = 0;
+        break;
+      }
+    }
+    Drain(s, w, &sum);
+    sum.exit_status = status;
+  }
+  if (!w.ok()) return Fail<CaptureSummary>(EIO, "write " + o.output);
+  return R::Ok(sum, fmt::format("pt record -> {}", o.output));
+}
+
+Result<Capture> ReadCapture(const std::string& path) {
+  using R = Result<Capture>;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return R::Failure(errno == 0 ? ENOENT : errno, "read capture " + path);
+  std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0) {
+    return R::Failure(EBADMSG, "read capture " + path + ": not a perftest PT capture");
+  }
+  Capture c;
+  size_t at = 8;
+  while (at < bytes.size()) {
+    if (bytes.size() - at < 16) return R::Failure(EBADMSG, fmt::format("read capture {}: truncated at {}", path, at));
+    CaptureChunk ch;
+    uint64_t size = 0;
+    std::memcpy(&ch.type, bytes.data() + at, 4);
+    std::memcpy(&ch.source, bytes.data() + at + 4, 4);
+    std::memcpy(&size, bytes.data() + at + 8, 8);
+    at += 16;
+    if (size > bytes.size() - at) return R::Failure(EBADMSG, fmt::format("read capture {}: chunk past the end", path));
+    ch.payload.assign(bytes.begin() + static_cast<long>(at), bytes.begin() + static_cast<long>(at + size));
+    at += size + (8 - size % 8) % 8;
+    if (ch.type == kMeta) {
+      c.meta_json.assign(ch.payload.begin(), ch.payload.end());
+    } else {
+      c.chunks.push_back(std::move(ch));
+    }
+  }
+  return R::Ok(std::move(c), "read capture " + path);
+}
+
+}  // namespace perftest::pt

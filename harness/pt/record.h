@@ -1,0 +1,71 @@
+// `perftest pt record`: capture Intel PT into a file — the AUX data, the PT
+// event's records (ITRACE_START, AUX, LOST) and the side-band records of a
+// dummy event (MMAP, COMM, FORK/EXIT, SWITCH) that a decoder needs to find the
+// executed images — from a real command on a kernel with intel_pt, or from the
+// mock's simulated task (x86_64-intel profile).
+//
+//   RecordOptions o;  o.backend = "mock";  o.output = "/tmp/t.ptcap";
+//   Result<CaptureSummary> s = Record(o);            // writes o.output
+//   Result<Capture> c = ReadCapture("/tmp/t.ptcap"); // for tools and tests
+//
+// File format ("perftest PT capture", little endian): the 8-byte magic
+// "PTCAPv1\0", then chunks {u32 type; u32 source; u64 size; u8 payload[size];
+// zero padding to 8}:
+//   type 1 META     JSON: backend, profile, event string, the attr (type,
+//                   config, exclude_*), the intel_pt PMU's sysfs type,
+//                   format/ and caps/, page_size, aux_size, mode.
+//   type 2 RECORD   one perf record as read from a data buffer, header
+//                   included; source 0 = the intel_pt event, 1 = the dummy.
+//   type 3 AUX      the trace a PERF_RECORD_AUX describes: u64 aux_offset,
+//                   u64 aux_size, u64 flags, then the bytes (follows its RECORD).
+// The chunks are in the order they were read.
+#pragma once
+
+#include <linux/perf_event.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/result.h"
+
+namespace perftest::pt {
+
+struct RecordOptions {
+  std::string backend = "kernel";         // "kernel" or "mock"
+  std::string profile = "x86_64-intel";   // mock: the machine
+  std::string event = "intel_pt//u";      // perf's event string (harness/event_string.h)
+  std::string output = "perftest.ptcap";
+  size_t data_pages = 64;                 // data buffer (power of two)
+  size_t aux_pages = 64;                  // AUX area (power of two)
+  bool snapshot = false;                  // read-only AUX mapping, captured once at the end
+  uint64_t instructions = 1000000;        // mock: user instructions the simulated task retires
+  std::vector<std::string> command;       // kernel: the command to run and trace
+};
+
+struct CaptureSummary {
+  uint64_t records = 0;     // RECORD chunks
+  uint64_t aux_records = 0; // PERF_RECORD_AUX among them
+  uint64_t aux_bytes = 0;   // trace bytes written
+  uint64_t truncated = 0;   // AUX records with PERF_AUX_FLAG_TRUNCATED
+  int exit_status = 0;      // kernel: the command's wait status
+};
+
+// Errors: ENOENT no intel_pt PMU (or profile); EINVAL bad options or event
+// string (perf's message in the call); the errno of perf_event_open/mmap/
+// fork/exec/write otherwise.
+Result<CaptureSummary> Record(const RecordOptions& options);
+
+struct CaptureChunk {
+  uint32_t type = 0;
+  uint32_t source = 0;
+  std::vector<uint8_t> payload;
+};
+struct Capture {
+  std::string meta_json;
+  std::vector<CaptureChunk> chunks;  // RECORD and AUX chunks, in order
+};
+// Errors: ENOENT/EACCES opening; EBADMSG not a capture or truncated.
+Result<Capture> ReadCapture(const std::string& path);
+
+}  // namespace perftest::pt

@@ -1,0 +1,37 @@
+#include "harness/pt/record_cli.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+
+namespace perftest::pt {
+
+CLI::App* AddRecordSubcommand(CLI::App& app, RecordOptions* o) {
+  CLI::App* rec = app.add_subcommand(
+      "record", "capture Intel PT (AUX data + side-band records) into a perftest PT capture file");
+  rec->add_option("--backend", o->backend, "kernel (trace COMMAND) or mock (the simulated task)")
+      ->check(CLI::IsMember({"kernel", "mock"}));
+  rec->add_option("--profile", o->profile, "mock: the machine profile (default x86_64-intel)");
+  rec->add_option("--event", o->event, "perf event string (default intel_pt//u)");
+  rec->add_option("-o,--output", o->output, "capture file to write");
+  rec->add_option("--data-pages", o->data_pages, "data buffer pages (power of two)");
+  rec->add_option("--aux-pages", o->aux_pages, "AUX area pages (power of two)");
+  rec->add_flag("--snapshot", o->snapshot, "snapshot mode: read-only AUX mapping, captured when tracing ends");
+  rec->add_option("--instructions", o->instructions, "mock: user instructions the simulated task retires");
+  rec->add_option("command", o->command, "kernel: the command to run and trace (after --)");
+  return rec;
+}
+
+int RunRecordSubcommand(const RecordOptions& o) {
+  Result<CaptureSummary> r = Record(o);
+  if (!r.ok()) {
+    fmt::print(stderr, "perftest_pt: {}\n", r.ToString());
+    return r.error() == ENOENT ? 3 : r.error() == EINVAL ? 2 : 1;
+  }
+  fmt::print("{}: {} records, {} AUX records, {} trace bytes, {} truncated\n", o.output, r->records, r->aux_records,
+             r->aux_bytes, r->truncated);
+  return 0;
+}
+
+}  // namespace perftest::pt

@@ -1,0 +1,106 @@
+// `perftest pt record` from the mock's simulated task: the capture file holds
+// the PT event's records, the AUX data they describe and the side-band.
+#include "harness/pt/record.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <linux/perf_event.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "harness/syscall_matchers.h"
+
+namespace perftest::pt {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TempPath(const char* name) {
+  return ::testing::TempDir() + "/" + name + "-" + std::to_string(::getpid()) + ".ptcap";
+}
+
+uint32_t TypeOf(const CaptureChunk& c) {
+  perf_event_header h;
+  std::memcpy(&h, c.payload.data(), sizeof h);
+  return h.type;
+}
+
+TEST(PtRecord, MockCaptureHoldsRecordsAuxDataAndSideBand) {
+  RecordOptions o;
+  o.backend = "mock";
+  o.output = TempPath("mock");
+  o.instructions = 200000;  // 25000 trace bytes on the mock
+  ASSERT_OK_AND_ASSIGN(CaptureSummary s, Record(o));
+  EXPECT_GE(s.aux_bytes, 25000u);
+  EXPECT_EQ(s.truncated, 0u);
+  ASSERT_OK_AND_ASSIGN(Capture c, ReadCapture(o.output));
+  EXPECT_THAT(c.meta_json, HasSubstr("\"mode\":\"full-trace\""));
+  EXPECT_THAT(c.meta_json, HasSubstr("\"psb_periods\""));
+  bool itrace = false, mmap = false, comm = false;
+  uint64_t aux_bytes = 0;
+  bool first_aux = true;
+  for (size_t i = 0; i < c.chunks.size(); ++i) {
+    const CaptureChunk& ch = c.chunks[i];
+    if (ch.type == 2) {
+      const uint32_t t = TypeOf(ch);
+      itrace |= ch.source == 0 && t == PERF_RECORD_ITRACE_START;
+      mmap |= ch.source == 1 && (t == PERF_RECORD_MMAP || t == PERF_RECORD_MMAP2);
+      comm |= ch.source == 1 && t == PERF_RECORD_COMM;
+      if (t == PERF_RECORD_AUX) {
+        ASSERT_LT(i + 1, c.chunks.size());
+        EXPECT_EQ(c.chunks[i + 1].type, 3u) << "AUX data follows its record";
+      }
+    } else if (ch.type == 3) {
+      aux_bytes += ch.payload.size() - 24;
+      if (first_aux) {
+        // The trace starts with a PSB.
+        ASSERT_GE(ch.payload.size(), 24u + 16);
+        EXPECT_EQ(ch.payload[24], 0x02);
+        EXPECT_EQ(ch.payload[25], 0x82);
+        first_aux = false;
+      }
+    }
+  }
+  EXPECT_TRUE(itrace);
+  EXPECT_TRUE(mmap);
+  EXPECT_TRUE(comm);
+  EXPECT_EQ(aux_bytes, s.aux_bytes);
+  ::unlink(o.output.c_str());
+}
+
+TEST(PtRecord, NoIntelPtIsENOENT) {
+  RecordOptions o;
+  o.backend = "mock";
+  o.profile = "software-only";
+  o.output = TempPath("none");
+  EXPECT_THAT(Record(o), FailsWithErrno(ENOENT));
+}
+
+TEST(PtRecord, BadOptions) {
+  RecordOptions o;
+  o.backend = "mock";
+  o.aux_pages = 3;
+  EXPECT_THAT(Record(o), FailsWithErrno(EINVAL));
+  o.aux_pages = 4;
+  o.event = "intel_pt/psb_period=15/u";
+  Result<CaptureSummary> r = Record(o);
+  EXPECT_THAT(r, FailsWithErrno(EINVAL));
+  EXPECT_THAT(r.call(), HasSubstr("Invalid psb_period for intel_pt"));
+  o.event = "intel_pt//u";
+  o.backend = "kernel";  // without a command
+  EXPECT_THAT(Record(o), FailsWithErrno(EINVAL));
+}
+
+TEST(PtRecord, ReadCaptureRejectsOtherFiles) {
+  const std::string path = TempPath("bad");
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fputs("not a capture", f);
+  std::fclose(f);
+  EXPECT_THAT(ReadCapture(path), FailsWithErrno(EBADMSG));
+  ::unlink(path.c_str());
+}
+
+}  // namespace
+}  // namespace perftest::pt
