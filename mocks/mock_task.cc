@@ -46,6 +46,22 @@ constexpr uint64_t kMemoryAccessNs = 1;
 constexpr uint64_t kSyscallNs = 200;
 // __NR_getpid (x86_64).
 constexpr int64_t kGetpidNr = 39;
+// From fork() to the child's exit, ns (the kernel here: tens of microseconds).
+constexpr uint64_t kForkNs = 50000;
+
+// The namespaces of every simulated task, NET_NS_INDEX .. CGROUP_NS_INDEX
+// (NR_NAMESPACES = 7): all on the nsfs device, the initial namespaces' inode
+// numbers (PROC_*_INIT_INO of include/linux/proc_ns.h).
+std::vector<NamespacesRecord::Namespace> MockNamespaces() {
+  constexpr uint64_t kNsfsDev = 4;
+  return {{kNsfsDev, 0xf0000098},   // net (dynamic in the kernel)
+          {kNsfsDev, 0xEFFFFFFEU},  // uts: PROC_UTS_INIT_INO
+          {kNsfsDev, 0xEFFFFFFFU},  // ipc: PROC_IPC_INIT_INO
+          {kNsfsDev, 0xEFFFFFFCU},  // pid: PROC_PID_INIT_INO
+          {kNsfsDev, 0xEFFFFFFDU},  // user: PROC_USER_INIT_INO
+          {kNsfsDev, 0xf0000000},   // mnt (dynamic)
+          {kNsfsDev, 0xEFFFFFFBU}}; // cgroup: PROC_CGROUP_INIT_INO
+}
 
 // The CPU whose counters an event uses while active (the task runs on CPU 0).
 static int CountersCpu(const MockEvent& e) { return e.pid == -1 ? e.cpu : 0; }
@@ -374,6 +390,12 @@ void MockBackend::ForEachSideBand(Fn fn) {
 // perf_event_mmap() -> perf_event_mmap_output(): anonymous mappings are named
 // "//anon", their pgoff is the address (vm_pgoff << PAGE_SHIFT), no inode.
 void MockBackend::MmapEvent(uint64_t addr, uint64_t len, bool exec) {
+  // perf_event_mmap(): "if (atomic_read(&nr_mmap_events) == 0) return;" --
+  // account_event() counts attr.mmap and attr.mmap_data only, so an event
+  // with attr.mmap2 alone sees no mapping unless another event has one of them.
+  const bool any = std::any_of(events_.begin(), events_.end(),
+                               [](const auto& e) { return e->attr.mmap || e->attr.mmap_data; });
+  if (!any) return;
   const OutputContext ctx = Context();
   ForEachSideBand([&](MockEvent& ev) {
     const perf_event_attr& a = ev.attr;
@@ -561,6 +583,16 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
                               EventClock(ev, now_)};
           EmitRecord(ev, std::move(r), parent_ctx);
         });
+        // ... then perf_event_namespaces(child): the new task's namespaces.
+        ForEachSideBand([&](MockEvent& ev) {
+          if (!ev.attr.namespaces) return;  // perf_event_namespaces_match()
+          Record r;
+          r.header.type = PERF_RECORD_NAMESPACES;
+          r.body = NamespacesRecord{static_cast<uint32_t>(child), static_cast<uint32_t>(child), MockNamespaces()};
+          EmitRecord(ev, std::move(r), parent_ctx);
+        });
+        // The child runs until it _exit()s.
+        Advance(kForkNs);
         // perf_event_init_task() -> inherit_task_group(): the child gets a copy
         // of every attr.inherit event of the parent (not inherit_thread: fork
         // is not CLONE_THREAD), enabled as the parent is.
@@ -584,6 +616,7 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         // through the child's events (output to the parents' buffers), then
         // to CPU 0's side-band events.
         OutputContext child_ctx = parent_ctx;
+        child_ctx.now = now_;
         child_ctx.pid = child_ctx.tid = child;
         auto exit_record = [&](MockEvent& ev) {
           Record r;
@@ -607,6 +640,8 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         for (auto& c : copies) {
           c->parent->child_count += c->count;
         }
+        // waitpid() returns in the parent.
+        Advance(kForkNs);
       }
       break;
     case Workload::Kind::kWriteMemory:
