@@ -247,6 +247,9 @@ void MockBackend::Advance(uint64_t dt) {
 // perf_event_task_tick(): a new throttle sequence, then
 // perf_adjust_freq_unthr_events() over the ACTIVE events.
 void MockBackend::Tick() {
+  // sched_tick(): the scheduler class's task_tick() (update_curr()) runs
+  // before perf_event_task_tick().
+  if (task_.running) UpdateCurr();
   ++tick_seq_;
   for (size_t i = 0; i < events_.size(); ++i) {
     MockEvent& ev = *events_[i];
@@ -496,6 +499,8 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
       break;
     case Workload::Kind::kSleep:
       for (uint64_t i = 0; i < w.count; ++i) {
+        // __schedule() -> deactivate_task() -> dequeue: update_curr() first.
+        UpdateCurr();
         // perf_event_task_sched_out(): the switch is counted while the task's
         // events are still in, from kernel regs (perf_sw_event_sched()).
         SampleData d;
@@ -530,6 +535,7 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         SoftwareOccurrence(PERF_COUNT_SW_CONTEXT_SWITCHES, idle);
         SwitchEvent(/*sched_in=*/false, /*task=*/false);
         task_.running = true;
+        exec_start_ = now_;  // set_next_entity(): the task's runtime starts anew
         // perf_event_task_sched_in(): the whole context goes in, group by group.
         for (const auto& e : events_) e->deferred = false;
         Reschedule();
@@ -749,7 +755,23 @@ void MockBackend::HardwareCount(HwKind kind, uint64_t n) {
 
 // perf_tp_event(): every event on the tracepoint's per-CPU list (ACTIVE ones)
 // that perf_tp_event_match() accepts counts 1 via perf_swevent_event().
-void MockBackend::TracepointFire(const std::string& name, TraceValues values, const SampleData& data) {
+void MockBackend::UpdateCurr() {
+  const uint64_t delta = now_ - exec_start_;
+  exec_start_ = now_;
+  if (delta == 0) return;
+  // Fired in the tick interrupt or in __schedule(): kernel regs.
+  SampleData k;
+  k.ip = kKernelSwitchIp;
+  k.user_mode = false;
+  k.stack = SampleData::Stack::kKernelSwitch;
+  k.pid = task_.pid;
+  k.tid = task_.tid;
+  TracepointFire("sched:sched_stat_runtime",
+                 TraceValues{{{"pid", task_.pid}, {"runtime", static_cast<int64_t>(delta)}}, {{"comm", task_.comm}}}, k,
+                 delta);
+}
+
+void MockBackend::TracepointFire(const std::string& name, TraceValues values, const SampleData& data, uint64_t count) {
   auto it = profile_.tracepoints.find(name);
   if (it == profile_.tracepoints.end()) return;  // not in this machine's tracefs
   const uint64_t id = it->second;
@@ -771,7 +793,7 @@ void MockBackend::TracepointFire(const std::string& name, TraceValues values, co
     // perf_tp_event_match(): exclude_kernel drops kernel-regs firings; exclude_user is not looked at.
     if (ev.attr.exclude_kernel && !d.user_mode) continue;
     if (ev.filter != nullptr && !ev.filter->Match(values)) continue;
-    SoftwareEventCount(ev, 1, d,
+    SoftwareEventCount(ev, count, d,
                        [this](MockEvent& e, int throttle, const SampleData& sd) { return Overflow(e, throttle, sd); });
   }
 }

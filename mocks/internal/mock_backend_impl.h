@@ -99,7 +99,10 @@ class MockBackend final : public Backend {
   void FireClock(MockEvent& ev);
   // A tracepoint firing in the current task on CPU 0 (perf_tp_event()):
   // `values` are the entry's fields (common_pid is filled in here).
-  void TracepointFire(const std::string& name, TraceValues values, const SampleData& data);
+  // `count`: the occurrences it counts (__perf_count(), e.g. sched_stat_runtime's ns).
+  void TracepointFire(const std::string& name, TraceValues values, const SampleData& data, uint64_t count = 1);
+  // update_curr(): the running task's runtime since exec_start_ (sched_stat_runtime).
+  void UpdateCurr();
   // A memory access or an execution at `addr` by the task (perf_bp_event()).
   void BreakpointAccess(uint64_t addr, uint32_t width, Access access, uint64_t ip);
   // The core PMU: clock-driven counts over [from, to) ns, and `n` occurrences of `kind`.
@@ -130,6 +133,7 @@ class MockBackend final : public Backend {
   uint64_t tick_ns_ = 4000000;      // NSEC_PER_SEC / HZ
   uint64_t max_samples_per_tick_ = 400;
   uint64_t tick_seq_ = 0;           // perf_throttled_seq
+  uint64_t exec_start_ = kMockStartTimeNs;  // se.exec_start: update_curr()'s last accounting
   uint64_t next_id_ = 1;            // perf_event_id
   pid_t next_pid_ = kMockPid + 1;
   uint64_t locked_vm_ = 0;          // user->locked_vm, pages (mlock accounting)

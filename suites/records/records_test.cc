@@ -430,37 +430,45 @@ PERFTEST_CASE(Records, LostRecordWithTrailer, "records.lost",
 PERFTEST_CASE(Records, ThrottleRecordWithTrailer, "records.throttle",
               "<linux/perf_event.h> PERF_RECORD_THROTTLE/UNTHROTTLE {time, id, stream_id} + sample_id; "
               "core.c perf_log_throttle()") {
-  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_CPU_CLOCK);
-  a.sample_period = 10000;  // the hrtimer's least period: max_samples_per_tick expiries per tick
-  a.exclude_kernel = a.exclude_hv = 1;
-  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
+  // sched:sched_stat_runtime counts runtime ns: a small period throttles it
+  // every tick (see the sampling suite, sampling.throttle).
+  PERFTEST_ASSIGN_OR_SKIP(const uint64_t tp, backend().TracepointId("sched", "sched_stat_runtime"),
+                          "no sched:sched_stat_runtime tracepoint");
+  perf_event_attr a = MakeAttr(PERF_TYPE_TRACEPOINT, tp);
+  a.sample_period = 1000;
+  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
   a.sample_id_all = 1;
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
-  ASSERT_OK_AND_ASSIGN(const uint64_t id, ev.Id());
-  ASSERT_OK_AND_ASSIGN(perftest::RingBuffer rb, perftest::RingBuffer::Map(backend(), ev.fd(), 256));
-  std::vector<const ParsedRecord*> th;
+  PERFTEST_ASSIGN_OR_SKIP(Event probe, Event::Open(backend(), a), "a tracepoint with kernel regs (exclude_kernel=0)");
+  ASSERT_OK(probe.Close());
   std::vector<ParsedRecord> recs;
-  for (int round = 0; round < 30; ++round) {
-    ASSERT_OK(ev.Enable());
-    ASSERT_OK(backend().RunWorkload(Workload::Spin(100ms)));
-    ASSERT_OK(ev.Disable());
-    ASSERT_OK_AND_ASSIGN(recs, DrainRecords(rb, SampleLayout::FromAttr(a), true));
-    th = OfType(recs, PERF_RECORD_THROTTLE);
-    if (!th.empty() && !OfType(recs, PERF_RECORD_UNTHROTTLE).empty()) break;
-  }
+  uint64_t id = 0;
+  ASSERT_NO_FATAL_FAILURE(Collect(a, {Workload::Spin(20ms)}, &recs, nullptr, &id, 0, -1, 256));
+  std::vector<const ParsedRecord*> th = OfType(recs, PERF_RECORD_THROTTLE);
+  std::vector<const ParsedRecord*> un = OfType(recs, PERF_RECORD_UNTHROTTLE);
   ASSERT_FALSE(th.empty()) << "no THROTTLE record";
+  ASSERT_FALSE(un.empty()) << "no UNTHROTTLE record";
   std::vector<const ParsedRecord*> both = th;
-  for (const ParsedRecord* r : OfType(recs, PERF_RECORD_UNTHROTTLE)) both.push_back(r);
+  both.insert(both.end(), un.begin(), un.end());
   const TaskId self = backend().CurrentTask();
   for (const ParsedRecord* r : both) {
     SCOPED_TRACE(RecordTypeName(r->record.header.type));
-    EXPECT_EQ(r->record.header.size, 8u + 24 + 24) << "{time, id, stream_id} + trailer {pid, tid}, {cpu, res}, identifier";
+    EXPECT_EQ(r->record.header.size, 8u + 24 + 32) << "{time, id, stream_id} + trailer {pid, tid}, time, {cpu, res}, identifier";
     const auto& t = std::get<ThrottleRecord>(r->record.body);
     EXPECT_EQ(t.id, id);
     EXPECT_EQ(t.stream_id, id);
-    EXPECT_GT(t.time, 0u);
+    // perf_log_throttle() reads perf_event_clock() for the body, then
+    // __perf_event_header__init_id() again for the trailer.
+    EXPECT_GE(*r->record.sample_id->time, t.time) << "the trailer's time is read after the body's";
     EXPECT_EQ(r->record.sample_id->identifier, id);
     EXPECT_EQ(r->record.sample_id->pid, static_cast<uint32_t>(self.pid)) << "logged in the task's context";
+  }
+  // The sample that tripped the limit follows its THROTTLE; its time was
+  // taken before (perf_prepare_sample() fills data->time once per firing,
+  // and every overflow of the firing shares it).
+  for (size_t i = 0; i + 1 < recs.size(); ++i) {
+    if (recs[i].record.header.type != PERF_RECORD_THROTTLE) continue;
+    ASSERT_EQ(recs[i + 1].record.header.type, PERF_RECORD_SAMPLE);
+    EXPECT_LE(*std::get<SampleRecord>(recs[i + 1].record.body).time, std::get<ThrottleRecord>(recs[i].record.body).time);
   }
 }
 
