@@ -31,6 +31,8 @@ struct Workload {
     kExecute,     // call the function at ExecuteTargetAddress() `count` times: HW_BREAKPOINT_X
     kSyscalls,    // getpid(2) `count` times: syscalls:sys_enter_getpid / sys_exit_getpid
     kInstructions,  // retire about `count` user-mode instructions (a counted loop): hardware counters
+    kExec,        // fork one child (own process group) that execs `path` with no arguments; reaped:
+                  // FORK, then in the child COMM (PERF_RECORD_MISC_COMM_EXEC) and the binary's MMAP2, EXIT
   };
 
   Kind kind = Kind::kSpin;
@@ -43,6 +45,8 @@ struct Workload {
   // the call: a variable of the caller) and the access width, 1, 2, 4 or 8.
   uint64_t addr = 0;
   uint32_t width = 0;
+  // kExec: the program, an absolute path (e.g. "/bin/true"); it must exit 0.
+  std::string path;
 
   static Workload TouchPages(uint64_t pages, std::chrono::nanoseconds spacing = std::chrono::nanoseconds{0});
   static Workload Spin(std::chrono::nanoseconds how_long);
@@ -56,6 +60,8 @@ struct Workload {
   static Workload Execute(uint64_t times);
   static Workload Syscalls(uint64_t times);
   static Workload Instructions(uint64_t instructions);
+  // Errors at RunWorkload: ENOENT when `path` cannot be executed; ECHILD when it exits non-zero.
+  static Workload Exec(std::string path);
 
   // e.g. "touch_pages(64, spacing=100us)"; used in failure messages.
   std::string Describe() const;

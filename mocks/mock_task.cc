@@ -465,6 +465,63 @@ void MockBackend::SwitchEvent(bool sched_in, bool task) {
   }
 }
 
+// The child execs `path` (begin_new_exec()): perf_event_exec(), then
+// __set_task_comm(me, kbasename(filename), true) -> perf_event_comm(exec = true):
+// COMM with PERF_RECORD_MISC_COMM_EXEC; the ELF loader maps the binary, whose
+// text is an executable file mapping: MMAP/MMAP2 through the child's events.
+void MockBackend::ExecInChild(pid_t child, const std::string& path, std::vector<std::unique_ptr<MockEvent>>& copies) {
+  const std::string comm = path.substr(path.rfind('/') + 1).substr(0, 15);
+  OutputContext ctx = Context();
+  ctx.pid = ctx.tid = child;
+  auto child_events = [&](auto fn) {
+    for (size_t j = events_.size(); j-- > 0;) {
+      MockEvent& e = *events_[j];
+      if (e.pid == -1 && e.cpu == 0 && e.enabled) fn(e);
+    }
+    for (auto& c : copies) {
+      if (c->enabled && (c->cpu == -1 || c->cpu == 0)) fn(*c);
+    }
+  };
+  child_events([&](MockEvent& ev) {
+    if (!ev.attr.comm) return;
+    Record r;
+    r.header.type = PERF_RECORD_COMM;
+    r.header.misc = PERF_RECORD_MISC_COMM_EXEC;
+    r.body = CommRecord{static_cast<uint32_t>(child), static_cast<uint32_t>(child), comm};
+    EmitRecord(ev, std::move(r), ctx);
+  });
+  const bool any_mmap = std::any_of(events_.begin(), events_.end(),
+                                    [](const auto& e) { return e->attr.mmap || e->attr.mmap_data; });
+  if (!any_mmap) return;  // nr_mmap_events
+  constexpr uint64_t kTextAddr = 0x0000555555556000, kTextLen = 0x4000, kTextPgoff = 0x2000;
+  child_events([&](MockEvent& ev) {
+    const perf_event_attr& a = ev.attr;
+    if (!(a.mmap || a.mmap2)) return;
+    Record r;
+    r.header.misc = PERF_RECORD_MISC_USER;
+    if (a.mmap2) {
+      r.header.type = PERF_RECORD_MMAP2;
+      Mmap2Record m;
+      m.pid = m.tid = static_cast<uint32_t>(child);
+      m.addr = kTextAddr;
+      m.len = kTextLen;
+      m.pgoff = kTextPgoff;
+      m.maj = 254;  // the root filesystem's device, an inode on it
+      m.min = 1;
+      m.ino = 1835081;
+      m.prot = PROT_READ | PROT_EXEC;
+      m.flags = MAP_PRIVATE;
+      m.filename = path;
+      r.body = std::move(m);
+    } else {
+      r.header.type = PERF_RECORD_MMAP;
+      r.body = MmapRecord{static_cast<uint32_t>(child), static_cast<uint32_t>(child), kTextAddr, kTextLen, kTextPgoff,
+                          path};
+    }
+    EmitRecord(ev, std::move(r), ctx);
+  });
+}
+
 uint64_t MockBackend::NewRegion(uint64_t pages) { return kMmapTop - pages * profile_.page_size; }
 
 Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
@@ -561,8 +618,13 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
       out.region_end = out.region_begin + w.count * page;
       MmapEvent(out.region_begin, w.count * page, /*exec=*/true);
       break;
+    case Workload::Kind::kExec:
+      if (w.path.empty() || w.path[0] != '/') {
+        return Result<WorkloadResult>::Failure(ENOENT, call + " [mock: an absolute path]");
+      }
+      [[fallthrough]];
     case Workload::Kind::kFork:
-      for (uint64_t i = 0; i < w.count; ++i) {
+      for (uint64_t i = 0; i < (w.kind == Workload::Kind::kExec ? 1 : w.count); ++i) {
         const pid_t child = next_pid_++;
         out.children.push_back(child);
         const OutputContext parent_ctx = Context();
@@ -618,6 +680,7 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
           c->filter = e->filter;
           copies.push_back(std::move(c));
         }
+        if (w.kind == Workload::Kind::kExec) ExecInChild(child, w.path, copies);
         // The child _exit()s at once: perf_event_exit_task() reports EXIT
         // through the child's events (output to the parents' buffers), then
         // to CPU 0's side-band events.

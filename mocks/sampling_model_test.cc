@@ -153,5 +153,30 @@ TEST_F(SideBandModel, Mmap2AloneSeesNoMapping) {
   EXPECT_EQ(recs[0].header.type, uint32_t{PERF_RECORD_MMAP2});
 }
 
+// Workload::Exec: FORK in the parent, then in the child (through its inherited
+// events) COMM with PERF_RECORD_MISC_COMM_EXEC and the binary's MMAP2, then EXIT
+// (begin_new_exec() -> __set_task_comm(exec = true); the ELF loader's mmap).
+TEST_F(SideBandModel, ExecGivesCommExecAndTheBinarysMapping) {
+  perf_event_attr a = Dummy();
+  a.comm = a.task = a.mmap = a.mmap2 = a.inherit = 1;
+  const int fd = MustOpen(a, 0, 0);
+  std::optional<RingBuffer> rb = Map(fd, 8);
+  ASSERT_TRUE(rb);
+  Enable(fd);
+  Result<WorkloadResult> w = b().RunWorkload(Workload::Exec("/bin/true"));
+  ASSERT_OK(w);
+  Disable(fd);
+  std::vector<Record> recs = Records(*rb, a);
+  std::vector<uint32_t> types;
+  for (const Record& r : recs) types.push_back(r.header.type);
+  ASSERT_EQ(types, (std::vector<uint32_t>{PERF_RECORD_FORK, PERF_RECORD_COMM, PERF_RECORD_MMAP2, PERF_RECORD_EXIT}));
+  EXPECT_EQ(recs[1].header.misc, PERF_RECORD_MISC_COMM_EXEC);
+  EXPECT_EQ(std::get<CommRecord>(recs[1].body).comm, "true");
+  EXPECT_EQ(std::get<CommRecord>(recs[1].body).pid, static_cast<uint32_t>(w->children.at(0)));
+  EXPECT_EQ(std::get<Mmap2Record>(recs[2].body).filename, "/bin/true");
+  EXPECT_NE(std::get<Mmap2Record>(recs[2].body).ino, 0u);
+  EXPECT_THAT(b().RunWorkload(Workload::Exec("true")), FailsWithErrno(ENOENT));
+}
+
 }  // namespace
 }  // namespace perftest

@@ -125,6 +125,8 @@ class MockBackend final : public Backend {
   void MmapEvent(uint64_t addr, uint64_t len, bool exec);  // perf_event_mmap()
   void SwitchEvent(bool sched_in, bool task);               // perf_event_switch(): the task or idle
   uint64_t NewRegion(uint64_t pages);
+  // Workload::kExec in the forked child: COMM (COMM_EXEC) and the binary's mapping.
+  void ExecInChild(pid_t child, const std::string& path, std::vector<std::unique_ptr<MockEvent>>& copies);
 
   MockProfile profile_;
   MachineInfo machine_;

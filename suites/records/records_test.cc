@@ -238,6 +238,65 @@ PERFTEST_CASE(Records, CommOnSetName, "records.comm",
   EXPECT_TRUE(OfType(none, PERF_RECORD_COMM).empty());
 }
 
+// The program Workload::Exec runs: exits 0 at once, on any Linux distribution.
+constexpr const char* kExecProgram = "/bin/true";
+
+PERFTEST_CASE(Records, CommExec, "records.comm_exec",
+              "<linux/perf_event.h> PERF_RECORD_MISC_COMM_EXEC; fs/exec.c begin_new_exec() -> "
+              "__set_task_comm(exec=true) -> core.c perf_event_comm()") {
+  perf_event_attr a = SideBand();
+  a.comm = a.task = a.inherit = 1;
+  std::vector<ParsedRecord> recs;
+  std::vector<WorkloadResult> w;
+  ASSERT_NO_FATAL_FAILURE(CollectPerCpu(a, {Workload::Exec(kExecProgram)}, &recs, &w));
+  const uint32_t child = static_cast<uint32_t>(w[0].children.at(0));
+  const ParsedRecord* exec = nullptr;
+  for (const ParsedRecord* r : OfType(recs, PERF_RECORD_COMM)) {
+    if (std::get<CommRecord>(r->record.body).pid == child) exec = r;
+  }
+  ASSERT_NE(exec, nullptr) << "no COMM from the child's exec";
+  EXPECT_EQ(exec->record.header.misc, PERF_RECORD_MISC_COMM_EXEC);
+  const auto& c = std::get<CommRecord>(exec->record.body);
+  EXPECT_EQ(c.tid, child);
+  EXPECT_EQ(c.comm, "true") << "the basename of the executed file";
+  EXPECT_EQ(exec->record.header.size, 8u + 8 + Padded("true"));
+  // FORK, COMM, EXIT of the child, in time order.
+  std::optional<uint64_t> fork_time, exit_time;
+  for (const ParsedRecord& r : recs) {
+    const auto* t = std::get_if<TaskRecord>(&r.record.body);
+    if (t == nullptr || t->pid != child) continue;
+    (r.record.header.type == PERF_RECORD_FORK ? fork_time : exit_time) = t->time;
+  }
+  ASSERT_TRUE(fork_time && exit_time);
+  EXPECT_LT(*fork_time, *exit_time);
+}
+
+PERFTEST_CASE(Records, Mmap2OfExecutedBinary, "records.mmap2_file",
+              "<linux/perf_event.h> PERF_RECORD_MMAP2 of a file: maj, min, ino, prot, flags, filename; "
+              "core.c perf_event_mmap_event()") {
+  perf_event_attr a = SideBand();
+  a.mmap = a.mmap2 = a.inherit = 1;
+  std::vector<ParsedRecord> recs;
+  std::vector<WorkloadResult> w;
+  ASSERT_NO_FATAL_FAILURE(CollectPerCpu(a, {Workload::Exec(kExecProgram)}, &recs, &w));
+  const uint32_t child = static_cast<uint32_t>(w[0].children.at(0));
+  const ParsedRecord* text = nullptr;
+  for (const ParsedRecord* r : OfType(recs, PERF_RECORD_MMAP2)) {
+    const auto& m = std::get<Mmap2Record>(r->record.body);
+    const bool is_true = m.filename.size() >= 5 && m.filename.substr(m.filename.size() - 5) == "/true";
+    if (m.pid == child && is_true && (m.prot & PROT_EXEC)) text = r;
+  }
+  ASSERT_NE(text, nullptr) << "no MMAP2 of the executed binary's text";
+  const auto& m = std::get<Mmap2Record>(text->record.body);
+  EXPECT_EQ(m.tid, child);
+  EXPECT_NE(m.ino, 0u) << "a file mapping names its inode";
+  EXPECT_EQ(m.flags & MAP_TYPE, static_cast<uint32_t>(MAP_PRIVATE));
+  EXPECT_EQ(m.pgoff % page(), 0u);
+  EXPECT_EQ(text->record.header.misc & PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_USER);
+  EXPECT_EQ(text->record.header.size, 8u + 8 + 24 + 24 + 8 + Padded(m.filename));
+  EXPECT_TRUE(OfType(recs, PERF_RECORD_MMAP).empty()) << "mmap2 replaces MMAP";
+}
+
 PERFTEST_CASE(Records, ForkRecord, "records.fork",
               "<linux/perf_event.h> PERF_RECORD_FORK {pid, ppid, tid, ptid, time}; core.c perf_event_fork()") {
   perf_event_attr a = SideBand();
