@@ -210,6 +210,16 @@ SampleData MockBackend::UserData(uint64_t ip, uint64_t addr) const {
   return d;
 }
 
+SampleData MockBackend::KernelData(uint64_t ip) const {
+  SampleData d;
+  d.ip = ip;
+  d.user_mode = false;
+  d.stack = SampleData::Stack::kKernelSwitch;
+  d.pid = task_.pid;
+  d.tid = task_.tid;
+  return d;
+}
+
 void MockBackend::Advance(uint64_t dt) {
   const uint64_t end = now_ + dt;
   for (;;) {
@@ -560,12 +570,7 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         UpdateCurr();
         // perf_event_task_sched_out(): the switch is counted while the task's
         // events are still in, from kernel regs (perf_sw_event_sched()).
-        SampleData d;
-        d.ip = kKernelSwitchIp;
-        d.user_mode = false;
-        d.stack = SampleData::Stack::kKernelSwitch;
-        d.pid = task_.pid;
-        d.tid = task_.tid;
+        const SampleData d = KernelData(kKernelSwitchIp);
         // __schedule(): trace_sched_switch() fires before the context
         // switch (prepare_task_switch()), so the task's events see it.
         TracepointFire("sched:sched_switch",
@@ -630,12 +635,7 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         const OutputContext parent_ctx = Context();
         // copy_process() -> trace_sched_process_fork(), in the parent, kernel regs.
         {
-          SampleData k;
-          k.ip = kKernelForkIp;
-          k.user_mode = false;
-          k.stack = SampleData::Stack::kKernelSwitch;
-          k.pid = task_.pid;
-          k.tid = task_.tid;
+          const SampleData k = KernelData(kKernelForkIp);
           TracepointFire("sched:sched_process_fork",
                          TraceValues{{{"parent_pid", task_.pid}, {"child_pid", child}},
                                      {{"parent_comm", task_.comm}, {"child_comm", task_.comm}}},
@@ -816,24 +816,20 @@ void MockBackend::HardwareCount(HwKind kind, uint64_t n) {
   }
 }
 
-// perf_tp_event(): every event on the tracepoint's per-CPU list (ACTIVE ones)
-// that perf_tp_event_match() accepts counts 1 via perf_swevent_event().
+// update_curr() -> trace_sched_stat_runtime(): the runtime since exec_start_.
 void MockBackend::UpdateCurr() {
   const uint64_t delta = now_ - exec_start_;
   exec_start_ = now_;
   if (delta == 0) return;
   // Fired in the tick interrupt or in __schedule(): kernel regs.
-  SampleData k;
-  k.ip = kKernelSwitchIp;
-  k.user_mode = false;
-  k.stack = SampleData::Stack::kKernelSwitch;
-  k.pid = task_.pid;
-  k.tid = task_.tid;
+  const SampleData k = KernelData(kKernelSwitchIp);
   TracepointFire("sched:sched_stat_runtime",
                  TraceValues{{{"pid", task_.pid}, {"runtime", static_cast<int64_t>(delta)}}, {{"comm", task_.comm}}}, k,
                  delta);
 }
 
+// perf_tp_event(): every event on the tracepoint's per-CPU list (ACTIVE ones)
+// that perf_tp_event_match() accepts counts `count` via perf_swevent_event().
 void MockBackend::TracepointFire(const std::string& name, TraceValues values, const SampleData& data, uint64_t count) {
   auto it = profile_.tracepoints.find(name);
   if (it == profile_.tracepoints.end()) return;  // not in this machine's tracefs

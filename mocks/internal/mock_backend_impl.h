@@ -117,6 +117,8 @@ class MockBackend final : public Backend {
   void LogThrottle(MockEvent& ev, bool unthrottle);  // perf_log_throttle(), in Context()
   void LogThrottle(MockEvent& ev, bool unthrottle, const OutputContext& ctx);
   SampleData UserData(uint64_t ip, uint64_t addr) const;
+  // The task in the kernel at `ip` (kernel regs, a kernel-then-user stack).
+  SampleData KernelData(uint64_t ip) const;
 
   // Side-band delivery (perf_iterate_sb()): CPU-wide side-band events of CPU 0
   // (most recent first), then the current task's events, each if enabled.
