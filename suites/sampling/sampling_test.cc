@@ -450,7 +450,11 @@ PERFTEST_CASE(Sampling, CallchainKernelThenUser, "sampling.callchain_kernel_user
     auto user = std::find(cc.begin(), cc.end(), static_cast<uint64_t>(PERF_CONTEXT_USER));
     ASSERT_NE(user, cc.end()) << "the task's user stack follows";
     for (auto it = cc.begin() + 1; it != user; ++it) EXPECT_GE(*it, uint64_t{0xffff800000000000});
-    for (auto it = user + 1; it != cc.end(); ++it) EXPECT_LT(*it, uint64_t{1} << 47);
+    // The user part starts at the task's user ip (task_pt_regs()); the rest is
+    // a frame-pointer walk (perf_callchain_user()), which in code built
+    // without frame pointers (libc) may yield arbitrary stack words.
+    ASSERT_NE(user + 1, cc.end());
+    EXPECT_LT(*(user + 1), uint64_t{1} << 47) << "a user-space address";
   }
 }
 
