@@ -107,6 +107,19 @@ class SideBandModel : public MockTest {
   }
 };
 
+// update_curr() -> trace_sched_stat_runtime(): __perf_count(runtime), so a
+// counting event counts the task's runtime in ns, ticks and sleeps included.
+TEST_F(SideBandModel, SchedStatRuntimeCountsRuntimeNs) {
+  perf_event_attr a = MakeAttr(PERF_TYPE_TRACEPOINT, profile_.tracepoints.at("sched:sched_stat_runtime"));
+  const int fd = MustOpen(a);
+  Enable(fd);
+  Run(Workload::Spin(std::chrono::milliseconds(20)));
+  Run(Workload::Sleep(1, std::chrono::milliseconds(1)));
+  Disable(fd);
+  // Every ns the task ran while enabled, up to its last update (the sleep).
+  EXPECT_EQ(Count(fd), 20000000u);
+}
+
 // Linux 6.18: FORK, then the child's EXIT, then the next FORK, each at a later time.
 TEST_F(SideBandModel, ForkAndExitTimesIncrease) {
   perf_event_attr a = Dummy();
