@@ -276,8 +276,10 @@ Result<Record> ParseRecord(const SampleLayout& layout, std::span<const std::byte
     r.body = std::move(*s);
     return Result<Record>::Ok(std::move(r));
   }
+  const bool parsed_here = r.header.type == PERF_RECORD_SWITCH || r.header.type == PERF_RECORD_SWITCH_CPU_WIDE ||
+                           r.header.type == PERF_RECORD_NAMESPACES;
   if (!IsKnownRecordType(r.header.type) || r.header.type == PERF_RECORD_READ ||
-      r.header.type > PERF_RECORD_MMAP2) {
+      (r.header.type > PERF_RECORD_MMAP2 && !parsed_here)) {
     r.body = OtherRecord{{body.begin(), body.end()}};
     return Result<Record>::Ok(std::move(r));
   }
@@ -349,8 +351,35 @@ Result<Record> ParseRecord(const SampleLayout& layout, std::span<const std::byte
       r.body = l;
       break;
     }
+    case PERF_RECORD_SWITCH:
+    case PERF_RECORD_SWITCH_CPU_WIDE: {
+      SwitchRecord sw;
+      if (r.header.type == PERF_RECORD_SWITCH_CPU_WIDE) {
+        ok = c.Get(&sw.next_prev_pid, "next_prev_pid") && c.Get(&sw.next_prev_tid, "next_prev_tid");
+      }
+      r.body = sw;
+      break;
+    }
+    case PERF_RECORD_NAMESPACES: {
+      NamespacesRecord n;
+      uint64_t nr = 0;
+      ok = c.Get(&n.pid, "pid") && c.Get(&n.tid, "tid") && c.Get(&nr, "nr_namespaces");
+      if (ok && nr > c.remaining() / 16) {
+        return Malformed<Record>(name, fmt::format("nr_namespaces={} exceeds the {} bytes left", nr, c.remaining()));
+      }
+      n.namespaces.resize(ok ? nr : 0);
+      for (NamespacesRecord::Namespace& ns : n.namespaces) ok = ok && c.Get(&ns.dev, "dev") && c.Get(&ns.ino, "ino");
+      r.body = std::move(n);
+      break;
+    }
   }
   if (!ok) return Malformed<Record>(name, c.error());
+  // Fixed-layout bodies must use every byte before the trailer (strings are padded).
+  const bool fixed = r.header.type != PERF_RECORD_MMAP && r.header.type != PERF_RECORD_MMAP2 &&
+                     r.header.type != PERF_RECORD_COMM;
+  if (fixed && c.remaining() != 0) {
+    return Malformed<Record>(name, fmt::format("{} bytes left after the last field at offset {}", c.remaining(), c.offset()));
+  }
   return Result<Record>::Ok(std::move(r));
 }
 
@@ -478,6 +507,11 @@ void EncodeRecord(const SampleLayout& layout, const Record& r, std::vector<std::
           w.Put(b.id); w.Put(b.lost);
         } else if constexpr (std::is_same_v<T, OtherRecord>) {
           w.Bytes(b.body);
+        } else if constexpr (std::is_same_v<T, SwitchRecord>) {
+          if (r.header.type == PERF_RECORD_SWITCH_CPU_WIDE) { w.Put(b.next_prev_pid); w.Put(b.next_prev_tid); }
+        } else if constexpr (std::is_same_v<T, NamespacesRecord>) {
+          w.Put(b.pid); w.Put(b.tid); w.Put(static_cast<uint64_t>(b.namespaces.size()));
+          for (const NamespacesRecord::Namespace& ns : b.namespaces) { w.Put(ns.dev); w.Put(ns.ino); }
         }
       },
       r.body);

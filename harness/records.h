@@ -154,6 +154,27 @@ struct LostRecord {
   bool operator==(const LostRecord&) const = default;
 };
 
+// PERF_RECORD_SWITCH (no body) and PERF_RECORD_SWITCH_CPU_WIDE ({u32
+// next_prev_pid, next_prev_tid}: the task switched to on SWITCH_OUT, from on
+// switch in). header.misc carries PERF_RECORD_MISC_SWITCH_OUT and
+// PERF_RECORD_MISC_SWITCH_OUT_PREEMPT (kernel/events/core.c perf_event_switch_output()).
+struct SwitchRecord {
+  std::optional<uint32_t> next_prev_pid, next_prev_tid;  // SWITCH_CPU_WIDE only
+  bool operator==(const SwitchRecord&) const = default;
+};
+
+// PERF_RECORD_NAMESPACES: {u32 pid, tid; u64 nr_namespaces; {u64 dev, ino}[nr]},
+// indexed by NET_NS_INDEX .. CGROUP_NS_INDEX (perf_event_namespaces_output()).
+struct NamespacesRecord {
+  uint32_t pid = 0, tid = 0;
+  struct Namespace {
+    uint64_t dev = 0, ino = 0;
+    bool operator==(const Namespace&) const = default;
+  };
+  std::vector<Namespace> namespaces;
+  bool operator==(const NamespacesRecord&) const = default;
+};
+
 // Any other record type: the body bytes after the header, trailer included.
 struct OtherRecord {
   std::vector<std::byte> body;
@@ -163,7 +184,7 @@ struct OtherRecord {
 struct Record {
   perf_event_header header{};
   std::variant<SampleRecord, MmapRecord, Mmap2Record, CommRecord, TaskRecord, ThrottleRecord,
-               LostRecord, OtherRecord>
+               LostRecord, OtherRecord, SwitchRecord, NamespacesRecord>
       body;
   // The sample_id_all trailer of a non-sample record (nullopt for SAMPLE, for
   // OtherRecord, and when sample_id_all is off).

@@ -766,7 +766,7 @@ TEST(Records, TrailerOfPartialSampleType) {
 }
 
 TEST(Records, OtherTypesKeepTheirBody) {
-  for (uint32_t type : {uint32_t{PERF_RECORD_READ}, uint32_t{PERF_RECORD_SWITCH}, uint32_t{PERF_RECORD_AUX},
+  for (uint32_t type : {uint32_t{PERF_RECORD_READ}, uint32_t{PERF_RECORD_KSYMBOL}, uint32_t{PERF_RECORD_AUX},
                         uint32_t{PERF_RECORD_MAX}, uint32_t{1000}}) {
     SCOPED_TRACE(RecordTypeName(type));
     Body b;
@@ -780,6 +780,54 @@ TEST(Records, OtherTypesKeepTheirBody) {
     EXPECT_EQ(o->body, b.bytes());
     EXPECT_FALSE(r->sample_id.has_value());
   }
+}
+
+TEST(Records, SwitchRecords) {
+  // PERF_RECORD_SWITCH: no body, then the trailer.
+  Body sw;
+  sw.Append(Trailer());
+  Result<Record> r = ParseRecord(TrailerLayout(true), Rec(PERF_RECORD_SWITCH, PERF_RECORD_MISC_SWITCH_OUT, sw));
+  ASSERT_OK(r);
+  const SwitchRecord* s = BodyAs<SwitchRecord>(r);
+  ASSERT_NE(s, nullptr);
+  EXPECT_FALSE(s->next_prev_pid.has_value());
+  EXPECT_TRUE(r->sample_id.has_value());
+  // PERF_RECORD_SWITCH_CPU_WIDE: {next_prev_pid, next_prev_tid}, then the trailer.
+  Body wide;
+  wide.U32(42).U32(43).Append(Trailer());
+  r = ParseRecord(TrailerLayout(true), Rec(PERF_RECORD_SWITCH_CPU_WIDE, 0, wide));
+  ASSERT_OK(r);
+  s = BodyAs<SwitchRecord>(r);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->next_prev_pid, 42u);
+  EXPECT_EQ(s->next_prev_tid, 43u);
+  // Round trip through the encoder.
+  std::vector<std::byte> out;
+  EncodeRecord(TrailerLayout(true), *r, &out);
+  EXPECT_EQ(out, Rec(PERF_RECORD_SWITCH_CPU_WIDE, 0, wide));
+  // A body the layout does not account for is malformed.
+  Body extra;
+  extra.U64(7).Append(Trailer());
+  EXPECT_THAT(ParseRecord(TrailerLayout(true), Rec(PERF_RECORD_SWITCH, 0, extra)), FailsWithErrno(EBADMSG));
+}
+
+TEST(Records, NamespacesRecord) {
+  Body b;
+  b.U32(10).U32(11).U64(2).U64(4).U64(0xf0000001).U64(4).U64(0xf0000002).Append(Trailer());
+  Result<Record> r = ParseRecord(TrailerLayout(true), Rec(PERF_RECORD_NAMESPACES, 0, b));
+  ASSERT_OK(r);
+  const NamespacesRecord* n = BodyAs<NamespacesRecord>(r);
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->pid, 10u);
+  EXPECT_EQ(n->tid, 11u);
+  ASSERT_EQ(n->namespaces.size(), 2u);
+  EXPECT_EQ(n->namespaces[1].ino, 0xf0000002u);
+  std::vector<std::byte> out;
+  EncodeRecord(TrailerLayout(true), *r, &out);
+  EXPECT_EQ(out, Rec(PERF_RECORD_NAMESPACES, 0, b));
+  Body bad;
+  bad.U32(10).U32(11).U64(1000).Append(Trailer());
+  EXPECT_THAT(ParseRecord(TrailerLayout(true), Rec(PERF_RECORD_NAMESPACES, 0, bad)), FailsWithErrno(EBADMSG));
 }
 
 TEST(Records, SampleIdSize) {

@@ -113,6 +113,14 @@ Workload Workload::Instructions(uint64_t instructions) {
   return w;
 }
 
+Workload Workload::Exec(std::string path) {
+  Workload w;
+  w.kind = Kind::kExec;
+  w.count = 1;
+  w.path = std::move(path);
+  return w;
+}
+
 std::string Workload::Describe() const {
   switch (kind) {
     case Kind::kTouchPages:
@@ -142,6 +150,8 @@ std::string Workload::Describe() const {
       return fmt::format("syscalls(getpid, {} times)", count);
     case Kind::kInstructions:
       return fmt::format("instructions({})", count);
+    case Kind::kExec:
+      return fmt::format("exec(\"{}\")", path);
   }
   return "workload(?)";
 }

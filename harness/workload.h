@@ -33,6 +33,8 @@ struct Workload {
     kInstructions,  // retire about `count` user-mode instructions (a counted loop): hardware counters
     kThreads,     // create `count` threads (CLONE_THREAD) that each touch `pages_each` fresh pages and exit; joined
     kForkExec,    // fork `count` children that each execve(`path`) (no arguments) and exit; reaped
+    kExec,        // fork one child (own process group) that execs `path` with no arguments; reaped:
+                  // FORK, then in the child COMM (PERF_RECORD_MISC_COMM_EXEC) and the binary's MMAP2, EXIT
   };
 
   Kind kind = Kind::kSpin;
@@ -48,6 +50,7 @@ struct Workload {
   // kFork, kThreads: fresh pages each child touches (one page fault each) before it exits.
   uint64_t pages_each = 0;
   // kForkExec: the program each child execs (absolute path).
+  // kExec: the program, an absolute path (e.g. "/bin/true"); it must exit 0.
   std::string path;
 
   static Workload TouchPages(uint64_t pages, std::chrono::nanoseconds spacing = std::chrono::nanoseconds{0});
@@ -68,6 +71,8 @@ struct Workload {
   static Workload Execute(uint64_t times);
   static Workload Syscalls(uint64_t times);
   static Workload Instructions(uint64_t instructions);
+  // Errors at RunWorkload: ENOENT when `path` cannot be executed; ECHILD when it exits non-zero.
+  static Workload Exec(std::string path);
 
   // e.g. "touch_pages(64, spacing=100us)"; used in failure messages.
   std::string Describe() const;

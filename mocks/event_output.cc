@@ -153,9 +153,18 @@ size_t EncodeReadOne(const MockEvent& ev, void* buf) {
   const uint64_t rf = ev.attr.read_format;
   uint64_t words[5];
   size_t n = 0;
-  words[n++] = ev.count + ev.child_count;  // as ReadEventValues()
-  if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) words[n++] = ev.time_enabled;
-  if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) words[n++] = ev.time_running;
+  // As ReadEventValues(): exited children's totals plus the live children's.
+  uint64_t value = ev.count + ev.child_count;
+  uint64_t enabled = ev.time_enabled + ev.child_time_enabled;
+  uint64_t running = ev.time_running + ev.child_time_running;
+  for (const MockEvent* child : ev.children) {
+    value += child->count;
+    enabled += child->time_enabled;
+    running += child->time_running;
+  }
+  words[n++] = value;
+  if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) words[n++] = enabled;
+  if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) words[n++] = running;
   if (rf & PERF_FORMAT_ID) words[n++] = ev.primary_id();
   if (rf & PERF_FORMAT_LOST) words[n++] = ev.lost_samples;
   std::memcpy(buf, words, n * sizeof words[0]);

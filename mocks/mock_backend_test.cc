@@ -718,7 +718,7 @@ TEST_F(MockBackendTest, SideBandRecords) {
   a.comm = 1;  // FORK reaches comm-only events too (perf_event_task_match())
   perf_event_attr m2 = a;
   m2.comm = 0;
-  m2.mmap2 = 1;
+  m2.mmap = m2.mmap2 = 1;  // as perf sets them: mmap2 alone is not counted in nr_mmap_events
   const int comm = MustOpen(a), mmap2 = MustOpen(m2);
   std::optional<RingBuffer> rc = Map(comm, 4), rm = Map(mmap2, 4);
   ASSERT_TRUE(rc && rm);

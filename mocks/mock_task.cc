@@ -49,7 +49,8 @@ constexpr uint64_t kMemoryAccessNs = 1;
 constexpr uint64_t kSyscallNs = 200;
 // __NR_getpid (x86_64).
 constexpr int64_t kGetpidNr = 39;
-
+// From fork() to the child's exit, ns (the kernel here: tens of microseconds).
+constexpr uint64_t kForkNs = 50000;
 // The CPU whose counters an event uses while active (the task runs on CPU 0).
 static int CountersCpu(const MockEvent& e) { return e.pid == -1 ? e.cpu : 0; }
 
@@ -350,6 +351,16 @@ SampleData MockBackend::UserData(uint64_t ip, uint64_t addr) const {
   return d;
 }
 
+SampleData MockBackend::KernelData(uint64_t ip) const {
+  SampleData d;
+  d.ip = ip;
+  d.user_mode = false;
+  d.stack = SampleData::Stack::kKernelSwitch;
+  d.pid = task_.pid;
+  d.tid = task_.tid;
+  return d;
+}
+
 void MockBackend::Advance(uint64_t dt) {
   const uint64_t end = now_ + dt;
   for (;;) {
@@ -387,6 +398,9 @@ void MockBackend::Advance(uint64_t dt) {
 // perf_event_task_tick(): a new throttle sequence, then
 // perf_adjust_freq_unthr_events() over the ACTIVE events.
 void MockBackend::Tick() {
+  // sched_tick(): the scheduler class's task_tick() (update_curr()) runs
+  // before perf_event_task_tick().
+  if (task_.running) UpdateCurr();
   ++tick_seq_;
   for (size_t i = 0; i < events_.size(); ++i) {
     MockEvent& ev = *events_[i];
@@ -538,6 +552,12 @@ void MockBackend::ForEachSideBandFn(const std::function<void(MockEvent&)>& fn) {
 // perf_event_mmap() -> perf_event_mmap_output(): anonymous mappings are named
 // "//anon", their pgoff is the address (vm_pgoff << PAGE_SHIFT), no inode.
 void MockBackend::MmapEvent(uint64_t addr, uint64_t len, bool exec) {
+  // perf_event_mmap(): "if (atomic_read(&nr_mmap_events) == 0) return;" --
+  // account_event() counts attr.mmap and attr.mmap_data only, so an event
+  // with attr.mmap2 alone sees no mapping unless another event has one of them.
+  const bool any = std::any_of(events_.begin(), events_.end(),
+                               [](const auto& e) { return e->attr.mmap || e->attr.mmap_data; });
+  if (!any) return;
   const OutputContext ctx = Context();
   ForEachSideBand([&](MockEvent& ev) {
     const perf_event_attr& a = ev.attr;
@@ -604,6 +624,10 @@ void MockBackend::SwitchEvent(bool sched_in, bool task) {
   }
 }
 
+// The child execs `path` (begin_new_exec()): perf_event_exec(), then
+// __set_task_comm(me, kbasename(filename), true) -> perf_event_comm(exec = true):
+// COMM with PERF_RECORD_MISC_COMM_EXEC; the ELF loader maps the binary, whose
+// text is an executable file mapping: MMAP/MMAP2 through the child's events.
 uint64_t MockBackend::NewRegion(uint64_t pages) { return kMmapTop - pages * profile_.page_size; }
 
 Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
@@ -638,14 +662,11 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
       break;
     case Workload::Kind::kSleep:
       for (uint64_t i = 0; i < w.count; ++i) {
+        // __schedule() -> deactivate_task() -> dequeue: update_curr() first.
+        UpdateCurr();
         // perf_event_task_sched_out(): the switch is counted while the task's
         // events are still in, from kernel regs (perf_sw_event_sched()).
-        SampleData d;
-        d.ip = kKernelSwitchIp;
-        d.user_mode = false;
-        d.stack = SampleData::Stack::kKernelSwitch;
-        d.pid = task_.pid;
-        d.tid = task_.tid;
+        const SampleData d = KernelData(kKernelSwitchIp);
         // __schedule(): trace_sched_switch() fires before the context
         // switch (prepare_task_switch()), so the task's events see it.
         TracepointFire("sched:sched_switch",
@@ -672,6 +693,7 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         SoftwareOccurrence(PERF_COUNT_SW_CONTEXT_SWITCHES, idle);
         SwitchEvent(/*sched_in=*/false, /*task=*/false);
         task_.running = true;
+        exec_start_ = now_;  // set_next_entity(): the task's runtime starts anew
         // perf_event_task_sched_in(): the whole context goes in, group by group.
         for (const auto& e : events_) e->deferred = false;
         Reschedule();
@@ -697,6 +719,11 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
       out.region_end = out.region_begin + w.count * page;
       MmapEvent(out.region_begin, w.count * page, /*exec=*/true);
       break;
+    case Workload::Kind::kExec:
+      if (w.path.empty() || w.path[0] != '/') {
+        return Result<WorkloadResult>::Failure(ENOENT, call + " [mock: an absolute path]");
+      }
+      [[fallthrough]];
     case Workload::Kind::kFork:
     case Workload::Kind::kThreads:
     case Workload::Kind::kForkExec:
@@ -704,10 +731,12 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
       if (w.kind == Workload::Kind::kForkExec && (w.path.empty() || w.path[0] != '/')) {
         return Result<WorkloadResult>::Failure(EINVAL, call + " [mock: path must be absolute]");
       }
-      for (uint64_t i = 0; i < w.count; ++i) {
+      // kExec is one forked child that execs.
+      for (uint64_t i = 0; i < (w.kind == Workload::Kind::kExec ? 1 : w.count); ++i) {
         Task child = ForkTask(/*thread=*/w.kind == Workload::Kind::kThreads);
         out.children.push_back(child.tid);
-        if (w.kind == Workload::Kind::kForkExec) {
+        Advance(kForkNs);  // fork takes time: FORK, the child's records and EXIT have increasing times
+        if (w.kind == Workload::Kind::kForkExec || w.kind == Workload::Kind::kExec) {
           (void)RunAsTask(child, [&]() -> Result<WorkloadResult> {
             ExecCurrent(w.path);
             return Result<WorkloadResult>::Ok(WorkloadResult{});
@@ -716,6 +745,7 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
           (void)RunAsTask(child, [&] { return RunWorkload(Workload::TouchPages(w.pages_each)); });
         }
         ExitTaskModel(child);
+        Advance(kForkNs);  // waitpid() returns in the parent
       }
       break;
     case Workload::Kind::kWriteMemory:
@@ -840,9 +870,21 @@ void MockBackend::HardwareCount(HwKind kind, uint64_t n) {
   }
 }
 
+// update_curr() -> trace_sched_stat_runtime(): the runtime since exec_start_.
+void MockBackend::UpdateCurr() {
+  const uint64_t delta = now_ - exec_start_;
+  exec_start_ = now_;
+  if (delta == 0) return;
+  // Fired in the tick interrupt or in __schedule(): kernel regs.
+  const SampleData k = KernelData(kKernelSwitchIp);
+  TracepointFire("sched:sched_stat_runtime",
+                 TraceValues{{{"pid", task_.pid}, {"runtime", static_cast<int64_t>(delta)}}, {{"comm", task_.comm}}}, k,
+                 delta);
+}
+
 // perf_tp_event(): every event on the tracepoint's per-CPU list (ACTIVE ones)
-// that perf_tp_event_match() accepts counts 1 via perf_swevent_event().
-void MockBackend::TracepointFire(const std::string& name, TraceValues values, const SampleData& data) {
+// that perf_tp_event_match() accepts counts `count` via perf_swevent_event().
+void MockBackend::TracepointFire(const std::string& name, TraceValues values, const SampleData& data, uint64_t count) {
   auto it = profile_.tracepoints.find(name);
   if (it == profile_.tracepoints.end()) return;  // not in this machine's tracefs
   const uint64_t id = it->second;
@@ -864,7 +906,7 @@ void MockBackend::TracepointFire(const std::string& name, TraceValues values, co
     // perf_tp_event_match(): exclude_kernel drops kernel-regs firings; exclude_user is not looked at.
     if (ev.attr.exclude_kernel && !d.user_mode) continue;
     if (ev.filter != nullptr && !ev.filter->Match(values)) continue;
-    SoftwareEventCount(ev, 1, d,
+    SoftwareEventCount(ev, count, d,
                        [this](MockEvent& e, int throttle, const SampleData& sd) { return Overflow(e, throttle, sd); });
   }
 }

@@ -22,6 +22,7 @@
 //  - perf_event_release_kernel(): closing a parent frees its copies.
 #include <fmt/format.h>
 #include <linux/perf_event.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -38,6 +39,21 @@ bool SeesTasks(const perf_event_attr& a) { return a.comm || a.mmap || a.mmap2 ||
 // Page faults of exec(2) and of the program it runs until exit (a small
 // static-looking program such as /bin/true: the kernel here shows ~40-100).
 constexpr uint64_t kExecPages = 48;
+
+
+// The namespaces of every simulated task, NET_NS_INDEX .. CGROUP_NS_INDEX
+// (NR_NAMESPACES = 7): all on the nsfs device, the initial namespaces' inode
+// numbers (PROC_*_INIT_INO of include/linux/proc_ns.h).
+std::vector<NamespacesRecord::Namespace> MockNamespaces() {
+  constexpr uint64_t kNsfsDev = 4;
+  return {{kNsfsDev, 0xf0000098},   // net (dynamic in the kernel)
+          {kNsfsDev, 0xEFFFFFFEU},  // uts: PROC_UTS_INIT_INO
+          {kNsfsDev, 0xEFFFFFFFU},  // ipc: PROC_IPC_INIT_INO
+          {kNsfsDev, 0xEFFFFFFCU},  // pid: PROC_PID_INIT_INO
+          {kNsfsDev, 0xEFFFFFFDU},  // user: PROC_USER_INIT_INO
+          {kNsfsDev, 0xf0000000},   // mnt (dynamic)
+          {kNsfsDev, 0xEFFFFFFBU}}; // cgroup: PROC_CGROUP_INIT_INO
+}
 
 }  // namespace
 
@@ -65,6 +81,14 @@ MockBackend::Task MockBackend::ForkTask(bool thread) {
     r.header.type = PERF_RECORD_FORK;
     r.body = TaskRecord{static_cast<uint32_t>(child.pid), static_cast<uint32_t>(task_.pid),
                         static_cast<uint32_t>(child.tid), static_cast<uint32_t>(task_.tid), EventClock(ev, now_)};
+    EmitRecord(ev, std::move(r), parent_ctx);
+  });
+  // ... then perf_event_namespaces(child): the new task's namespaces.
+  ForEachSideBandFn([&](MockEvent& ev) {
+    if (!ev.attr.namespaces) return;  // perf_event_namespaces_match()
+    Record r;
+    r.header.type = PERF_RECORD_NAMESPACES;
+    r.body = NamespacesRecord{static_cast<uint32_t>(child.pid), static_cast<uint32_t>(child.tid), MockNamespaces()};
     EmitRecord(ev, std::move(r), parent_ctx);
   });
   // inherit_task_group(): leaders in context order, each with its members.
@@ -157,6 +181,41 @@ void MockBackend::ExecCurrent(const std::string& path) {
     r.body = CommRecord{static_cast<uint32_t>(task_.pid), static_cast<uint32_t>(task_.tid), task_.comm};
     EmitRecord(ev, std::move(r), ctx);
   });
+  // The program's text is mapped: perf_event_mmap() of its executable
+  // mapping, only while some event on the system asks for mmap records
+  // (nr_mmap_events counts mmap/mmap_data, not mmap2 alone).
+  const bool any_mmap =
+      std::any_of(events_.begin(), events_.end(), [](const auto& e) { return e->attr.mmap || e->attr.mmap_data; });
+  if (any_mmap) {
+    constexpr uint64_t kTextAddr = 0x0000555555556000, kTextLen = 0x4000, kTextPgoff = 0x2000;
+    ForEachSideBandFn([&](MockEvent& ev) {
+      const perf_event_attr& a = ev.attr;
+      if (!(a.mmap || a.mmap2)) return;
+      Record r;
+      r.header.misc = PERF_RECORD_MISC_USER;
+      if (a.mmap2) {
+        r.header.type = PERF_RECORD_MMAP2;
+        Mmap2Record m;
+        m.pid = static_cast<uint32_t>(task_.pid);
+        m.tid = static_cast<uint32_t>(task_.tid);
+        m.addr = kTextAddr;
+        m.len = kTextLen;
+        m.pgoff = kTextPgoff;
+        m.maj = 254;  // the root filesystem's device, an inode on it
+        m.min = 1;
+        m.ino = 1835081;
+        m.prot = PROT_READ | PROT_EXEC;
+        m.flags = MAP_PRIVATE;
+        m.filename = path;
+        r.body = std::move(m);
+      } else {
+        r.header.type = PERF_RECORD_MMAP;
+        r.body = MmapRecord{static_cast<uint32_t>(task_.pid), static_cast<uint32_t>(task_.tid), kTextAddr, kTextLen,
+                            kTextPgoff, path};
+      }
+      EmitRecord(ev, std::move(r), ctx);
+    });
+  }
   // The new program runs: its loader and libc fault their pages in.
   (void)RunWorkload(Workload::TouchPages(kExecPages));
 }

@@ -35,6 +35,9 @@ const std::vector<TracepointModel>& Models() {
         {"parent_pid", 12, 4},
         {"child_comm", 16, 4, true, true},
         {"child_pid", 20, 4}}},
+      // update_curr() -> trace_sched_stat_runtime(curr, delta_exec): the
+      // perf count is the runtime in ns (__perf_count(runtime)).
+      {"sched:sched_stat_runtime", 24, false, {{"comm", 8, 4, true, true}, {"pid", 12, 4}, {"runtime", 16, 8}}},
   };
   return models;
 }

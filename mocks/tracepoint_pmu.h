@@ -14,6 +14,10 @@
 //                                                         with the task's user regs
 //   sched:sched_switch                                    each switch away from the task (Sleep)
 //   sched:sched_process_fork                              each fork (Fork), in the parent
+//   sched:sched_stat_runtime                              update_curr(): each tick the task runs
+//                                                         through, and when it goes to sleep;
+//                                                         counts the runtime (ns) since the last
+//                                                         update (__perf_count(runtime))
 // Sources: kernel/trace/trace_syscalls.c perf_syscall_enter()/exit() (the raw
 // size is ALIGN(size + sizeof(u32), sizeof(u64)) - sizeof(u32)),
 // kernel/trace/trace_event_perf.c perf_trace_init() (an unknown id is EINVAL),

@@ -182,7 +182,10 @@ class MockBackend final : public Backend {
   void FireClock(MockEvent& ev);
   // A tracepoint firing in the current task on CPU 0 (perf_tp_event()):
   // `values` are the entry's fields (common_pid is filled in here).
-  void TracepointFire(const std::string& name, TraceValues values, const SampleData& data);
+  // `count`: the occurrences it counts (__perf_count(), e.g. sched_stat_runtime's ns).
+  void TracepointFire(const std::string& name, TraceValues values, const SampleData& data, uint64_t count = 1);
+  // update_curr(): the running task's runtime since exec_start_ (sched_stat_runtime).
+  void UpdateCurr();
   // A memory access or an execution at `addr` by the task (perf_bp_event()).
   void BreakpointAccess(uint64_t addr, uint32_t width, Access access, uint64_t ip);
   // The core PMU: clock-driven counts over [from, to) ns, and `n` occurrences of `kind`.
@@ -197,6 +200,8 @@ class MockBackend final : public Backend {
   void LogThrottle(MockEvent& ev, bool unthrottle);  // perf_log_throttle(), in Context()
   void LogThrottle(MockEvent& ev, bool unthrottle, const OutputContext& ctx);
   SampleData UserData(uint64_t ip, uint64_t addr) const;
+  // The task in the kernel at `ip` (kernel regs, a kernel-then-user stack).
+  SampleData KernelData(uint64_t ip) const;
 
   // Side-band delivery (perf_iterate_sb()): CPU-wide side-band events of CPU 0
   // (most recent first), then the current task's events, each if enabled.
@@ -206,6 +211,7 @@ class MockBackend final : public Backend {
   void MmapEvent(uint64_t addr, uint64_t len, bool exec);  // perf_event_mmap()
   void SwitchEvent(bool sched_in, bool task);               // perf_event_switch(): the task or idle
   uint64_t NewRegion(uint64_t pages);
+  // Workload::kExec in the forked child: COMM (COMM_EXEC) and the binary's mapping.
 
   MockProfile profile_;
   MachineInfo machine_;
@@ -218,6 +224,7 @@ class MockBackend final : public Backend {
   uint64_t tick_ns_ = 4000000;      // NSEC_PER_SEC / HZ
   uint64_t max_samples_per_tick_ = 400;
   uint64_t tick_seq_ = 0;           // perf_throttled_seq
+  uint64_t exec_start_ = kMockStartTimeNs;  // se.exec_start: update_curr()'s last accounting
   uint64_t next_id_ = 1;            // perf_event_id
   uint64_t group_seq_ = 0;          // perf_event_groups.index
   pid_t next_pid_ = kMockPid + 1;
