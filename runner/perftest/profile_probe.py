@@ -71,7 +71,8 @@ PERF_FLAG_FD_CLOEXEC = 8
 # The tracepoints MockBackend can fire (mocks/tracepoint_pmu.h ModelledTracepoints());
 # a profile may list no others.
 MODELLED_TRACEPOINTS = ("syscalls:sys_enter_getpid", "syscalls:sys_exit_getpid",
-                        "sched:sched_switch", "sched:sched_process_fork")
+                        "sched:sched_switch", "sched:sched_process_fork",
+                        "sched:sched_stat_runtime")
 
 # Counters a PMU kind has besides the general-purpose ones, and their width:
 # not visible in sysfs, so taken from the architecture (documented in the
