@@ -60,18 +60,6 @@ int ApplyCredentials(const ChildCredentials& c) {
   return 0;
 }
 
-bool ReadFull(int fd, void* buf, size_t len) {
-  auto* p = static_cast<char*>(buf);
-  while (len > 0) {
-    const ssize_t n = ::read(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    len -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string CapabilityName(int cap) {
@@ -113,7 +101,7 @@ Result<int> RunInForkedChild(Backend& backend, const ChildCredentials& creds,
   }
   ::close(pipefd[1]);
   int32_t answer[2];
-  const bool got = ReadFull(pipefd[0], answer, sizeof answer);
+  const bool got = ReadAll(pipefd[0], answer, sizeof answer);
   ::close(pipefd[0]);
   const int status = ReapChild(pid);
   if (!got) return Result<int>::Failure(ECHILD, fmt::format("{}: the child died (wait status {:#x})", call, status));

@@ -13,7 +13,6 @@
 #include <vector>
 
 namespace perftest::internal {
-namespace {
 
 // Whole-buffer pipe I/O (EINTR retried). False on EOF or error.
 bool WriteAll(int fd, const void* buf, size_t len) {
@@ -39,6 +38,9 @@ bool ReadAll(int fd, void* buf, size_t len) {
   }
   return true;
 }
+
+namespace {
+
 
 // The wire form of a command: fixed fields, then comm and path bytes.
 struct WireCommand {

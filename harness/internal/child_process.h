@@ -17,6 +17,10 @@
 
 namespace perftest::internal {
 
+// Whole-buffer pipe I/O (EINTR retried). False on EOF or error.
+bool WriteAll(int fd, const void* buf, size_t len);
+bool ReadAll(int fd, void* buf, size_t len);
+
 // fork(2) for harness children. In the child (return 0): its own process
 // group, SIGKILL when the parent dies. Returns the pid, or -1 with errno.
 pid_t ForkChild();
