@@ -27,17 +27,27 @@ uint64_t FlagWord(const perf_event_attr& a) {
 // Bits of the flag word this build's UAPI defines (sigtrap is the last: bit 37).
 constexpr uint64_t kKnownFlagBits = (uint64_t{1} << 38) - 1;
 
-// arch/x86/kernel/perf_regs.c perf_reg_validate() (x86_64): DS, ES, FS, GS
-// are not sampled and bits between PERF_REG_X86_64_MAX (24) and
-// PERF_REG_X86_XMM0 (32) are reserved. XMM registers (bit 32 and up) pass here
-// and are refused later by PMUs without PERF_PMU_CAP_EXTENDED_REGS
-// (HasExtendedRegs()).
-int ValidateRegs(uint64_t mask, bool x86_64, const char* which, std::string* why) {
-  if (!x86_64) return 0;  // other arches: accepted as given
-  constexpr uint64_t kNoSupport = (uint64_t{1} << 12) | (uint64_t{1} << 13) | (uint64_t{1} << 14) | (uint64_t{1} << 15);
-  constexpr uint64_t kReserved = ((uint64_t{1} << 32) - 1) & ~((uint64_t{1} << 24) - 1);
-  if (mask == 0 || (mask & kNoSupport) || (mask & kReserved)) {
-    return Fail(EINVAL, why, fmt::format("{}={:#x}: perf_reg_validate() refuses it on x86_64", which, mask));
+// perf_reg_validate(), per arch; every flavour refuses an empty mask.
+// arch/x86/kernel/perf_regs.c (x86_64): DS, ES, FS, GS are not sampled and bits
+// between PERF_REG_X86_64_MAX (24) and PERF_REG_X86_XMM0 (32) are reserved. XMM
+// registers (bit 32 and up) pass here and are refused later by PMUs without
+// PERF_PMU_CAP_EXTENDED_REGS (HasExtendedRegs()).
+// arch/arm64/kernel/perf_regs.c, arch/riscv/kernel/perf_regs.c: bits at and
+// above PERF_REG_ARM64_MAX / PERF_REG_RISCV_MAX are REG_RESERVED (arm64 lets
+// PERF_REG_ARM64_VG through only with SVE, which the profiles do not model).
+int ValidateRegs(uint64_t mask, const AttrLimits& limits, const char* which, std::string* why) {
+  uint64_t refused = 0;
+  if (limits.x86_64) {
+    constexpr uint64_t kNoSupport =
+        (uint64_t{1} << 12) | (uint64_t{1} << 13) | (uint64_t{1} << 14) | (uint64_t{1} << 15);
+    constexpr uint64_t kReserved = ((uint64_t{1} << 32) - 1) & ~((uint64_t{1} << 24) - 1);
+    refused = kNoSupport | kReserved;
+  } else if (limits.perf_reg_max != 0 && limits.perf_reg_max < 64) {
+    refused = ~((uint64_t{1} << limits.perf_reg_max) - 1);
+  }
+  if (mask == 0 || (mask & refused)) {
+    return Fail(EINVAL, why, fmt::format("{}={:#x}: perf_reg_validate() refuses it{}", which, mask,
+                                         mask == 0 ? " (empty mask)" : ""));
   }
   return 0;
 }
@@ -96,7 +106,7 @@ int CopyAttr(perf_event_attr* uattr, const AttrLimits& limits, perf_event_attr* 
     }
   }
   if (a.sample_type & PERF_SAMPLE_REGS_USER) {
-    if (int err = ValidateRegs(a.sample_regs_user, limits.x86_64, "sample_regs_user", why)) return err;
+    if (int err = ValidateRegs(a.sample_regs_user, limits, "sample_regs_user", why)) return err;
   }
   if (a.sample_type & PERF_SAMPLE_STACK_USER) {
     if (a.sample_stack_user >= USHRT_MAX) return Fail(EINVAL, why, "sample_stack_user >= USHRT_MAX");
@@ -104,7 +114,7 @@ int CopyAttr(perf_event_attr* uattr, const AttrLimits& limits, perf_event_attr* 
   }
   if (a.sample_max_stack == 0) a.sample_max_stack = static_cast<uint16_t>(limits.max_stack);
   if (a.sample_type & PERF_SAMPLE_REGS_INTR) {
-    if (int err = ValidateRegs(a.sample_regs_intr, limits.x86_64, "sample_regs_intr", why)) return err;
+    if (int err = ValidateRegs(a.sample_regs_intr, limits, "sample_regs_intr", why)) return err;
   }
   if ((a.sample_type & PERF_SAMPLE_WEIGHT) && (a.sample_type & PERF_SAMPLE_WEIGHT_STRUCT)) {
     return Fail(EINVAL, why, "PERF_SAMPLE_WEIGHT and PERF_SAMPLE_WEIGHT_STRUCT together");

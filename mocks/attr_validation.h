@@ -26,6 +26,10 @@ struct AttrLimits {
   int paranoid = 2;                 // perf_event_paranoid
   bool privileged = true;           // CAP_PERFMON / CAP_SYS_ADMIN
   bool x86_64 = true;               // perf_reg_validate() flavour
+  // Other arches: PERF_REG_<ARCH>_MAX (arm64 33, riscv64 32); mask bits at and
+  // above it are REG_RESERVED in their perf_reg_validate(). 0: arch unknown,
+  // only the empty mask is refused.
+  uint32_t perf_reg_max = 0;
   bool aux_action = false;          // attr.aux_start_paused/aux_pause/aux_resume exist (Linux 6.13+)
 };
 

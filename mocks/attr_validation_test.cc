@@ -96,6 +96,29 @@ TEST(AttrValidation, FlagCombinations) {
   EXPECT_EQ(Copy(&a), 0);
 }
 
+// arch/arm64/kernel/perf_regs.c and arch/riscv/kernel/perf_regs.c
+// perf_reg_validate(): an empty mask and bits at or above PERF_REG_<ARCH>_MAX
+// are EINVAL there too, not only on x86_64.
+TEST(AttrValidation, RegsMaskOtherArches) {
+  for (uint32_t max : {33u, 32u}) {
+    AttrLimits l = Linux618();
+    l.x86_64 = false;
+    l.perf_reg_max = max;
+    perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
+    a.sample_type = PERF_SAMPLE_REGS_USER;
+    a.sample_regs_user = 0;
+    EXPECT_EQ(Copy(&a, l), EINVAL) << "empty mask, max " << max;
+    a.sample_regs_user = uint64_t{1} << max;
+    EXPECT_EQ(Copy(&a, l), EINVAL) << "reserved bit, max " << max;
+    a.sample_regs_user = (uint64_t{1} << max) - 1;
+    EXPECT_EQ(Copy(&a, l), 0) << "all registers, max " << max;
+    a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
+    a.sample_type = PERF_SAMPLE_REGS_INTR;
+    a.sample_regs_intr = 0;
+    EXPECT_EQ(Copy(&a, l), EINVAL) << "empty intr mask, max " << max;
+  }
+}
+
 TEST(AttrValidation, OpenFlagsAndFrequency) {
   std::string why;
   EXPECT_EQ(CheckOpenFlags(1 << 4, &why), EINVAL);

@@ -82,6 +82,9 @@ AttrLimits MockBackend::Limits() const {
   l.paranoid = profile_.perf_event_paranoid;
   l.privileged = Perfmon();
   l.x86_64 = profile_.arch == "x86_64";
+  // PERF_REG_ARM64_MAX (arch/arm64/include/uapi/asm/perf_regs.h), PERF_REG_RISCV_MAX
+  if (profile_.arch == "aarch64") l.perf_reg_max = 33;
+  if (profile_.arch == "riscv64") l.perf_reg_max = 32;
   l.aux_action = profile_.attr_aux_action;
   return l;
 }

@@ -26,7 +26,11 @@ namespace perftest {
 //     without them opens (or is refused only for permission): the core PMU
 //     cannot filter privilege levels — PERF_PMU_CAP_NO_EXCLUDE, refused in
 //     kernel/events/core.c perf_try_init_event(); e.g. the RISC-V SBI PMU
-//     without the Sscofpmf extension (drivers/perf/riscv_pmu_sbi.c).
+//     without the Sscofpmf extension (drivers/perf/riscv_pmu_sbi.c);
+//   kUnsupported EOPNOTSUPP when `attr` samples (sample_period/sample_freq)
+//     and the same event without a period counts (or is refused only for
+//     permission): the PMU has no overflow interrupt — PERF_PMU_CAP_NO_INTERRUPT,
+//     refused in kernel/events/core.c perf_event_open() (the same RISC-V PMU).
 std::optional<std::pair<SkipClass, std::string>> NoHardwareFor(Backend& backend, perf_event_attr attr);
 
 }  // namespace perftest

@@ -29,6 +29,7 @@
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/hardware.h"
 #include "suites/common/records_util.h"
 #include "suites/common/suite.h"
 
@@ -88,19 +89,6 @@ class Sampling : public SuiteTest {
 
   // cpu-clock or task-clock in frequency mode `freq` over a spin.
   void ClockFrequency(uint64_t config, uint64_t freq);
-
-  // A hardware cycles event, or a skip with the reason it cannot be had here.
-  std::optional<std::string> NoHardware() {
-    perf_event_attr a = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
-    a.exclude_kernel = a.exclude_hv = 1;
-    Result<Event> ev = Event::Open(backend(), a);
-    if (ev.ok()) return std::nullopt;
-    if (UnavailableClass(ev.error()) == SkipClass::kUnsupported) {
-      return fmt::format("no hardware PMU: PERF_TYPE_HARDWARE returns {}", ErrnoName(ev.error()));
-    }
-    ADD_FAILURE() << ev.ToString();
-    return "unexpected error";
-  }
 };
 
 // ---------------------------------------------------------------- period mode
@@ -221,8 +209,15 @@ PERFTEST_CASE(Sampling, FreqClockBecomesPeriodEvent, "sampling.freq_clock_period
   ASSERT_GE(samples.size(), 3u);
   // The hrtimer runs at the new period from the start: __perf_event_period()
   // zeroes period_left, so the first expiry is one new period in.
+  // The timer never expires early, so at most one sample per new period. It
+  // may expire late: perf_swevent_hrtimer() re-arms with hrtimer_forward_now(),
+  // which skips the periods a late interrupt overran, so a busy machine (or a
+  // preempted vCPU) loses samples -- seen here with two runs at once: 57
+  // where 60 periods had elapsed. So the lower bound is half the periods, and
+  // more samples than the initial 1 ms period would give.
   const uint64_t expected = count / period;
-  EXPECT_GE(samples.size() + 2, expected) << count << " ns of cpu-clock";
+  EXPECT_GE(2 * samples.size() + 2, expected) << count << " ns of cpu-clock";
+  EXPECT_GT(samples.size() * 1000000, count) << "more samples than the initial 1 ms period gives";
   EXPECT_LE(samples.size(), expected + 1) << count << " ns of cpu-clock";
   // PERF_SAMPLE_PERIOD is hwc->last_period, which only perf_swevent_set_period()
   // updates, and the hrtimer path never calls it: it keeps the initial period.
@@ -729,33 +724,14 @@ perf_event_attr RuntimeSampler(uint64_t id, uint64_t sample_type) {
   return a;
 }
 
-PERFTEST_CASE(Sampling, ThrottleAtMaxSamplesPerTick, "sampling.throttle",
-              "<linux/perf_event.h> PERF_RECORD_THROTTLE/UNTHROTTLE; core.c __perf_event_account_interrupt() "
-              "(interrupts >= max_samples_per_tick), perf_swevent_overflow(), perf_adjust_freq_unthr_events()") {
-  PERFTEST_ASSIGN_OR_SKIP(const uint64_t tp, backend().TracepointId("sched", "sched_stat_runtime"),
-                          "no sched:sched_stat_runtime tracepoint");
-  const perf_event_attr a = RuntimeSampler(tp, PERF_SAMPLE_IP | PERF_SAMPLE_TIME | PERF_SAMPLE_ID);
-  PERFTEST_ASSIGN_OR_SKIP(Event probe, Event::Open(backend(), a), "a tracepoint with kernel regs (exclude_kernel=0)");
-  ASSERT_OK(probe.Close());
-  Capture c;
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
-  ASSERT_OK_AND_ASSIGN(c.id, ev.Id());
-  ASSERT_OK_AND_ASSIGN(perftest::RingBuffer rb, perftest::RingBuffer::Map(backend(), ev.fd(), 256));
-  ThrottleRun t;
-  // Spin until three ticks have throttled it (the task may be switched out
-  // on a busy machine: only ticks it runs through count).
-  for (int round = 0; round < 25 && t.throttle < 3; ++round) {
-    ASSERT_OK(ev.Enable());
-    ASSERT_OK(backend().RunWorkload(Workload::Spin(20ms)));
-    ASSERT_OK(ev.Disable());
-    ASSERT_OK_AND_ASSIGN(std::vector<ParsedRecord> recs, DrainRecords(rb, SampleLayout::FromAttr(a), true));
-    c.records.insert(c.records.end(), std::make_move_iterator(recs.begin()), std::make_move_iterator(recs.end()));
-    t = Summarize(c.records);
-  }
-  ASSERT_GE(t.throttle, 3u) << t.samples << " samples";
+// Checks one event's records (`c`) against the throttle protocol and adds its
+// counts to `total`. per_tick: max_samples_per_tick.
+void CheckThrottleProtocol(const Capture& c, uint64_t per_tick, ThrottleRun* total) {
+  const ThrottleRun t = Summarize(c.records);
+  total->samples += t.samples;
+  total->throttle += t.throttle;
+  total->unthrottle += t.unthrottle;
   EXPECT_GE(t.unthrottle + 1, t.throttle);
-  // DIV_ROUND_UP(perf_event_max_sample_rate, HZ) with HZ 250 (this kernel and the profiles).
-  const uint64_t per_tick = (backend().Machine().max_sample_rate + 249) / 250;
   for (size_t n : t.samples_before_throttle) {
     // interrupts >= max_samples_per_tick: the per_tick-th interrupt of the
     // tick throttles; earlier firings of a tick that never throttled add to the run.
@@ -784,6 +760,44 @@ PERFTEST_CASE(Sampling, ThrottleAtMaxSamplesPerTick, "sampling.throttle",
       ++while_throttled;
     }
   }
+}
+
+PERFTEST_CASE(Sampling, ThrottleAtMaxSamplesPerTick, "sampling.throttle",
+              "<linux/perf_event.h> PERF_RECORD_THROTTLE/UNTHROTTLE; core.c __perf_event_account_interrupt() "
+              "(interrupts >= max_samples_per_tick), perf_swevent_overflow(), perf_adjust_freq_unthr_events()") {
+  PERFTEST_ASSIGN_OR_SKIP(const uint64_t tp, backend().TracepointId("sched", "sched_stat_runtime"),
+                          "no sched:sched_stat_runtime tracepoint");
+  const perf_event_attr a = RuntimeSampler(tp, PERF_SAMPLE_IP | PERF_SAMPLE_TIME | PERF_SAMPLE_ID);
+  PERFTEST_ASSIGN_OR_SKIP(Event probe, Event::Open(backend(), a), "a tracepoint with kernel regs (exclude_kernel=0)");
+  ASSERT_OK(probe.Close());
+  // DIV_ROUND_UP(perf_event_max_sample_rate, HZ) with HZ 250 (this kernel and the profiles).
+  const uint64_t per_tick = (backend().Machine().max_sample_rate + 249) / 250;
+  // A fresh event each round, until three ticks have throttled. One event
+  // for all rounds is not deterministic on a busy machine: seen on 6.18 with
+  // three samplers running at once, an event that logged THROTTLE then
+  // UNTHROTTLE took no sample again for the rest of the run, across
+  // PERF_EVENT_IOC_DISABLE/ENABLE too (1 THROTTLE and 400 samples in 25
+  // rounds). Likely path: the limit trips in the update_curr() of a context
+  // switch, not of a tick; event_sched_in() later logs UNTHROTTLE and clears
+  // hw.interrupts, but the throttle's pmu->stop() (perf_swevent_stop(),
+  // PERF_HES_STOPPED) is not undone by perf_trace_add(). Only ticks the task
+  // runs through count.
+  ThrottleRun total;
+  int rounds = 0;
+  for (; rounds < 25 && total.throttle < 3; ++rounds) {
+    Capture c;
+    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
+    ASSERT_OK_AND_ASSIGN(c.id, ev.Id());
+    ASSERT_OK_AND_ASSIGN(perftest::RingBuffer rb, perftest::RingBuffer::Map(backend(), ev.fd(), 256));
+    ASSERT_OK(ev.Enable());
+    ASSERT_OK(backend().RunWorkload(Workload::Spin(20ms)));
+    ASSERT_OK(ev.Disable());
+    ASSERT_OK_AND_ASSIGN(c.records, DrainRecords(rb, SampleLayout::FromAttr(a), true));
+    ASSERT_NO_FATAL_FAILURE(CheckThrottleProtocol(c, per_tick, &total)) << "round " << rounds;
+  }
+  RecordProperty("throttle_rounds", rounds);
+  ASSERT_GE(total.throttle, 3u) << total.samples << " samples, " << total.unthrottle << " UNTHROTTLE in " << rounds
+                                << " rounds";
 }
 
 PERFTEST_CASE(Sampling, CpuClockAtMaxRate, "sampling.cpu_clock_max_rate",
@@ -864,7 +878,12 @@ PERFTEST_CASE(Sampling, PreciseIpSoftwareAccepted, "sampling.precise_ip_software
 
 PERFTEST_CASE(Sampling, PreciseIpHardwareLimit, "sampling.precise_ip_hardware",
               "arch/x86/events/core.c x86_pmu_hw_config(): precise_ip above x86_pmu.pebs/max_precise is EOPNOTSUPP") {
-  if (std::optional<std::string> why = NoHardware()) PERFTEST_SKIP(SkipClass::kUnsupported, *why);
+  {
+    perf_event_attr sampler = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
+    sampler.exclude_kernel = sampler.exclude_hv = 1;
+    sampler.sample_period = 100000;
+    if (auto why = NoHardwareFor(backend(), sampler)) PERFTEST_SKIP(why->first, why->second);
+  }
   std::string max_precise;
   for (const Pmu& p : backend().Machine().pmus) {
     if (p.name == "cpu") {
@@ -900,10 +919,10 @@ PERFTEST_CASE(Sampling, BranchStackSoftwareRefused, "sampling.branch_stack_softw
 PERFTEST_CASE(Sampling, BranchStackHardware, "sampling.branch_stack_hardware",
               "<linux/perf_event.h> PERF_SAMPLE_BRANCH_STACK: { u64 nr; [u64 hw_idx;] perf_branch_entry[nr]; }; "
               "arch/x86/events/intel/lbr.c") {
-  if (std::optional<std::string> why = NoHardware()) PERFTEST_SKIP(SkipClass::kUnsupported, *why);
   perf_event_attr a = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS);
   a.exclude_kernel = a.exclude_hv = 1;
   a.sample_period = 100000;
+  if (auto why = NoHardwareFor(backend(), a)) PERFTEST_SKIP(why->first, why->second);
   a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_BRANCH_STACK;
   a.branch_sample_type = PERF_SAMPLE_BRANCH_ANY | PERF_SAMPLE_BRANCH_USER | PERF_SAMPLE_BRANCH_HW_INDEX;
   PERFTEST_ASSIGN_OR_SKIP(Event probe, Event::Open(backend(), a), "branch sampling (LBR)");
