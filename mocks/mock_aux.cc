@@ -12,6 +12,7 @@
 #include "mocks/aux_area.h"
 #include "mocks/intel_pt_pmu.h"
 #include "mocks/internal/mock_backend_impl.h"
+#include "mocks/pt_sim_source.h"
 
 namespace perftest::mock {
 namespace {
@@ -29,7 +30,15 @@ void PutU64(std::vector<std::byte>* out, uint64_t v) {
 }  // namespace
 
 std::shared_ptr<PtTraceSource> MakePtTraceSource(const perf_event_attr& attr) {
+  if (std::shared_ptr<PtTraceSource> sim = MakePtSimSource(attr)) return sim;
   return std::make_shared<PtTraceFiller>(attr.config);
+}
+
+const pt_sim::GroundTruth* MockBackend::PtTruth(int fd) {
+  MockEvent* ev = FindFd(fd);
+  if (ev == nullptr || ev->pmu != PmuId::kIntelPt) return nullptr;
+  auto* sim = dynamic_cast<PtSimSource*>(ev->pt_source.get());
+  return sim == nullptr ? nullptr : &sim->truth();
 }
 
 // pt_event_init() (pt_event_valid()), then perf_event_alloc()'s
