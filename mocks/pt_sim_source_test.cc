@@ -1,0 +1,157 @@
+// The mock's intel_pt event end to end (mocks/pt_sim_source.h): opened through
+// the harness (Event, RingBuffer, AuxBuffer) on the x86_64-intel profile, the
+// simulated task runs instructions, the AUX bytes are read out as perf would,
+// and libipt (tests only) decodes them without errors into exactly the
+// instructions of the ground truth (MockBackend::PtTruth()).
+//
+// The AUX area here is large enough for the whole trace (the test checks
+// aux_head == truth.trace_size): the ground truth describes everything the
+// generator wrote, so in full-trace mode a TRUNCATED buffer would hold only a
+// prefix of it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <intel-pt.h>
+#include <linux/perf_event.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "harness/attr.h"
+#include "harness/aux_buffer.h"
+#include "harness/event.h"
+#include "harness/pmu.h"
+#include "harness/ring_buffer.h"
+#include "harness/workload.h"
+#include "mocks/internal/mock_test_fixture.h"
+#include "mocks/pt_sim/config.h"
+#include "mocks/pt_sim/libipt_flow.h"
+#include "mocks/pt_sim_source.h"
+
+namespace perftest {
+namespace {
+
+using ::testing::IsEmpty;
+
+struct Case {
+  const char* name;
+  pt_sim::PtConfig config;
+};
+
+pt_sim::PtConfig Base() {
+  pt_sim::PtConfig c;
+  c.pt = c.branch = c.tsc = true;
+  return c;
+}
+
+std::vector<Case> Cases() {
+  std::vector<Case> out;
+  out.push_back({"tsc", Base()});
+  pt_sim::PtConfig c = Base();
+  c.tsc = false;
+  out.push_back({"notsc", c});
+  c = Base();
+  c.mtc = true;
+  c.mtc_period = 3;
+  out.push_back({"mtc", c});
+  c = Base();
+  c.mtc = c.cyc = true;
+  c.cyc_thresh = 2;
+  out.push_back({"cyc", c});
+  c = Base();
+  c.noretcomp = true;
+  out.push_back({"noretcomp", c});
+  c = Base();
+  c.psb_period = 0;
+  out.push_back({"psb_period0", c});
+  c = Base();
+  c.psb_period = 3;
+  out.push_back({"psb_period3", c});
+  c = Base();
+  c.branch = false;
+  c.mtc = true;
+  out.push_back({"branch0", c});
+  c = Base();
+  c.ptw = true;
+  out.push_back({"ptw", c});
+  c = Base();
+  c.ptw = c.fup_on_ptw = true;
+  out.push_back({"ptw_fup", c});
+  c = Base();
+  c.pwr_evt = true;
+  out.push_back({"pwr_evt", c});
+  return out;
+}
+
+class MockPtTrace : public MockTest, public ::testing::WithParamInterface<Case> {
+ protected:
+  std::string ProfileName() const override { return "x86_64-intel"; }
+};
+
+uint64_t g_traces = 0, g_insns = 0;
+
+TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
+  const Pmu* pt = FindPmu(b().Machine().pmus, "intel_pt");
+  ASSERT_NE(pt, nullptr);
+  perf_event_attr a = MakeAttr(pt->type, GetParam().config.ToAttrConfig());
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  a.disabled = 1;
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(b(), a, 0, -1));
+  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(b(), ev.fd(), 8));
+  ASSERT_OK_AND_ASSIGN(AuxBuffer aux, AuxBuffer::Map(b(), ev.fd(), rb, 512, AuxMode::kFullTrace));
+  // Two enabled stretches: the trace has PSB+ ... TIP.PGD twice.
+  ASSERT_OK(ev.Enable());
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(150000)));
+  ASSERT_OK(ev.Disable());
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(1000)));
+  ASSERT_OK(ev.Enable());
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(50000)));
+  ASSERT_OK(ev.Disable());
+
+  const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b(), ev.fd());
+  ASSERT_NE(truth, nullptr);
+  const uint64_t head = aux.ReadHead();
+  ASSERT_EQ(head, truth->trace_size) << "the whole trace is in the AUX area (nothing truncated)";
+  ASSERT_LE(head, aux.size());
+  const std::vector<std::byte> raw = aux.CopyOut(0, head);
+  const std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(raw.data()),
+                                   reinterpret_cast<const uint8_t*>(raw.data()) + raw.size());
+
+  EXPECT_EQ(truth->insns.size(), 200000u) << "the disabled stretch runs no simulated instructions";
+  const std::vector<uint64_t> expected = truth->TracedIps();
+  if (GetParam().config.branch_en()) {
+    EXPECT_EQ(expected.size(), truth->insns.size());
+  } else {
+    EXPECT_THAT(expected, IsEmpty());
+  }
+  const pt_sim::LibiptFlow flow = pt_sim::DecodeFlowWithLibipt(bytes, *truth);
+  EXPECT_THAT(flow.errors, IsEmpty());
+  EXPECT_GE(flow.syncs, 1u);
+  EXPECT_EQ(flow.ips.size(), expected.size());
+  if (flow.ips != expected) {
+    size_t i = 0;
+    while (i < flow.ips.size() && i < expected.size() && flow.ips[i] == expected[i]) ++i;
+    ADD_FAILURE() << "first difference at traced instruction " << i;
+  }
+  std::vector<uint64_t> ptw;
+  for (const pt_sim::PtwriteRecord& r : truth->ptwrites) {
+    if (r.traced) ptw.push_back(r.payload);
+  }
+  EXPECT_EQ(flow.PtwritePayloads(), ptw);
+  if (GetParam().config.ptw) EXPECT_THAT(ptw, ::testing::Not(IsEmpty())) << "the task program has a PTWRITE";
+  if (GetParam().config.branch_en()) {
+    EXPECT_EQ(flow.CountEvents(ptev_enabled), truth->CountTracedEvents(pt_sim::EventKind::kEnable));
+    EXPECT_EQ(flow.CountEvents(ptev_enabled), 2u);
+  }
+  g_traces += 1;
+  g_insns += flow.ips.size();
+  std::printf("[mock_pt] %s: %zu bytes, %zu instructions run, %zu traced and matched\n", GetParam().name,
+              bytes.size(), truth->insns.size(), flow.ips.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, MockPtTrace, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+}  // namespace
+}  // namespace perftest
