@@ -14,6 +14,8 @@
 #include <linux/perf_event.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -21,10 +23,12 @@
 #include "harness/aux_buffer.h"
 #include "harness/event.h"
 #include "harness/pmu.h"
+#include "harness/pt/record.h"
 #include "harness/ring_buffer.h"
 #include "harness/workload.h"
 #include "mocks/internal/mock_test_fixture.h"
 #include "mocks/pt_sim/config.h"
+#include "mocks/pt_sim/generator.h"
 #include "mocks/pt_sim/libipt_flow.h"
 #include "mocks/pt_sim_source.h"
 
@@ -148,6 +152,33 @@ TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
   g_insns += flow.ips.size();
   std::printf("[mock_pt] %s: %zu bytes, %zu instructions run, %zu traced and matched\n", GetParam().name,
               bytes.size(), truth->insns.size(), flow.ips.size());
+}
+
+// `perftest pt record --backend=mock` writes the AUX bytes and the ground
+// truth beside the capture (harness/pt/record.h); they read back as a
+// pt_sim GeneratedTrace and libipt decodes the recording into the truth.
+TEST(MockPtRecord, RecordingDecodesToTheGroundTruth) {
+  char dir[] = "/tmp/mock_pt_record_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  pt::RecordOptions o;
+  o.backend = "mock";
+  o.event = "intel_pt/tsc,mtc,cyc,noretcomp/u";
+  o.output = std::string(dir) + "/t.ptcap";
+  o.instructions = 30000;
+  o.aux_pages = 64;
+  ASSERT_OK_AND_ASSIGN(pt::CaptureSummary sum, pt::Record(o));
+  EXPECT_TRUE(sum.truth_complete);
+  EXPECT_EQ(sum.truncated, 0u);
+  EXPECT_EQ(sum.trace_file, o.output + ".trace.bin");
+  ASSERT_EQ(sum.image_specs.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(pt_sim::GeneratedTrace t, pt_sim::ReadGeneratedTrace(o.output + ".trace"));
+  EXPECT_EQ(t.bytes.size(), sum.aux_bytes);
+  EXPECT_TRUE(t.truth.config.noretcomp && t.truth.config.cyc && t.truth.config.mtc);
+  EXPECT_EQ(t.truth.insns.size(), 30000u);
+  const pt_sim::LibiptFlow flow = pt_sim::DecodeFlowWithLibipt(t.bytes, t.truth);
+  EXPECT_THAT(flow.errors, IsEmpty());
+  EXPECT_EQ(flow.ips, t.truth.TracedIps());
+  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, MockPtTrace, ::testing::ValuesIn(Cases()),
