@@ -6,6 +6,7 @@
 #include <linux/perf_event.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 
@@ -190,10 +191,15 @@ void MockBackend::PtEnd(MockEvent& ev, const AuxArea::End& e) {
   }
   if (e.wakeup && ev.rb != nullptr) ev.rb->Wakeup();
   if (e.disable) {
+    // TRUNCATED: the hardware stopped (TraceEn cleared); what it still wrote
+    // is lost, and a re-enable starts again at a PSB+.
     ev.pt_tracing = false;
+    (void)ev.pt_source->Disable();
     DisableEvent(ev);
   }
 }
+
+constexpr uint64_t kPtSlice = 1024;  // instructions
 
 // The task retired `n` user-mode instructions: every tracing intel_pt event
 // of the task (or CPU 0) that traces user mode writes their trace.
@@ -202,8 +208,14 @@ void MockBackend::PtInstructions(uint64_t n) {
     MockEvent& ev = *events_[i];
     if (ev.pmu != PmuId::kIntelPt || !ev.active || !ev.pt_tracing || ev.attr.exclude_user) continue;
     if (ev.pid == -1 ? ev.cpu != 0 : ev.pid != task_.tid) continue;
-    const std::vector<uint8_t> bytes = ev.pt_source->Instructions(n);
-    for (const AuxArea::End& e : ev.rb->aux->Write(bytes)) PtEnd(ev, e);
+    // In slices, so that a TRUNCATED end (the event stops) stops the
+    // simulated hardware within a slice of where the AUX area filled up.
+    for (uint64_t done = 0; done < n && ev.pt_tracing;) {
+      const uint64_t k = std::min<uint64_t>(n - done, kPtSlice);
+      const std::vector<uint8_t> bytes = ev.pt_source->Instructions(k);
+      for (const AuxArea::End& e : ev.rb->aux->Write(bytes)) PtEnd(ev, e);
+      done += k;
+    }
   }
 }
 

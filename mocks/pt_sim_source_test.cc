@@ -13,6 +13,7 @@
 #include <intel-pt.h>
 #include <linux/perf_event.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -92,6 +93,11 @@ class MockPtTrace : public MockTest, public ::testing::WithParamInterface<Case> 
   std::string ProfileName() const override { return "x86_64-intel"; }
 };
 
+class MockPtTraceTruncation : public MockTest {
+ protected:
+  std::string ProfileName() const override { return "x86_64-intel"; }
+};
+
 uint64_t g_traces = 0, g_insns = 0;
 
 TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
@@ -152,6 +158,54 @@ TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
   g_insns += flow.ips.size();
   std::printf("[mock_pt] %s: %zu bytes, %zu instructions run, %zu traced and matched\n", GetParam().name,
               bytes.size(), truth->insns.size(), flow.ips.size());
+}
+
+// Full-trace mode with a small AUX area and no reader: the buffer fills, the
+// transaction ends TRUNCATED and the event is disabled. The ground truth
+// describes every instruction the task ran while tracing was on (it is the
+// simulated hardware's, not the buffer's): the AUX data is only a prefix of
+// it, and libipt decodes that prefix into a prefix of the traced
+// instructions. Re-enabled with free space, the trace starts again at a PSB.
+TEST_F(MockPtTraceTruncation, AuxHoldsAPrefixOfTheTruth) {
+  const Pmu* pt = FindPmu(b().Machine().pmus, "intel_pt");
+  ASSERT_NE(pt, nullptr);
+  perf_event_attr a = MakeAttr(pt->type, Base().ToAttrConfig());
+  a.exclude_kernel = 1;
+  a.disabled = 1;
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(b(), a, 0, -1));
+  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(b(), ev.fd(), 8));
+  ASSERT_OK_AND_ASSIGN(AuxBuffer aux, AuxBuffer::Map(b(), ev.fd(), rb, 2, AuxMode::kFullTrace));
+  ASSERT_OK(ev.Enable());
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(100000)));
+  const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b(), ev.fd());
+  ASSERT_NE(truth, nullptr);
+  const uint64_t head = aux.ReadHead();
+  EXPECT_GT(head, aux.size() - 64) << "the buffer is full";
+  EXPECT_GT(truth->trace_size, head) << "the generator wrote more than the AUX area took";
+  const uint64_t stopped_at = truth->insns.size();
+  EXPECT_LT(stopped_at, 100000u) << "the truncation disabled the event: the rest is not traced";
+  EXPECT_LT(truth->trace_size - head, 1024u) << "the hardware stops within a slice of the truncation";
+  const std::vector<std::byte> raw = aux.CopyOut(0, head);
+  const std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(raw.data()),
+                                   reinterpret_cast<const uint8_t*>(raw.data()) + raw.size());
+  const pt_sim::LibiptFlow flow = pt_sim::DecodeFlowWithLibipt(bytes, *truth);
+  const std::vector<uint64_t> expected = truth->TracedIps();
+  ASSERT_LT(flow.ips.size(), expected.size());
+  EXPECT_GT(flow.ips.size(), 0u);
+  EXPECT_TRUE(std::equal(flow.ips.begin(), flow.ips.end(), expected.begin())) << "a prefix of the truth";
+
+  // Free the space and re-enable: new trace from a PSB (02 82 02 82 ...).
+  aux.WriteTail(head);
+  ASSERT_OK(ev.Enable());
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(1000)));
+  ASSERT_OK(ev.Disable());
+  EXPECT_GT(truth->insns.size(), stopped_at);
+  ASSERT_GT(aux.ReadHead(), head + 16);
+  const std::vector<std::byte> next = aux.CopyOut(head, 16);
+  for (size_t i = 0; i < 16; i += 2) {
+    EXPECT_EQ(next[i], std::byte{0x02}) << i;
+    EXPECT_EQ(next[i + 1], std::byte{0x82}) << i;
+  }
 }
 
 // `perftest pt record --backend=mock` writes the AUX bytes and the ground
