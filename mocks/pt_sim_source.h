@@ -3,6 +3,14 @@
 // (MockTaskProgram()), executed by pt_sim's seeded branch oracle, and the PT
 // event writes the packets pt_sim's generator produces for its config — real
 // Intel PT that libipt decodes, with the ground truth of the run.
+// Config: every attr.config bit pt_sim's PtConfig knows (pt, tsc, mtc,
+// mtc_period, cyc, cyc_thresh, noretcomp, psb_period, branch, ptw,
+// fup_on_ptw, pwr_evt); exclude_user: MockBackend::PtInstructions() never runs
+// the program (nothing traced); the kernel is never traced. The task program
+// has no MWAIT, syscalls or interrupts: pwr_evt adds no power packets.
+// The truth is the simulated hardware's: in full-trace mode a TRUNCATED AUX
+// area holds only a prefix of the trace_size bytes it describes (the event
+// stops within 1024 instructions of the fill point; mocks/mock_aux.cc).
 //
 //   std::shared_ptr<PtTraceSource> s = MakePtSimSource(attr);   // MakePtTraceSource() uses it
 //   const pt_sim::GroundTruth* t = PtGroundTruth(backend, pt_fd); // mock only; nullptr otherwise

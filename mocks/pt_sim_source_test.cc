@@ -88,28 +88,48 @@ std::vector<Case> Cases() {
   return out;
 }
 
-class MockPtTrace : public MockTest, public ::testing::WithParamInterface<Case> {
+class MockPtIntel : public MockTest {
  protected:
   std::string ProfileName() const override { return "x86_64-intel"; }
 };
+class MockPtTrace : public MockPtIntel, public ::testing::WithParamInterface<Case> {};
 
-class MockPtTraceTruncation : public MockTest {
- protected:
-  std::string ProfileName() const override { return "x86_64-intel"; }
+// An intel_pt event (user mode, disabled) of the simulated task with a data
+// buffer and a full-trace AUX area of `aux_pages` pages, mapped as perf does.
+struct PtOnMock {
+  Event ev;
+  RingBuffer rb;
+  AuxBuffer aux;
+
+  static Result<PtOnMock> Open(Backend& b, const pt_sim::PtConfig& config, size_t aux_pages) {
+    const Pmu* pt = FindPmu(b.Machine().pmus, "intel_pt");
+    if (pt == nullptr) return Result<PtOnMock>::Failure(ENOENT, "no intel_pt PMU in the profile");
+    perf_event_attr a = MakeAttr(pt->type, config.ToAttrConfig());
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    a.disabled = 1;
+    Result<Event> ev = Event::Open(b, a, 0, -1);
+    if (!ev.ok()) return Result<PtOnMock>::FailureFrom(ev);
+    Result<RingBuffer> rb = RingBuffer::Map(b, ev->fd(), 8);
+    if (!rb.ok()) return Result<PtOnMock>::FailureFrom(rb);
+    Result<AuxBuffer> aux = AuxBuffer::Map(b, ev->fd(), *rb, aux_pages, AuxMode::kFullTrace);
+    if (!aux.ok()) return Result<PtOnMock>::FailureFrom(aux);
+    return Result<PtOnMock>::Ok(PtOnMock{std::move(*ev), std::move(*rb), std::move(*aux)}, "pt on mock");
+  }
+
+  // `len` AUX bytes from free-running position `pos`.
+  std::vector<uint8_t> Bytes(uint64_t pos, size_t len) const {
+    const std::vector<std::byte> raw = aux.CopyOut(pos, len);
+    const auto* p = reinterpret_cast<const uint8_t*>(raw.data());
+    return std::vector<uint8_t>(p, p + raw.size());
+  }
 };
 
-uint64_t g_traces = 0, g_insns = 0;
+using MockPtTraceTruncation = MockPtIntel;
 
 TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
-  const Pmu* pt = FindPmu(b().Machine().pmus, "intel_pt");
-  ASSERT_NE(pt, nullptr);
-  perf_event_attr a = MakeAttr(pt->type, GetParam().config.ToAttrConfig());
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  a.disabled = 1;
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(b(), a, 0, -1));
-  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(b(), ev.fd(), 8));
-  ASSERT_OK_AND_ASSIGN(AuxBuffer aux, AuxBuffer::Map(b(), ev.fd(), rb, 512, AuxMode::kFullTrace));
+  ASSERT_OK_AND_ASSIGN(PtOnMock s, PtOnMock::Open(b(), GetParam().config, 512));
+  Event& ev = s.ev;
   // Two enabled stretches: the trace has PSB+ ... TIP.PGD twice.
   ASSERT_OK(ev.Enable());
   ASSERT_OK(b().RunWorkload(Workload::Instructions(150000)));
@@ -121,12 +141,17 @@ TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
 
   const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b(), ev.fd());
   ASSERT_NE(truth, nullptr);
-  const uint64_t head = aux.ReadHead();
+  const uint64_t head = s.aux.ReadHead();
   ASSERT_EQ(head, truth->trace_size) << "the whole trace is in the AUX area (nothing truncated)";
-  ASSERT_LE(head, aux.size());
-  const std::vector<std::byte> raw = aux.CopyOut(0, head);
-  const std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(raw.data()),
-                                   reinterpret_cast<const uint8_t*>(raw.data()) + raw.size());
+  ASSERT_LE(head, s.aux.size());
+  const std::vector<uint8_t> bytes = s.Bytes(0, head);
+  // One PSB+ at the enable (PtGenerator::Enable() before its first Run()
+  // does not repeat it): the next PSB is a psb_period later.
+  const std::vector<uint8_t> psb = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+                                    0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82};
+  ASSERT_TRUE(std::equal(psb.begin(), psb.end(), bytes.begin())) << "the trace starts with a PSB";
+  const auto next_psb = std::search(bytes.begin() + 16, bytes.end(), psb.begin(), psb.end());
+  EXPECT_GE(next_psb - bytes.begin(), static_cast<ptrdiff_t>(GetParam().config.psb_period_bytes()));
 
   EXPECT_EQ(truth->insns.size(), 200000u) << "the disabled stretch runs no simulated instructions";
   const std::vector<uint64_t> expected = truth->TracedIps();
@@ -154,8 +179,6 @@ TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
     EXPECT_EQ(flow.CountEvents(ptev_enabled), truth->CountTracedEvents(pt_sim::EventKind::kEnable));
     EXPECT_EQ(flow.CountEvents(ptev_enabled), 2u);
   }
-  g_traces += 1;
-  g_insns += flow.ips.size();
   std::printf("[mock_pt] %s: %zu bytes, %zu instructions run, %zu traced and matched\n", GetParam().name,
               bytes.size(), truth->insns.size(), flow.ips.size());
 }
@@ -167,14 +190,9 @@ TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
 // it, and libipt decodes that prefix into a prefix of the traced
 // instructions. Re-enabled with free space, the trace starts again at a PSB.
 TEST_F(MockPtTraceTruncation, AuxHoldsAPrefixOfTheTruth) {
-  const Pmu* pt = FindPmu(b().Machine().pmus, "intel_pt");
-  ASSERT_NE(pt, nullptr);
-  perf_event_attr a = MakeAttr(pt->type, Base().ToAttrConfig());
-  a.exclude_kernel = 1;
-  a.disabled = 1;
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(b(), a, 0, -1));
-  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(b(), ev.fd(), 8));
-  ASSERT_OK_AND_ASSIGN(AuxBuffer aux, AuxBuffer::Map(b(), ev.fd(), rb, 2, AuxMode::kFullTrace));
+  ASSERT_OK_AND_ASSIGN(PtOnMock s, PtOnMock::Open(b(), Base(), 2));
+  Event& ev = s.ev;
+  AuxBuffer& aux = s.aux;
   ASSERT_OK(ev.Enable());
   ASSERT_OK(b().RunWorkload(Workload::Instructions(100000)));
   const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b(), ev.fd());
@@ -185,9 +203,7 @@ TEST_F(MockPtTraceTruncation, AuxHoldsAPrefixOfTheTruth) {
   const uint64_t stopped_at = truth->insns.size();
   EXPECT_LT(stopped_at, 100000u) << "the truncation disabled the event: the rest is not traced";
   EXPECT_LT(truth->trace_size - head, 1024u) << "the hardware stops within a slice of the truncation";
-  const std::vector<std::byte> raw = aux.CopyOut(0, head);
-  const std::vector<uint8_t> bytes(reinterpret_cast<const uint8_t*>(raw.data()),
-                                   reinterpret_cast<const uint8_t*>(raw.data()) + raw.size());
+  const std::vector<uint8_t> bytes = s.Bytes(0, head);
   const pt_sim::LibiptFlow flow = pt_sim::DecodeFlowWithLibipt(bytes, *truth);
   const std::vector<uint64_t> expected = truth->TracedIps();
   ASSERT_LT(flow.ips.size(), expected.size());
@@ -201,10 +217,10 @@ TEST_F(MockPtTraceTruncation, AuxHoldsAPrefixOfTheTruth) {
   ASSERT_OK(ev.Disable());
   EXPECT_GT(truth->insns.size(), stopped_at);
   ASSERT_GT(aux.ReadHead(), head + 16);
-  const std::vector<std::byte> next = aux.CopyOut(head, 16);
+  const std::vector<uint8_t> next = s.Bytes(head, 16);
   for (size_t i = 0; i < 16; i += 2) {
-    EXPECT_EQ(next[i], std::byte{0x02}) << i;
-    EXPECT_EQ(next[i + 1], std::byte{0x82}) << i;
+    EXPECT_EQ(next[i], 0x02) << i;
+    EXPECT_EQ(next[i + 1], 0x82) << i;
   }
 }
 
