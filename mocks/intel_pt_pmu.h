@@ -8,10 +8,12 @@
 //   std::vector<uint8_t> bytes = filler.Generate(n);                  // n bytes of valid packets
 //
 // Capabilities are read from the profile's caps/* exactly as sysfs shows them:
-// pt_cap_show() prints "%x" (hex, no 0x). The trace the filler writes is PSB+
-// (PSB, TSC when tsc=1, PSBEND) at every 2^(psb_period+11) bytes and PAD in
-// between — valid Intel PT that carries no control flow; a simulated program
-// (mocks/pt_sim) replaces it when one is loaded.
+// pt_cap_show() prints "%x" (hex, no 0x). The trace an event writes comes
+// from MakePtTraceSource(): the simulated task program run by mocks/pt_sim's
+// generator (mocks/pt_sim_source.h: real control flow, the config's packets,
+// ground truth through MockBackend::PtTruth()). PtTraceFiller, the fallback,
+// writes PSB+ (PSB, TSC when tsc=1, PSBEND) at every 2^(psb_period+11) bytes
+// and PAD in between — valid Intel PT that carries no control flow.
 #pragma once
 
 #include <linux/perf_event.h>

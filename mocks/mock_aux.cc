@@ -6,12 +6,14 @@
 #include <linux/perf_event.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 
 #include "mocks/aux_area.h"
 #include "mocks/intel_pt_pmu.h"
 #include "mocks/internal/mock_backend_impl.h"
+#include "mocks/pt_sim_source.h"
 
 namespace perftest::mock {
 namespace {
@@ -29,7 +31,15 @@ void PutU64(std::vector<std::byte>* out, uint64_t v) {
 }  // namespace
 
 std::shared_ptr<PtTraceSource> MakePtTraceSource(const perf_event_attr& attr) {
+  if (std::shared_ptr<PtTraceSource> sim = MakePtSimSource(attr)) return sim;
   return std::make_shared<PtTraceFiller>(attr.config);
+}
+
+const pt_sim::GroundTruth* MockBackend::PtTruth(int fd) {
+  MockEvent* ev = FindFd(fd);
+  if (ev == nullptr || ev->pmu != PmuId::kIntelPt) return nullptr;
+  auto* sim = dynamic_cast<PtSimSource*>(ev->pt_source.get());
+  return sim == nullptr ? nullptr : &sim->truth();
 }
 
 // pt_event_init() (pt_event_valid()), then perf_event_alloc()'s
@@ -181,10 +191,15 @@ void MockBackend::PtEnd(MockEvent& ev, const AuxArea::End& e) {
   }
   if (e.wakeup && ev.rb != nullptr) ev.rb->Wakeup();
   if (e.disable) {
+    // TRUNCATED: the hardware stopped (TraceEn cleared); what it still wrote
+    // is lost, and a re-enable starts again at a PSB+.
     ev.pt_tracing = false;
+    (void)ev.pt_source->Disable();
     DisableEvent(ev);
   }
 }
+
+constexpr uint64_t kPtSlice = 1024;  // instructions
 
 // The task retired `n` user-mode instructions: every tracing intel_pt event
 // of the task (or CPU 0) that traces user mode writes their trace.
@@ -193,8 +208,14 @@ void MockBackend::PtInstructions(uint64_t n) {
     MockEvent& ev = *events_[i];
     if (ev.pmu != PmuId::kIntelPt || !ev.active || !ev.pt_tracing || ev.attr.exclude_user) continue;
     if (ev.pid == -1 ? ev.cpu != 0 : ev.pid != task_.tid) continue;
-    const std::vector<uint8_t> bytes = ev.pt_source->Instructions(n);
-    for (const AuxArea::End& e : ev.rb->aux->Write(bytes)) PtEnd(ev, e);
+    // In slices, so that a TRUNCATED end (the event stops) stops the
+    // simulated hardware within a slice of where the AUX area filled up.
+    for (uint64_t done = 0; done < n && ev.pt_tracing;) {
+      const uint64_t k = std::min<uint64_t>(n - done, kPtSlice);
+      const std::vector<uint8_t> bytes = ev.pt_source->Instructions(k);
+      for (const AuxArea::End& e : ev.rb->aux->Write(bytes)) PtEnd(ev, e);
+      done += k;
+    }
   }
 }
 

@@ -26,6 +26,8 @@
 #include "harness/ring_buffer.h"
 #include "mocks/mock_backend.h"
 #include "mocks/profile.h"
+#include "mocks/pt_sim/ground_truth.h"
+#include "mocks/pt_sim_source.h"
 
 namespace perftest::pt {
 namespace {
@@ -59,6 +61,7 @@ struct Session {
   std::optional<Event> pt, dummy;
   std::optional<RingBuffer> pt_rb, dummy_rb;
   std::optional<AuxBuffer> aux;
+  std::vector<uint8_t> trace;  // every AUX byte read, in order
 };
 
 // Drains both data buffers into the file; AUX data follows each AUX record
@@ -75,6 +78,8 @@ void Drain(Session& s, Writer& w, CaptureSummary* sum) {
       const AuxRecord a{f[0], f[1], f[2]};
       const std::vector<std::byte> data = s.aux->Take(a);
       w.Chunk(kAux, source, f.data(), 24, data.data(), data.size());
+      const auto* d = reinterpret_cast<const uint8_t*>(data.data());
+      s.trace.insert(s.trace.end(), d, d + data.size());
       ++sum->aux_records;
       sum->aux_bytes += data.size();
       if (a.flags & PERF_AUX_FLAG_TRUNCATED) ++sum->truncated;
@@ -89,6 +94,33 @@ void Drain(Session& s, Writer& w, CaptureSummary* sum) {
 template <typename T>
 Result<T> Fail(int err, const std::string& what) {
   return Result<T>::Failure(err, "pt record: " + what);
+}
+
+// The mock's simulated run beside the capture, for `perftest pt decode` and
+// for checking a decoder: OUTPUT.trace.bin (the AUX bytes, concatenated),
+// OUTPUT.trace.truth.json (pt_sim ground truth: config, clock, code image,
+// every instruction; the pair reads back with pt_sim::ReadGeneratedTrace(
+// OUTPUT + ".trace")) and OUTPUT.image-ADDR.bin for each code section.
+Result<void> WriteMockTruth(Backend& b, const Session& s, const std::string& output, CaptureSummary* sum) {
+  const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b, s.pt->fd());
+  if (truth == nullptr) return Result<void>::Ok();  // no simulated program behind this event
+  auto write = [](const std::string& path, const std::vector<uint8_t>& bytes) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    return static_cast<bool>(f);
+  };
+  sum->trace_file = output + ".trace.bin";
+  if (!write(sum->trace_file, s.trace)) return Fail<void>(EIO, "cannot write " + sum->trace_file);
+  sum->truth_file = output + ".trace.truth.json";
+  if (Result<void> r = pt_sim::WriteGroundTruthFile(*truth, sum->truth_file); !r.ok()) return r;
+  for (const pt_sim::CodeSection& sec : truth->image.sections()) {
+    const std::string path = fmt::format("{}.image-{:#x}.bin", output, sec.address);
+    if (!write(path, sec.bytes)) return Fail<void>(EIO, "cannot write " + path);
+    sum->image_specs.push_back(fmt::format("{:#x}:{}", sec.address, path));
+  }
+  sum->truth_complete = s.aux->mode() == AuxMode::kFullTrace && sum->truncated == 0 &&
+                        s.trace.size() == truth->trace_size;
+  return Result<void>::Ok();
 }
 
 }  // namespace
@@ -224,6 +256,7 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
     (void)s.pt->Disable();
     (void)s.dummy->Disable();
     Drain(s, w, &sum);
+    if (Result<void> r = WriteMockTruth(b, s, o.output, &sum); !r.ok()) return R::FailureFrom(r);
   } else {
     close_go();  // the child execs now
     for (;;) {

@@ -18,7 +18,9 @@
 //                   included; source 0 = the intel_pt event, 1 = the dummy.
 //   type 3 AUX      the trace a PERF_RECORD_AUX describes: u64 aux_offset,
 //                   u64 aux_size, u64 flags, then the bytes (follows its RECORD).
-// The chunks are in the order they were read.
+// The chunks are in the order they were read. With the mock, the simulated
+// run is also written beside it (CaptureSummary::trace_file, truth_file,
+// image_specs) so that `perftest pt decode` can decode the recording.
 #pragma once
 
 #include <linux/perf_event.h>
@@ -49,6 +51,16 @@ struct CaptureSummary {
   uint64_t aux_bytes = 0;   // trace bytes written
   uint64_t truncated = 0;   // AUX records with PERF_AUX_FLAG_TRUNCATED
   int exit_status = 0;      // kernel: the command's wait status
+  // Mock only (the simulated task's trace, mocks/pt_sim): OUTPUT.trace.bin,
+  // the AUX bytes in order; OUTPUT.trace.truth.json, the ground truth
+  // (mocks/pt_sim/ground_truth.h; both read back with
+  // pt_sim::ReadGeneratedTrace(OUTPUT + ".trace")); one ADDR:FILE per code section for
+  // `perftest pt decode --image`. truth_complete: the trace file holds every
+  // byte the truth describes (full-trace mode, nothing TRUNCATED); otherwise
+  // the truth covers more than was recorded.
+  std::string trace_file, truth_file;
+  std::vector<std::string> image_specs;
+  bool truth_complete = false;
 };
 
 // Errors: ENOENT no intel_pt PMU (or profile); EINVAL bad options or event

@@ -23,6 +23,7 @@
 #include "mocks/breakpoint_pmu.h"
 #include "mocks/event_output.h"
 #include "mocks/internal/mock_event.h"
+#include "mocks/pt_sim/ground_truth.h"
 #include "mocks/mock_backend.h"
 #include "mocks/mock_ring_buffer.h"
 #include "mocks/profile.h"
@@ -57,6 +58,8 @@ class MockBackend final : public Backend {
   Result<int> EpollAdd(int epfd, int fd, uint32_t events) override;
   Result<int> EpollWait(int epfd, std::span<epoll_event> out, int timeout_ms) override;
   Result<uint64_t> ReadPmc(uint32_t index) override;  // mock_task.cc
+  // The ground truth of intel_pt event `fd`'s simulated trace (mock_aux.cc); nullptr otherwise.
+  const pt_sim::GroundTruth* PtTruth(int fd);
 
  private:
   // The simulated current task.

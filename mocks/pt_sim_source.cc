@@ -1,0 +1,71 @@
+#include "mocks/pt_sim_source.h"
+
+#include "mocks/event_output.h"
+#include "mocks/internal/mock_backend_impl.h"
+#include "mocks/pt_sim/config.h"
+
+namespace perftest::mock {
+
+Result<pt_sim::Program> MockTaskProgram() {
+  pt_sim::Assembler a(kUserSpinIp & ~uint64_t{0xfff}, "mock-task");
+  auto outer = a.NewLabel(), inner = a.NewLabel(), skip = a.NewLabel(), func = a.NewLabel(), ret = a.NewLabel();
+  auto tail_a = a.NewLabel(), tail_b = a.NewLabel();
+  a.Bind(outer);
+  a.MovOp();
+  a.Bind(inner);
+  a.AluOp();
+  a.AluOp();
+  a.Jcc(0x5, inner, /*short_form=*/true);  // jne inner
+  a.Call(func);
+  a.Jcc(0x4, skip);                        // je skip
+  a.Ptwrite();
+  a.Bind(skip);
+  a.Nop(3);
+  a.JmpIndirect({tail_a, tail_b});         // jmp *%rax: a TIP
+  a.Bind(tail_a);
+  a.AluOp();
+  a.Jmp(outer);
+  a.Bind(tail_b);
+  a.MovOp();
+  a.Jmp(outer, /*short_form=*/true);
+  a.Bind(func);
+  a.MovOp();
+  a.Jcc(0x5, ret, /*short_form=*/true);
+  a.AluOp();
+  a.Bind(ret);
+  a.Ret();
+  return a.Finish();
+}
+
+PtSimSource::PtSimSource(pt_sim::Program program, const perf_event_attr& attr)
+    : gen_(std::move(program), pt_sim::PtConfig::FromAttrConfig(attr.config), [&] {
+        pt_sim::RunOptions o;
+        o.exclude_user = attr.exclude_user;
+        return o;
+      }()) {}
+
+std::vector<uint8_t> PtSimSource::Instructions(uint64_t n) {
+  if (!gen_.finished()) (void)gen_.Run(n);
+  return gen_.TakeTrace();
+}
+
+void PtSimSource::Enable() { gen_.Enable(); }
+
+std::vector<uint8_t> PtSimSource::Disable() {
+  gen_.Disable();
+  return gen_.TakeTrace();
+}
+
+std::shared_ptr<PtTraceSource> MakePtSimSource(const perf_event_attr& attr) {
+  static const Result<pt_sim::Program> program = MockTaskProgram();
+  if (!program.ok()) return nullptr;
+  return std::make_shared<PtSimSource>(*program, attr);
+}
+
+const pt_sim::GroundTruth* PtGroundTruth(Backend& backend, int fd) {
+  auto* mock = dynamic_cast<MockBackend*>(&backend);
+  if (mock == nullptr) return nullptr;
+  return mock->PtTruth(fd);
+}
+
+}  // namespace perftest::mock

@@ -1,0 +1,55 @@
+// The intel_pt trace of the mock's simulated task from mocks/pt_sim: the user
+// code the Spin and Instructions workloads run is a real x86-64 loop program
+// (MockTaskProgram()), executed by pt_sim's seeded branch oracle, and the PT
+// event writes the packets pt_sim's generator produces for its config — real
+// Intel PT that libipt decodes, with the ground truth of the run.
+// Config: every attr.config bit pt_sim's PtConfig knows (pt, tsc, mtc,
+// mtc_period, cyc, cyc_thresh, noretcomp, psb_period, branch, ptw,
+// fup_on_ptw, pwr_evt); exclude_user: MockBackend::PtInstructions() never runs
+// the program (nothing traced); the kernel is never traced. The task program
+// has no MWAIT, syscalls or interrupts: pwr_evt adds no power packets.
+// The truth is the simulated hardware's: in full-trace mode a TRUNCATED AUX
+// area holds only a prefix of the trace_size bytes it describes (the event
+// stops within 1024 instructions of the fill point; mocks/mock_aux.cc).
+//
+//   std::shared_ptr<PtTraceSource> s = MakePtSimSource(attr);   // MakePtTraceSource() uses it
+//   const pt_sim::GroundTruth* t = PtGroundTruth(backend, pt_fd); // mock only; nullptr otherwise
+#pragma once
+
+#include <linux/perf_event.h>
+
+#include <memory>
+
+#include "harness/backend.h"
+#include "harness/result.h"
+#include "mocks/intel_pt_pmu.h"
+#include "mocks/pt_sim/generator.h"
+#include "mocks/pt_sim/program.h"
+
+namespace perftest::mock {
+
+// The simulated task's user code (at kUserSpinIp's page): nested loops, a
+// call, conditional branches of both widths and a PTWRITE; never exits.
+Result<pt_sim::Program> MockTaskProgram();
+
+// A PtSimSource over MockTaskProgram() for an intel_pt event (nullptr if the
+// program cannot be assembled, which is a bug).
+std::shared_ptr<PtTraceSource> MakePtSimSource(const perf_event_attr& attr);
+
+class PtSimSource : public PtTraceSource {
+ public:
+  PtSimSource(pt_sim::Program program, const perf_event_attr& attr);
+  std::vector<uint8_t> Instructions(uint64_t n) override;
+  void Enable() override;
+  std::vector<uint8_t> Disable() override;
+  const pt_sim::GroundTruth& truth() { return gen_.truth(); }
+
+ private:
+  pt_sim::PtGenerator gen_;
+};
+
+// The ground truth of the intel_pt event `fd` of a MockBackend (nullptr for
+// another backend, fd or PMU).
+const pt_sim::GroundTruth* PtGroundTruth(Backend& backend, int fd);
+
+}  // namespace perftest::mock

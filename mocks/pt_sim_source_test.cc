@@ -1,0 +1,258 @@
+// The mock's intel_pt event end to end (mocks/pt_sim_source.h): opened through
+// the harness (Event, RingBuffer, AuxBuffer) on the x86_64-intel profile, the
+// simulated task runs instructions, the AUX bytes are read out as perf would,
+// and libipt (tests only) decodes them without errors into exactly the
+// instructions of the ground truth (MockBackend::PtTruth()).
+//
+// The AUX area here is large enough for the whole trace (the test checks
+// aux_head == truth.trace_size): the ground truth describes everything the
+// generator wrote, so in full-trace mode a TRUNCATED buffer would hold only a
+// prefix of it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <intel-pt.h>
+#include <linux/perf_event.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "harness/attr.h"
+#include "harness/aux_buffer.h"
+#include "harness/event.h"
+#include "harness/pmu.h"
+#include "harness/pt/record.h"
+#include "harness/ring_buffer.h"
+#include "harness/workload.h"
+#include "mocks/internal/mock_test_fixture.h"
+#include "mocks/pt_sim/config.h"
+#include "mocks/pt_sim/generator.h"
+#include "mocks/pt_sim/libipt_flow.h"
+#include "mocks/pt_sim_source.h"
+
+namespace perftest {
+namespace {
+
+using ::testing::IsEmpty;
+
+struct Case {
+  const char* name;
+  pt_sim::PtConfig config;
+};
+
+pt_sim::PtConfig Base() {
+  pt_sim::PtConfig c;
+  c.pt = c.branch = c.tsc = true;
+  return c;
+}
+
+std::vector<Case> Cases() {
+  std::vector<Case> out;
+  out.push_back({"tsc", Base()});
+  pt_sim::PtConfig c = Base();
+  c.tsc = false;
+  out.push_back({"notsc", c});
+  c = Base();
+  c.mtc = true;
+  c.mtc_period = 3;
+  out.push_back({"mtc", c});
+  c = Base();
+  c.mtc = c.cyc = true;
+  c.cyc_thresh = 2;
+  out.push_back({"cyc", c});
+  c = Base();
+  c.noretcomp = true;
+  out.push_back({"noretcomp", c});
+  c = Base();
+  c.psb_period = 0;
+  out.push_back({"psb_period0", c});
+  c = Base();
+  c.psb_period = 3;
+  out.push_back({"psb_period3", c});
+  c = Base();
+  c.branch = false;
+  c.mtc = true;
+  out.push_back({"branch0", c});
+  c = Base();
+  c.ptw = true;
+  out.push_back({"ptw", c});
+  c = Base();
+  c.ptw = c.fup_on_ptw = true;
+  out.push_back({"ptw_fup", c});
+  c = Base();
+  c.pwr_evt = true;
+  out.push_back({"pwr_evt", c});
+  return out;
+}
+
+class MockPtIntel : public MockTest {
+ protected:
+  std::string ProfileName() const override { return "x86_64-intel"; }
+};
+class MockPtTrace : public MockPtIntel, public ::testing::WithParamInterface<Case> {};
+
+// An intel_pt event (user mode, disabled) of the simulated task with a data
+// buffer and a full-trace AUX area of `aux_pages` pages, mapped as perf does.
+struct PtOnMock {
+  Event ev;
+  RingBuffer rb;
+  AuxBuffer aux;
+
+  static Result<PtOnMock> Open(Backend& b, const pt_sim::PtConfig& config, size_t aux_pages) {
+    const Pmu* pt = FindPmu(b.Machine().pmus, "intel_pt");
+    if (pt == nullptr) return Result<PtOnMock>::Failure(ENOENT, "no intel_pt PMU in the profile");
+    perf_event_attr a = MakeAttr(pt->type, config.ToAttrConfig());
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    a.disabled = 1;
+    Result<Event> ev = Event::Open(b, a, 0, -1);
+    if (!ev.ok()) return Result<PtOnMock>::FailureFrom(ev);
+    Result<RingBuffer> rb = RingBuffer::Map(b, ev->fd(), 8);
+    if (!rb.ok()) return Result<PtOnMock>::FailureFrom(rb);
+    Result<AuxBuffer> aux = AuxBuffer::Map(b, ev->fd(), *rb, aux_pages, AuxMode::kFullTrace);
+    if (!aux.ok()) return Result<PtOnMock>::FailureFrom(aux);
+    return Result<PtOnMock>::Ok(PtOnMock{std::move(*ev), std::move(*rb), std::move(*aux)}, "pt on mock");
+  }
+
+  // `len` AUX bytes from free-running position `pos`.
+  std::vector<uint8_t> Bytes(uint64_t pos, size_t len) const {
+    const std::vector<std::byte> raw = aux.CopyOut(pos, len);
+    const auto* p = reinterpret_cast<const uint8_t*>(raw.data());
+    return std::vector<uint8_t>(p, p + raw.size());
+  }
+};
+
+using MockPtTraceTruncation = MockPtIntel;
+
+TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
+  ASSERT_OK_AND_ASSIGN(PtOnMock s, PtOnMock::Open(b(), GetParam().config, 512));
+  Event& ev = s.ev;
+  // Two enabled stretches: the trace has PSB+ ... TIP.PGD twice.
+  ASSERT_OK(ev.Enable());
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(150000)));
+  ASSERT_OK(ev.Disable());
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(1000)));
+  ASSERT_OK(ev.Enable());
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(50000)));
+  ASSERT_OK(ev.Disable());
+
+  const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b(), ev.fd());
+  ASSERT_NE(truth, nullptr);
+  const uint64_t head = s.aux.ReadHead();
+  ASSERT_EQ(head, truth->trace_size) << "the whole trace is in the AUX area (nothing truncated)";
+  ASSERT_LE(head, s.aux.size());
+  const std::vector<uint8_t> bytes = s.Bytes(0, head);
+  // One PSB+ at the enable (PtGenerator::Enable() before its first Run()
+  // does not repeat it): the next PSB is a psb_period later.
+  const std::vector<uint8_t> psb = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+                                    0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82};
+  ASSERT_TRUE(std::equal(psb.begin(), psb.end(), bytes.begin())) << "the trace starts with a PSB";
+  const auto next_psb = std::search(bytes.begin() + 16, bytes.end(), psb.begin(), psb.end());
+  EXPECT_GE(next_psb - bytes.begin(), static_cast<ptrdiff_t>(GetParam().config.psb_period_bytes()));
+
+  EXPECT_EQ(truth->insns.size(), 200000u) << "the disabled stretch runs no simulated instructions";
+  const std::vector<uint64_t> expected = truth->TracedIps();
+  if (GetParam().config.branch_en()) {
+    EXPECT_EQ(expected.size(), truth->insns.size());
+  } else {
+    EXPECT_THAT(expected, IsEmpty());
+  }
+  const pt_sim::LibiptFlow flow = pt_sim::DecodeFlowWithLibipt(bytes, *truth);
+  EXPECT_THAT(flow.errors, IsEmpty());
+  EXPECT_GE(flow.syncs, 1u);
+  EXPECT_EQ(flow.ips.size(), expected.size());
+  if (flow.ips != expected) {
+    size_t i = 0;
+    while (i < flow.ips.size() && i < expected.size() && flow.ips[i] == expected[i]) ++i;
+    ADD_FAILURE() << "first difference at traced instruction " << i;
+  }
+  std::vector<uint64_t> ptw;
+  for (const pt_sim::PtwriteRecord& r : truth->ptwrites) {
+    if (r.traced) ptw.push_back(r.payload);
+  }
+  EXPECT_EQ(flow.PtwritePayloads(), ptw);
+  if (GetParam().config.ptw) EXPECT_THAT(ptw, ::testing::Not(IsEmpty())) << "the task program has a PTWRITE";
+  if (GetParam().config.branch_en()) {
+    EXPECT_EQ(flow.CountEvents(ptev_enabled), truth->CountTracedEvents(pt_sim::EventKind::kEnable));
+    EXPECT_EQ(flow.CountEvents(ptev_enabled), 2u);
+  }
+  std::printf("[mock_pt] %s: %zu bytes, %zu instructions run, %zu traced and matched\n", GetParam().name,
+              bytes.size(), truth->insns.size(), flow.ips.size());
+}
+
+// Full-trace mode with a small AUX area and no reader: the buffer fills, the
+// transaction ends TRUNCATED and the event is disabled. The ground truth
+// describes every instruction the task ran while tracing was on (it is the
+// simulated hardware's, not the buffer's): the AUX data is only a prefix of
+// it, and libipt decodes that prefix into a prefix of the traced
+// instructions. Re-enabled with free space, the trace starts again at a PSB.
+TEST_F(MockPtTraceTruncation, AuxHoldsAPrefixOfTheTruth) {
+  ASSERT_OK_AND_ASSIGN(PtOnMock s, PtOnMock::Open(b(), Base(), 2));
+  Event& ev = s.ev;
+  AuxBuffer& aux = s.aux;
+  ASSERT_OK(ev.Enable());
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(100000)));
+  const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b(), ev.fd());
+  ASSERT_NE(truth, nullptr);
+  const uint64_t head = aux.ReadHead();
+  EXPECT_GT(head, aux.size() - 64) << "the buffer is full";
+  EXPECT_GT(truth->trace_size, head) << "the generator wrote more than the AUX area took";
+  const uint64_t stopped_at = truth->insns.size();
+  EXPECT_LT(stopped_at, 100000u) << "the truncation disabled the event: the rest is not traced";
+  EXPECT_LT(truth->trace_size - head, 1024u) << "the hardware stops within a slice of the truncation";
+  const std::vector<uint8_t> bytes = s.Bytes(0, head);
+  const pt_sim::LibiptFlow flow = pt_sim::DecodeFlowWithLibipt(bytes, *truth);
+  const std::vector<uint64_t> expected = truth->TracedIps();
+  ASSERT_LT(flow.ips.size(), expected.size());
+  EXPECT_GT(flow.ips.size(), 0u);
+  EXPECT_TRUE(std::equal(flow.ips.begin(), flow.ips.end(), expected.begin())) << "a prefix of the truth";
+
+  // Free the space and re-enable: new trace from a PSB (02 82 02 82 ...).
+  aux.WriteTail(head);
+  ASSERT_OK(ev.Enable());
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(1000)));
+  ASSERT_OK(ev.Disable());
+  EXPECT_GT(truth->insns.size(), stopped_at);
+  ASSERT_GT(aux.ReadHead(), head + 16);
+  const std::vector<uint8_t> next = s.Bytes(head, 16);
+  for (size_t i = 0; i < 16; i += 2) {
+    EXPECT_EQ(next[i], 0x02) << i;
+    EXPECT_EQ(next[i + 1], 0x82) << i;
+  }
+}
+
+// `perftest pt record --backend=mock` writes the AUX bytes and the ground
+// truth beside the capture (harness/pt/record.h); they read back as a
+// pt_sim GeneratedTrace and libipt decodes the recording into the truth.
+TEST(MockPtRecord, RecordingDecodesToTheGroundTruth) {
+  char dir[] = "/tmp/mock_pt_record_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  pt::RecordOptions o;
+  o.backend = "mock";
+  o.event = "intel_pt/tsc,mtc,cyc,noretcomp/u";
+  o.output = std::string(dir) + "/t.ptcap";
+  o.instructions = 30000;
+  o.aux_pages = 64;
+  ASSERT_OK_AND_ASSIGN(pt::CaptureSummary sum, pt::Record(o));
+  EXPECT_TRUE(sum.truth_complete);
+  EXPECT_EQ(sum.truncated, 0u);
+  EXPECT_EQ(sum.trace_file, o.output + ".trace.bin");
+  ASSERT_EQ(sum.image_specs.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(pt_sim::GeneratedTrace t, pt_sim::ReadGeneratedTrace(o.output + ".trace"));
+  EXPECT_EQ(t.bytes.size(), sum.aux_bytes);
+  EXPECT_TRUE(t.truth.config.noretcomp && t.truth.config.cyc && t.truth.config.mtc);
+  EXPECT_EQ(t.truth.insns.size(), 30000u);
+  const pt_sim::LibiptFlow flow = pt_sim::DecodeFlowWithLibipt(t.bytes, t.truth);
+  EXPECT_THAT(flow.errors, IsEmpty());
+  EXPECT_EQ(flow.ips, t.truth.TracedIps());
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, MockPtTrace, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+}  // namespace
+}  // namespace perftest
