@@ -287,7 +287,13 @@ class KernelBackend final : public Backend {
             ::_exit(127);
           }
           out.children.push_back(child);
-          ReapChild(child);
+          const int status = ReapChild(child);
+          if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            // 127: execve() failed in the child.
+            const bool no_exec = WIFEXITED(status) && WEXITSTATUS(status) == 127;
+            return Result<WorkloadResult>::Failure(no_exec ? ENOENT : ECHILD,
+                                                   fmt::format("{}: child status {:#x}", call, status));
+          }
         }
         break;
       case Workload::Kind::kWriteMemory:
@@ -327,26 +333,6 @@ class KernelBackend final : public Backend {
       case Workload::Kind::kInstructions:
         RetireInstructions(w.count);
         break;
-      case Workload::Kind::kExec: {
-        const pid_t child = ::fork();
-        if (child < 0) return Result<WorkloadResult>::Failure(errno, call);
-        if (child == 0) {
-          ::setpgid(0, 0);  // its own process group
-          char* const argv[] = {const_cast<char*>(w.path.c_str()), nullptr};
-          ::execv(w.path.c_str(), argv);
-          ::_exit(127);
-        }
-        out.children.push_back(child);
-        int status = 0;
-        while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-        }
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-          const bool no_exec = WIFEXITED(status) && WEXITSTATUS(status) == 127;
-          return Result<WorkloadResult>::Failure(no_exec ? ENOENT : ECHILD,
-                                                 fmt::format("{}: child status {:#x}", call, status));
-        }
-        break;
-      }
     }
     return Result<WorkloadResult>::Ok(std::move(out), call);
   }

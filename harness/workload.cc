@@ -113,13 +113,7 @@ Workload Workload::Instructions(uint64_t instructions) {
   return w;
 }
 
-Workload Workload::Exec(std::string path) {
-  Workload w;
-  w.kind = Kind::kExec;
-  w.count = 1;
-  w.path = std::move(path);
-  return w;
-}
+Workload Workload::Exec(std::string path) { return ForkExec(1, std::move(path)); }
 
 std::string Workload::Describe() const {
   switch (kind) {
@@ -150,8 +144,6 @@ std::string Workload::Describe() const {
       return fmt::format("syscalls(getpid, {} times)", count);
     case Kind::kInstructions:
       return fmt::format("instructions({})", count);
-    case Kind::kExec:
-      return fmt::format("exec(\"{}\")", path);
   }
   return "workload(?)";
 }

@@ -32,8 +32,7 @@ struct Workload {
     kSyscalls,    // getpid(2) `count` times: syscalls:sys_enter_getpid / sys_exit_getpid
     kInstructions,  // retire about `count` user-mode instructions (a counted loop): hardware counters
     kThreads,     // create `count` threads (CLONE_THREAD) that each touch `pages_each` fresh pages and exit; joined
-    kForkExec,    // fork `count` children that each execve(`path`) (no arguments) and exit; reaped
-    kExec,        // fork one child (own process group) that execs `path` with no arguments; reaped:
+    kForkExec,    // fork `count` children that each execve(`path`) (no arguments) and exit 0; reaped:
                   // FORK, then in the child COMM (PERF_RECORD_MISC_COMM_EXEC) and the binary's MMAP2, EXIT
   };
 
@@ -49,8 +48,7 @@ struct Workload {
   uint32_t width = 0;
   // kFork, kThreads: fresh pages each child touches (one page fault each) before it exits.
   uint64_t pages_each = 0;
-  // kForkExec: the program each child execs (absolute path).
-  // kExec: the program, an absolute path (e.g. "/bin/true"); it must exit 0.
+  // kForkExec: the program each child execs, an absolute path (e.g. "/bin/true"); it must exit 0.
   std::string path;
 
   static Workload TouchPages(uint64_t pages, std::chrono::nanoseconds spacing = std::chrono::nanoseconds{0});
@@ -62,8 +60,9 @@ struct Workload {
   // Fork(children), each child touching `pages_each` fresh pages before _exit(0).
   static Workload ForkTouch(uint64_t children, uint64_t pages_each);
   static Workload Threads(uint64_t threads, uint64_t pages_each);
-  // Errors at RunWorkload: the child's execve(2) errno is not seen (the child
-  // exits 127); EINVAL for a relative `path`.
+  // Errors at RunWorkload: EINVAL for a relative `path`; ENOENT when a child
+  // cannot execute it (execve(2) failed: the child exits 127); ECHILD when the
+  // program exits non-zero or is killed.
   static Workload ForkExec(uint64_t children, std::string path);
   // Errors at RunWorkload: EINVAL for a width other than 1, 2, 4, 8 or an addr not aligned to it.
   static Workload WriteMemory(const volatile void* addr, uint32_t width, uint64_t times);
@@ -71,7 +70,7 @@ struct Workload {
   static Workload Execute(uint64_t times);
   static Workload Syscalls(uint64_t times);
   static Workload Instructions(uint64_t instructions);
-  // Errors at RunWorkload: ENOENT when `path` cannot be executed; ECHILD when it exits non-zero.
+  // ForkExec(1, path): one child that execs `path`. Errors as ForkExec.
   static Workload Exec(std::string path);
 
   // e.g. "touch_pages(64, spacing=100us)"; used in failure messages.

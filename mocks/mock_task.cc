@@ -719,11 +719,6 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
       out.region_end = out.region_begin + w.count * page;
       MmapEvent(out.region_begin, w.count * page, /*exec=*/true);
       break;
-    case Workload::Kind::kExec:
-      if (w.path.empty() || w.path[0] != '/') {
-        return Result<WorkloadResult>::Failure(ENOENT, call + " [mock: an absolute path]");
-      }
-      [[fallthrough]];
     case Workload::Kind::kFork:
     case Workload::Kind::kThreads:
     case Workload::Kind::kForkExec:
@@ -731,12 +726,11 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
       if (w.kind == Workload::Kind::kForkExec && (w.path.empty() || w.path[0] != '/')) {
         return Result<WorkloadResult>::Failure(EINVAL, call + " [mock: path must be absolute]");
       }
-      // kExec is one forked child that execs.
-      for (uint64_t i = 0; i < (w.kind == Workload::Kind::kExec ? 1 : w.count); ++i) {
+      for (uint64_t i = 0; i < w.count; ++i) {
         Task child = ForkTask(/*thread=*/w.kind == Workload::Kind::kThreads);
         out.children.push_back(child.tid);
         Advance(kForkNs);  // fork takes time: FORK, the child's records and EXIT have increasing times
-        if (w.kind == Workload::Kind::kForkExec || w.kind == Workload::Kind::kExec) {
+        if (w.kind == Workload::Kind::kForkExec) {
           (void)RunAsTask(child, [&]() -> Result<WorkloadResult> {
             ExecCurrent(w.path);
             return Result<WorkloadResult>::Ok(WorkloadResult{});
