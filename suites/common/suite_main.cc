@@ -15,6 +15,11 @@
 #include "suites/common/suite.h"
 
 namespace perftest {
+
+// The suite's name, defined per binary in suite_name.cc (compiled with
+// PERFTEST_SUITE_NAME), so that this file is compiled once for every suite.
+extern const char kSuiteName[];
+
 namespace {
 
 std::unique_ptr<Backend>& BackendSlot() {
@@ -189,8 +194,8 @@ void SuiteTest::SetUp() {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);  // removes --gtest_* flags
 
-  CLI::App app{"perftest conformance suite " PERFTEST_SUITE_NAME
-               " (GoogleTest flags such as --gtest_filter are accepted too)"};
+  CLI::App app{fmt::format("perftest conformance suite {} (GoogleTest flags such as --gtest_filter are accepted too)",
+                           perftest::kSuiteName)};
   std::string backend_name = "kernel";
   if (const char* env = std::getenv("PERFTEST_BACKEND")) backend_name = env;
   std::string profile = "software-only";
@@ -209,7 +214,7 @@ int main(int argc, char** argv) {
 
   if (!perftest::CheckRegistry()) return 3;
   if (list) {
-    perftest::PrintList(PERFTEST_SUITE_NAME);
+    perftest::PrintList(perftest::kSuiteName);
     return 0;
   }
   if (probe) {
