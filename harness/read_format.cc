@@ -48,16 +48,22 @@ Result<ReadValues> DecodeReadFormat(uint64_t rf, std::span<const std::byte> byte
   ReadValues out;
   uint64_t nr = 1;
   if ((rf & PERF_FORMAT_GROUP) && !word(&nr)) return short_read("nr");
-  if (rf & PERF_FORMAT_GROUP) {
+  // time_enabled, time_running: once after nr with PERF_FORMAT_GROUP, else after the value.
+  // Returns the field that ran short, or nullptr.
+  auto times = [&]() -> const char* {
     uint64_t v;
     if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) {
-      if (!word(&v)) return short_read("time_enabled");
+      if (!word(&v)) return "time_enabled";
       out.time_enabled = v;
     }
     if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) {
-      if (!word(&v)) return short_read("time_running");
+      if (!word(&v)) return "time_running";
       out.time_running = v;
     }
+    return nullptr;
+  };
+  if (rf & PERF_FORMAT_GROUP) {
+    if (const char* field = times()) return short_read(field);
   }
   if (nr > nwords) return short_read("cntr[]");  // bounds the allocation below
   out.counters.reserve(nr);
@@ -66,14 +72,7 @@ Result<ReadValues> DecodeReadFormat(uint64_t rf, std::span<const std::byte> byte
     uint64_t v;
     if (!word(&cv.value)) return short_read("value");
     if (!(rf & PERF_FORMAT_GROUP)) {
-      if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) {
-        if (!word(&v)) return short_read("time_enabled");
-        out.time_enabled = v;
-      }
-      if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) {
-        if (!word(&v)) return short_read("time_running");
-        out.time_running = v;
-      }
+      if (const char* field = times()) return short_read(field);
     }
     if (rf & PERF_FORMAT_ID) {
       if (!word(&v)) return short_read("id");

@@ -11,49 +11,36 @@ namespace perftest {
 
 uint64_t ExecuteTargetAddress() { return reinterpret_cast<uint64_t>(&perftest_workload_execute_target); }
 
+namespace {
+
+// A workload of `kind` repeated `count` times; the factories below set the rest.
+Workload Of(Workload::Kind kind, uint64_t count, std::chrono::nanoseconds duration = std::chrono::nanoseconds{0}) {
+  Workload w;
+  w.kind = kind;
+  w.count = count;
+  w.duration = duration;
+  return w;
+}
+
+}  // namespace
+
 Workload Workload::TouchPages(uint64_t pages, std::chrono::nanoseconds spacing) {
-  Workload w;
-  w.kind = Kind::kTouchPages;
-  w.count = pages;
-  w.duration = spacing;
-  return w;
+  return Of(Kind::kTouchPages, pages, spacing);
 }
 
-Workload Workload::Spin(std::chrono::nanoseconds how_long) {
-  Workload w;
-  w.kind = Kind::kSpin;
-  w.duration = how_long;
-  return w;
-}
+Workload Workload::Spin(std::chrono::nanoseconds how_long) { return Of(Kind::kSpin, 0, how_long); }
 
-Workload Workload::Sleep(uint64_t times, std::chrono::nanoseconds each) {
-  Workload w;
-  w.kind = Kind::kSleep;
-  w.count = times;
-  w.duration = each;
-  return w;
-}
+Workload Workload::Sleep(uint64_t times, std::chrono::nanoseconds each) { return Of(Kind::kSleep, times, each); }
 
 Workload Workload::SetComm(std::string comm) {
-  Workload w;
-  w.kind = Kind::kSetComm;
+  Workload w = Of(Kind::kSetComm, 0);
   w.comm = std::move(comm);
   return w;
 }
 
-Workload Workload::MmapExec(uint64_t pages) {
-  Workload w;
-  w.kind = Kind::kMmapExec;
-  w.count = pages;
-  return w;
-}
+Workload Workload::MmapExec(uint64_t pages) { return Of(Kind::kMmapExec, pages); }
 
-Workload Workload::Fork(uint64_t children) {
-  Workload w;
-  w.kind = Kind::kFork;
-  w.count = children;
-  return w;
-}
+Workload Workload::Fork(uint64_t children) { return Of(Kind::kFork, children); }
 
 Workload Workload::ForkTouch(uint64_t children, uint64_t pages_each) {
   Workload w = Fork(children);
@@ -62,27 +49,21 @@ Workload Workload::ForkTouch(uint64_t children, uint64_t pages_each) {
 }
 
 Workload Workload::Threads(uint64_t threads, uint64_t pages_each) {
-  Workload w;
-  w.kind = Kind::kThreads;
-  w.count = threads;
+  Workload w = Of(Kind::kThreads, threads);
   w.pages_each = pages_each;
   return w;
 }
 
 Workload Workload::ForkExec(uint64_t children, std::string path) {
-  Workload w;
-  w.kind = Kind::kForkExec;
-  w.count = children;
+  Workload w = Of(Kind::kForkExec, children);
   w.path = std::move(path);
   return w;
 }
 
 Workload Workload::WriteMemory(const volatile void* addr, uint32_t width, uint64_t times) {
-  Workload w;
-  w.kind = Kind::kWriteMemory;
+  Workload w = Of(Kind::kWriteMemory, times);
   w.addr = reinterpret_cast<uint64_t>(addr);
   w.width = width;
-  w.count = times;
   return w;
 }
 
@@ -92,26 +73,11 @@ Workload Workload::ReadMemory(const volatile void* addr, uint32_t width, uint64_
   return w;
 }
 
-Workload Workload::Execute(uint64_t times) {
-  Workload w;
-  w.kind = Kind::kExecute;
-  w.count = times;
-  return w;
-}
+Workload Workload::Execute(uint64_t times) { return Of(Kind::kExecute, times); }
 
-Workload Workload::Syscalls(uint64_t times) {
-  Workload w;
-  w.kind = Kind::kSyscalls;
-  w.count = times;
-  return w;
-}
+Workload Workload::Syscalls(uint64_t times) { return Of(Kind::kSyscalls, times); }
 
-Workload Workload::Instructions(uint64_t instructions) {
-  Workload w;
-  w.kind = Kind::kInstructions;
-  w.count = instructions;
-  return w;
-}
+Workload Workload::Instructions(uint64_t instructions) { return Of(Kind::kInstructions, instructions); }
 
 Workload Workload::Exec(std::string path) { return ForkExec(1, std::move(path)); }
 
