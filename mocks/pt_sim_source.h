@@ -14,6 +14,7 @@
 //
 //   std::shared_ptr<PtTraceSource> s = MakePtSimSource(attr);   // MakePtTraceSource() uses it
 //   const pt_sim::GroundTruth* t = PtGroundTruth(backend, pt_fd); // mock only; nullptr otherwise
+//   RETURN_IF_ERROR(PtSetVmxOperation(backend, true));             // mock only: PARTIAL records
 #pragma once
 
 #include <linux/perf_event.h>
@@ -51,5 +52,13 @@ class PtSimSource : public PtTraceSource {
 // The ground truth of the intel_pt event `fd` of a MockBackend (nullptr for
 // another backend, fd or PMU).
 const pt_sim::GroundTruth* PtGroundTruth(Backend& backend, int fd);
+
+// KVM turning VMX operation on or off on every CPU of a MockBackend, as
+// arch/x86/events/intel/pt.c intel_pt_handle_vmx() sees it on a CPU whose PT
+// cannot trace in VMX operation (MockBackend::PtHandleVmx()): the running
+// intel_pt events' AUX records get PERF_AUX_FLAG_PARTIAL and no trace is
+// written while it is on. ENOSYS for another backend (the kernel's VMX state
+// belongs to KVM: creating a VM, not a perf call).
+Result<void> PtSetVmxOperation(Backend& backend, bool on);
 
 }  // namespace perftest::mock
