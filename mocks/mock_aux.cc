@@ -272,6 +272,17 @@ void MockBackend::PtInstructions(uint64_t n) {
   }
 }
 
+// The task made `n` system calls: every tracing intel_pt event of the task
+// writes their trace (PtTraceSource::Syscalls()).
+void MockBackend::PtSyscalls(uint64_t n) {
+  for (size_t i = 0; i < events_.size(); ++i) {
+    MockEvent& ev = *events_[i];
+    if (ev.pmu != PmuId::kIntelPt || !ev.active || !ev.pt_tracing || ev.attr.exclude_user) continue;
+    if (ev.pid == -1 ? ev.cpu != 0 : ev.pid != task_.tid) continue;
+    for (const AuxArea::End& e : ev.rb->aux->Write(ev.pt_source->Syscalls(n))) PtEnd(ev, e);
+  }
+}
+
 std::vector<std::byte> AuxSampleData(const MockEvent& ev, size_t size) {
   const MockEvent* sampler = ev.leader;
   if (sampler == &ev || sampler->pmu != PmuId::kIntelPt || !sampler->active) return {};

@@ -130,6 +130,7 @@ class MockBackend final : public Backend {
   bool PtStart(MockEvent& ev);       // pt_event_add(PERF_EF_START): false = cannot run now
   void PtStop(MockEvent& ev);        // pt_event_del() -> pt_event_stop(PERF_EF_UPDATE)
   void PtInstructions(uint64_t n);   // the task retired `n` user instructions: trace for ACTIVE PT events
+  void PtSyscalls(uint64_t n);       // the task made `n` system calls: trace for ACTIVE PT events
   void PtEnd(MockEvent& ev, const AuxArea::End& e);  // PERF_RECORD_AUX, wakeup, disable
   void LogItraceStart(MockEvent& ev);  // perf_log_itrace_start()
  public:
