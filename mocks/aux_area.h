@@ -105,6 +105,9 @@ class AuxArea {
 
   // Live AUX mappings (rb->aux_mmap_count).
   int mmap_count = 0;
+  // Of its nr_pages, those charged to pinned_vm (RLIMIT_MEMLOCK) rather than
+  // to the user's locked_vm (rb->aux_mmap_locked; perf_mmap_calc_limits()).
+  uint64_t mmap_locked = 0;
 
  private:
   AuxArea() = default;

@@ -66,6 +66,12 @@ class PtTraceSource {
   virtual ~PtTraceSource() = default;
   // The trace of `n` more user-mode instructions.
   virtual std::vector<uint8_t> Instructions(uint64_t n) = 0;
+  // The trace of the task making `n` system calls (SYSCALL: TIP.PGD, and
+  // TIP.PGE on the return to user mode). Default: no trace.
+  virtual std::vector<uint8_t> Syscalls(uint64_t n) {
+    (void)n;
+    return {};
+  }
   // pt_event_start(): TraceEn set (the next instructions start with PSB+).
   virtual void Enable() = 0;
   // pt_event_stop(): TraceEn cleared; returns the last bytes (e.g. TIP.PGD),

@@ -68,8 +68,13 @@ int MockBackend::PtEventInit(MockEvent& ev, const Pmu& pmu, std::string* why) {
 // kernel's order. Checked on Linux 6.18 with a software event: no data buffer,
 // aux_offset inside the data area or not equal to the mmap offset, aux_size
 // not the mapping's length, a page count that is not a power of two: EINVAL;
-// all valid: EOPNOTSUPP (rb_alloc_aux(): !has_aux(event)).
-// Not modelled: mlock accounting of the AUX pages.
+// all valid: EOPNOTSUPP (rb_alloc_aux(): !has_aux(event)). A second mapping
+// of an existing AUX area attaches to it ("If mapped, attach to it") and is
+// not charged; the first is charged like the data buffer
+// (perf_mmap_calc_limits(): user->locked_vm up to perf_event_mlock_kb * ncpus,
+// the rest pinned_vm against RLIMIT_MEMLOCK, EPERM past both without
+// CAP_IPC_LOCK) before rb_alloc_aux(), so EPERM comes before EOPNOTSUPP.
+// perf_mmap_close() of the last AUX mapping gives the charge back.
 Result<void*> MockBackend::MmapAux(MockEvent& ev, size_t length, int prot, off_t offset, const std::string& call) {
   const size_t page = profile_.page_size;
   const size_t vma_size = (length + page - 1) / page * page;
@@ -98,17 +103,31 @@ Result<void*> MockBackend::MmapAux(MockEvent& ev, size_t length, int prot, off_t
     return Fail<void*>(EINVAL, call, fmt::format("{} AUX pages is not a power of two", nr_pages));
   }
   if (rb->aux == nullptr) {
+    uint64_t user_extra = 0, extra = 0;
+    if (!MlockLimits(nr_pages, &user_extra, &extra)) {
+      return Fail<void*>(EPERM, call,
+                         fmt::format("{} AUX pages are over perf_event_mlock_kb and RLIMIT_MEMLOCK without "
+                                     "CAP_IPC_LOCK (perf_mmap_calc_limits())",
+                                     nr_pages));
+    }
     // rb_alloc_aux(): only a PMU with setup_aux has an AUX area.
     if (ev.pmu != PmuId::kIntelPt) return Fail<void*>(EOPNOTSUPP, call, "the event's PMU has no AUX area");
     auto created = AuxArea::Create(ev.memfd, aux_offset, nr_pages, page, /*overwrite=*/!(prot & PROT_WRITE),
                                    ev.attr.aux_watermark, pg);
     if (!created.ok()) return Fail<void*>(created.error(), call, created.call());
     rb->aux = *created;
+    rb->aux->mmap_locked = extra;  // perf_mmap_account()
+    locked_vm_ += user_extra;
+    pinned_vm_ += extra;
   }
   void* p = ::mmap(nullptr, vma_size, prot, MAP_SHARED, ev.memfd, offset);
   if (p == MAP_FAILED) {
     const int err = errno;
-    if (rb->aux->mmap_count == 0) rb->aux.reset();
+    if (rb->aux->mmap_count == 0) {
+      locked_vm_ -= rb->aux->nr_pages() - rb->aux->mmap_locked;
+      pinned_vm_ -= rb->aux->mmap_locked;
+      rb->aux.reset();
+    }
     return Result<void*>::Failure(err, call);
   }
   ++rb->aux->mmap_count;
@@ -128,6 +147,9 @@ void MockBackend::UnmapAux(const Mapping& m) {
   for (auto& e : events_) {
     if (e->rb == m.rb && e->pt_tracing) PtStop(*e);
   }
+  // perf_mmap_close(): "atomic_long_sub(rb->aux_nr_pages - rb->aux_mmap_locked, &mmap_user->locked_vm)".
+  locked_vm_ -= aux->nr_pages() - aux->mmap_locked;
+  pinned_vm_ -= aux->mmap_locked;
   m.rb->aux.reset();
 }
 
@@ -160,8 +182,39 @@ bool MockBackend::PtStart(MockEvent& ev) {
   }
   ev.itrace_started = true;  // pt_config(): perf_event_itrace_started()
   ev.pt_tracing = true;
-  ev.pt_source->Enable();
+  // pt_config_start(): in VMX operation TraceEn is not written: the
+  // transaction has a gap (PERF_AUX_FLAG_PARTIAL) until VMX is off again.
+  if (pt_vmx_on_) {
+    ev.rb->aux->Flag(PERF_AUX_FLAG_PARTIAL);
+  } else {
+    ev.pt_source->Enable();
+  }
   return true;
+}
+
+// arch/x86/events/intel/pt.c intel_pt_handle_vmx(), which KVM calls when it
+// turns VMX operation on or off (a CPU without IA32_VMX_MISC[14], pt_pmu.vmx:
+// VMXON clears RTIT_CTL.TraceEn): the running event's open transaction is
+// flagged PERF_AUX_FLAG_PARTIAL ("record contains gaps") either way; on, the
+// trace stops (TIP.PGD); off, RTIT_CTL is written back and the trace resumes
+// (PSB+, TIP.PGE). The only place the intel_pt driver sets PARTIAL besides
+// pt_config_start() in VMX operation. It never sets PERF_AUX_FLAG_COLLISION
+// (arm_spe_pmu.c's PMBSR_EL1.COLL is that flag's only setter).
+void MockBackend::PtHandleVmx(bool on) {
+  if (pt_vmx_on_ == on) return;
+  pt_vmx_on_ = on;
+  for (auto& e : events_) {
+    MockEvent& ev = *e;
+    if (ev.pmu != PmuId::kIntelPt || !ev.pt_tracing || ev.rb == nullptr || ev.rb->aux == nullptr) continue;
+    std::shared_ptr<AuxArea> aux = ev.rb->aux;
+    if (on) {
+      for (const AuxArea::End& end : aux->Write(ev.pt_source->Disable())) PtEnd(ev, end);
+      if (aux->open()) aux->Flag(PERF_AUX_FLAG_PARTIAL);
+    } else {
+      if (aux->open()) aux->Flag(PERF_AUX_FLAG_PARTIAL);
+      ev.pt_source->Enable();
+    }
+  }
 }
 
 void MockBackend::PtStop(MockEvent& ev) {
@@ -216,6 +269,17 @@ void MockBackend::PtInstructions(uint64_t n) {
       for (const AuxArea::End& e : ev.rb->aux->Write(bytes)) PtEnd(ev, e);
       done += k;
     }
+  }
+}
+
+// The task made `n` system calls: every tracing intel_pt event of the task
+// writes their trace (PtTraceSource::Syscalls()).
+void MockBackend::PtSyscalls(uint64_t n) {
+  for (size_t i = 0; i < events_.size(); ++i) {
+    MockEvent& ev = *events_[i];
+    if (ev.pmu != PmuId::kIntelPt || !ev.active || !ev.pt_tracing || ev.attr.exclude_user) continue;
+    if (ev.pid == -1 ? ev.cpu != 0 : ev.pid != task_.tid) continue;
+    for (const AuxArea::End& e : ev.rb->aux->Write(ev.pt_source->Syscalls(n))) PtEnd(ev, e);
   }
 }
 

@@ -6,9 +6,12 @@
 #include <linux/perf_event.h>
 #include <sys/mman.h>
 
+#include <cstring>
+
 #include "harness/aux_buffer.h"
 #include "harness/pmu.h"
 #include "mocks/internal/mock_test_fixture.h"
+#include "mocks/pt_sim_source.h"
 
 namespace perftest {
 namespace {
@@ -42,6 +45,25 @@ TEST_F(MockAux, GeometryIsCheckedBeforeThePmu) {
   EXPECT_THAT(MapAux(fd, d, 2 * kPage, 4 * kPage, 2 * kPage, 2 * kPage, rw), FailsWithErrno(EINVAL));  // size
   EXPECT_THAT(MapAux(fd, d, 2 * kPage, 3 * kPage, 3 * kPage, 2 * kPage, rw), FailsWithErrno(EINVAL));  // 3 pages
   EXPECT_THAT(MapAux(fd, d, 2 * kPage, 2 * kPage, 2 * kPage, 2 * kPage, rw), FailsWithErrno(EOPNOTSUPP));
+}
+
+// perf_mmap_aux(): perf_mmap_calc_limits() before rb_alloc_aux() (checked on
+// Linux 6.18 as uid 65532 with RLIMIT_MEMLOCK 0: suite aux, aux.mlock_budget).
+TEST_F(MockAux, AuxPagesAreChargedBeforeThePmu) {
+  MockProfile p = profile_;
+  p.privileged = false;
+  p.memlock_rlimit_kb = 0;
+  Remake(p);
+  const size_t budget = size_t{p.mlock_kb} * 1024 / kPage * p.ncpus;
+  size_t within = 1;
+  while (2 * within + 2 <= budget) within *= 2;
+  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_DUMMY);
+  a.exclude_kernel = 1;
+  const int fd = MustOpen(a);
+  void* d = MapData(fd);
+  const int rw = PROT_READ | PROT_WRITE;
+  EXPECT_THAT(MapAux(fd, d, 2 * kPage, 2 * within * kPage, 2 * within * kPage, 2 * kPage, rw), FailsWithErrno(EPERM));
+  EXPECT_THAT(MapAux(fd, d, 2 * kPage, within * kPage, within * kPage, 2 * kPage, rw), FailsWithErrno(EOPNOTSUPP));
 }
 
 class MockAuxIntel : public MockAux {
@@ -101,6 +123,67 @@ TEST_F(MockAuxIntel, SnapshotModeIsTheReadOnlyMapping) {
   Run(Workload::Instructions(64 * 100 + 8));
   Disable(fd);
   EXPECT_NE(pg->aux_head, head);
+}
+
+// The AUX pages join user->locked_vm and leave it with the last AUX unmap.
+TEST_F(MockAuxIntel, AuxChargeIsGivenBackAtUnmap) {
+  MockProfile p = profile_;
+  p.privileged = false;
+  p.memlock_rlimit_kb = 0;
+  Remake(p);
+  const size_t budget = size_t{p.mlock_kb} * 1024 / kPage * p.ncpus;
+  size_t within = 1;
+  while (2 * within + 2 <= budget) within *= 2;
+  const int fd = MustOpen(Pt());
+  void* d = MapData(fd);
+  Result<void*> aux = MapAux(fd, d, 2 * kPage, within * kPage, within * kPage, 2 * kPage, PROT_READ | PROT_WRITE);
+  ASSERT_OK(aux);
+  perf_event_attr dummy = SoftwareAttr(PERF_COUNT_SW_DUMMY);
+  dummy.exclude_kernel = 1;
+  const int other = MustOpen(dummy);
+  const size_t left = budget - 2 - within;
+  size_t pages = 1;
+  while (pages + 1 <= left) pages *= 2;
+  const size_t len = (pages + 1) * kPage;
+  EXPECT_THAT(b().Mmap(len, PROT_READ | PROT_WRITE, MAP_SHARED, other, 0), FailsWithErrno(EPERM));
+  ASSERT_OK(b().Munmap(*aux, within * kPage));
+  Result<void*> m = b().Mmap(len, PROT_READ | PROT_WRITE, MAP_SHARED, other, 0);
+  EXPECT_OK(m);
+  if (m.ok()) EXPECT_OK(b().Munmap(*m, len));
+}
+
+// intel_pt_handle_vmx(): the open transaction records PERF_AUX_FLAG_PARTIAL;
+// an enable in VMX operation writes no trace, only the flag.
+TEST_F(MockAuxIntel, VmxOperationFlagsPartial) {
+  const int fd = MustOpen(Pt());
+  void* d = MapData(fd);
+  ASSERT_OK(MapAux(fd, d, 2 * kPage, 16 * kPage, 16 * kPage, 2 * kPage, PROT_READ | PROT_WRITE));
+  auto* pg = static_cast<perf_event_mmap_page*>(d);
+  Enable(fd);
+  Run(Workload::Instructions(5000));
+  ASSERT_OK(mock::PtSetVmxOperation(b(), true));
+  Run(Workload::Instructions(5000));
+  Disable(fd);
+  const uint64_t head = pg->aux_head;  // published when the transaction ends
+  EXPECT_GT(head, 0u);
+  Enable(fd);
+  Run(Workload::Instructions(5000));
+  Disable(fd);
+  ASSERT_OK(mock::PtSetVmxOperation(b(), false));
+  EXPECT_EQ(pg->aux_head, head) << "trace written in VMX operation";
+  std::vector<uint64_t> flags;
+  const auto* base = static_cast<const std::byte*>(d) + kPage;
+  for (uint64_t off = 0; off < pg->data_head;) {
+    perf_event_header h;
+    std::memcpy(&h, base + off, sizeof h);
+    if (h.type == PERF_RECORD_AUX) {
+      uint64_t f;
+      std::memcpy(&f, base + off + sizeof h + 16, sizeof f);
+      flags.push_back(f);
+    }
+    off += h.size;
+  }
+  EXPECT_THAT(flags, ::testing::ElementsAre(PERF_AUX_FLAG_PARTIAL, PERF_AUX_FLAG_PARTIAL));
 }
 
 }  // namespace

@@ -640,16 +640,8 @@ Result<void*> MockBackend::Mmap(size_t length, int prot, int flags, int fd, off_
     // rb_alloc(): the page array must fit a kmalloc (order <= MAX_PAGE_ORDER).
     if (nr_pages >= (size_t{1} << 19)) return Fail<void*>(ENOMEM, call, "buffer too large for rb_alloc()");
     // perf_mmap(): perf_event_mlock_kb per user (times the CPUs), then RLIMIT_MEMLOCK.
-    const uint64_t user_lock_limit = (uint64_t{profile_.mlock_kb} * 1024 / page) * profile_.ncpus;
-    uint64_t user_extra = nr_pages + 1;
-    uint64_t user_locked = std::min(locked_vm_, user_lock_limit) + user_extra;
-    uint64_t extra = 0;
-    if (user_locked > user_lock_limit) {
-      extra = user_locked - user_lock_limit;
-      user_extra -= extra;
-    }
-    const uint64_t lock_limit = creds_.memlock_rlimit / page;
-    if (pinned_vm_ + extra > lock_limit && profile_.perf_event_paranoid > -1 && !IpcLock()) {
+    uint64_t user_extra = 0, extra = 0;
+    if (!MlockLimits(nr_pages + 1, &user_extra, &extra)) {
       return Fail<void*>(EPERM, call, "over perf_event_mlock_kb and RLIMIT_MEMLOCK without CAP_IPC_LOCK");
     }
     const uint64_t watermark = ev->attr.watermark ? ev->attr.wakeup_watermark : 0;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <set>
 
@@ -39,6 +40,21 @@ MockBackend::Credentials MockBackend::ProfileCredentials(const MockProfile& p) {
 bool MockBackend::Perfmon() const { return (creds_.caps & (Cap(CAP_PERFMON) | Cap(CAP_SYS_ADMIN))) != 0; }
 
 bool MockBackend::IpcLock() const { return (creds_.caps & Cap(CAP_IPC_LOCK)) != 0; }
+
+bool MockBackend::MlockLimits(uint64_t pages, uint64_t* user_extra, uint64_t* extra) const {
+  const size_t page = profile_.page_size;
+  const uint64_t user_lock_limit = (uint64_t{profile_.mlock_kb} * 1024 / page) * profile_.ncpus;
+  // "sysctl_perf_event_mlock may have changed, so that user->locked_vm > user_lock_limit"
+  const uint64_t user_locked = std::min(locked_vm_, user_lock_limit) + pages;
+  *user_extra = pages;
+  *extra = 0;
+  if (user_locked > user_lock_limit) {
+    *extra = user_locked - user_lock_limit;  // charge locked_vm up to the limit, the rest pinned_vm
+    *user_extra -= *extra;
+  }
+  const uint64_t lock_limit = creds_.memlock_rlimit / page;
+  return pinned_vm_ + *extra <= lock_limit || profile_.perf_event_paranoid <= -1 || IpcLock();
+}
 
 int MockBackend::FindTask(pid_t pid, std::string* why) const {
   if (pid == 0 || pid == task_.tid || (parent_pid_ && pid == *parent_pid_) || spawned_.count(pid) != 0) return 0;

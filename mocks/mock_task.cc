@@ -765,6 +765,7 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
       }
       break;
     case Workload::Kind::kSyscalls:
+      PtSyscalls(w.count);
       for (uint64_t i = 0; i < w.count; ++i) {
         // syscall(SYS_getpid): the syscall tracepoints fire with the task's
         // user regs (perf_syscall_enter()/exit() pass them), ip after `syscall`.

@@ -1,5 +1,7 @@
 #include "mocks/pt_sim_source.h"
 
+#include <fmt/format.h>
+
 #include "mocks/event_output.h"
 #include "mocks/internal/mock_backend_impl.h"
 #include "mocks/pt_sim/config.h"
@@ -9,7 +11,7 @@ namespace perftest::mock {
 Result<pt_sim::Program> MockTaskProgram() {
   pt_sim::Assembler a(kUserSpinIp & ~uint64_t{0xfff}, "mock-task");
   auto outer = a.NewLabel(), inner = a.NewLabel(), skip = a.NewLabel(), func = a.NewLabel(), ret = a.NewLabel();
-  auto tail_a = a.NewLabel(), tail_b = a.NewLabel();
+  auto tail_a = a.NewLabel(), tail_b = a.NewLabel(), no_syscall = a.NewLabel(), sys_stub = a.NewLabel();
   a.Bind(outer);
   a.MovOp();
   a.Bind(inner);
@@ -21,6 +23,9 @@ Result<pt_sim::Program> MockTaskProgram() {
   a.Ptwrite();
   a.Bind(skip);
   a.Nop(3);
+  a.JccGate(0x5, no_syscall, /*short_form=*/true);  // jne no_syscall: falls through when a syscall is due
+  a.Call(sys_stub);
+  a.Bind(no_syscall);
   a.JmpIndirect({tail_a, tail_b});         // jmp *%rax: a TIP
   a.Bind(tail_a);
   a.AluOp();
@@ -34,6 +39,10 @@ Result<pt_sim::Program> MockTaskProgram() {
   a.AluOp();
   a.Bind(ret);
   a.Ret();
+  a.Bind(sys_stub);
+  a.MovOp();
+  a.Syscall();
+  a.Ret();
   return a.Finish();
 }
 
@@ -41,11 +50,24 @@ PtSimSource::PtSimSource(pt_sim::Program program, const perf_event_attr& attr)
     : gen_(std::move(program), pt_sim::PtConfig::FromAttrConfig(attr.config), [&] {
         pt_sim::RunOptions o;
         o.exclude_user = attr.exclude_user;
+        o.interrupt_every = kMockPtInterruptEvery;
+        o.power_every = kMockPtPowerEvery;  // used with pwr_evt only
         return o;
       }()) {}
 
 std::vector<uint8_t> PtSimSource::Instructions(uint64_t n) {
   if (!gen_.finished()) (void)gen_.Run(n);
+  return gen_.TakeTrace();
+}
+
+std::vector<uint8_t> PtSimSource::Syscalls(uint64_t n) {
+  const uint64_t want = gen_.far_transfers() + n;
+  gen_.RequestGate(n);
+  // One loop iteration passes the gate; the syscall follows within a few
+  // instructions. Bounded in case the program stops.
+  for (uint64_t ran = 0; gen_.far_transfers() < want && !gen_.finished() && ran < (n + 1) * 4096; ran += 16) {
+    (void)gen_.Run(16);
+  }
   return gen_.TakeTrace();
 }
 
@@ -66,6 +88,14 @@ const pt_sim::GroundTruth* PtGroundTruth(Backend& backend, int fd) {
   auto* mock = dynamic_cast<MockBackend*>(&backend);
   if (mock == nullptr) return nullptr;
   return mock->PtTruth(fd);
+}
+
+Result<void> PtSetVmxOperation(Backend& backend, bool on) {
+  const std::string call = fmt::format("intel_pt_handle_vmx(on={})", on);
+  auto* mock = dynamic_cast<MockBackend*>(&backend);
+  if (mock == nullptr) return Result<void>::Failure(ENOSYS, call + ": VMX operation is only simulated by the mock");
+  mock->PtHandleVmx(on);
+  return Result<void>::Ok({}, call);
 }
 
 }  // namespace perftest::mock

@@ -6,14 +6,25 @@
 // Config: every attr.config bit pt_sim's PtConfig knows (pt, tsc, mtc,
 // mtc_period, cyc, cyc_thresh, noretcomp, psb_period, branch, ptw,
 // fup_on_ptw, pwr_evt); exclude_user: MockBackend::PtInstructions() never runs
-// the program (nothing traced); the kernel is never traced. The task program
-// has no MWAIT, syscalls or interrupts: pwr_evt adds no power packets.
+// the program (nothing traced); the kernel is never traced (with
+// exclude_kernel=0 too: the model has no kernel code; a transfer to the
+// kernel is a TIP.PGD with the IP suppressed either way).
+// What interrupts the program (RunOptions of the generator):
+//  - interrupts (timer, IPIs): about one per kMockPtInterruptEvery
+//    instructions, FUP(IP) + TIP.PGD, then MODE.Exec + TIP.PGE on the return;
+//  - with pwr_evt, a C-state entry about every kMockPtPowerEvery
+//    instructions: MWAIT, PWRE, EXSTOP(IP) + FUP, PWRX;
+//  - system calls (Workload::Syscalls, MockBackend::PtSyscalls()): the
+//    program's gate falls through into `call sys_stub`, whose SYSCALL gives
+//    TIP.PGD, and the return TIP.PGE (Syscalls()).
+// Every one is in the ground truth (events: interrupt, power, syscall).
 // The truth is the simulated hardware's: in full-trace mode a TRUNCATED AUX
 // area holds only a prefix of the trace_size bytes it describes (the event
 // stops within 1024 instructions of the fill point; mocks/mock_aux.cc).
 //
 //   std::shared_ptr<PtTraceSource> s = MakePtSimSource(attr);   // MakePtTraceSource() uses it
 //   const pt_sim::GroundTruth* t = PtGroundTruth(backend, pt_fd); // mock only; nullptr otherwise
+//   RETURN_IF_ERROR(PtSetVmxOperation(backend, true));             // mock only: PARTIAL records
 #pragma once
 
 #include <linux/perf_event.h>
@@ -29,17 +40,23 @@
 namespace perftest::mock {
 
 // The simulated task's user code (at kUserSpinIp's page): nested loops, a
-// call, conditional branches of both widths and a PTWRITE; never exits.
+// call, conditional branches of both widths, a PTWRITE, an indirect jump and
+// a gate (Program::gates) before `call sys_stub` (mov; syscall; ret); never
+// exits.
 Result<pt_sim::Program> MockTaskProgram();
 
 // A PtSimSource over MockTaskProgram() for an intel_pt event (nullptr if the
 // program cannot be assembled, which is a bug).
 std::shared_ptr<PtTraceSource> MakePtSimSource(const perf_event_attr& attr);
 
+inline constexpr uint64_t kMockPtInterruptEvery = 20000;  // instructions, mean
+inline constexpr uint64_t kMockPtPowerEvery = 25000;      // instructions, mean (pwr_evt)
+
 class PtSimSource : public PtTraceSource {
  public:
   PtSimSource(pt_sim::Program program, const perf_event_attr& attr);
   std::vector<uint8_t> Instructions(uint64_t n) override;
+  std::vector<uint8_t> Syscalls(uint64_t n) override;
   void Enable() override;
   std::vector<uint8_t> Disable() override;
   const pt_sim::GroundTruth& truth() { return gen_.truth(); }
@@ -51,5 +68,13 @@ class PtSimSource : public PtTraceSource {
 // The ground truth of the intel_pt event `fd` of a MockBackend (nullptr for
 // another backend, fd or PMU).
 const pt_sim::GroundTruth* PtGroundTruth(Backend& backend, int fd);
+
+// KVM turning VMX operation on or off on every CPU of a MockBackend, as
+// arch/x86/events/intel/pt.c intel_pt_handle_vmx() sees it on a CPU whose PT
+// cannot trace in VMX operation (MockBackend::PtHandleVmx()): the running
+// intel_pt events' AUX records get PERF_AUX_FLAG_PARTIAL and no trace is
+// written while it is on. ENOSYS for another backend (the kernel's VMX state
+// belongs to KVM: creating a VM, not a perf call).
+Result<void> PtSetVmxOperation(Backend& backend, bool on);
 
 }  // namespace perftest::mock

@@ -43,6 +43,8 @@ struct Case {
   pt_sim::PtConfig config;
 };
 
+constexpr size_t kSyscalls = 5;
+
 pt_sim::PtConfig Base() {
   pt_sim::PtConfig c;
   c.pt = c.branch = c.tsc = true;
@@ -85,6 +87,13 @@ std::vector<Case> Cases() {
   c = Base();
   c.pwr_evt = true;
   out.push_back({"pwr_evt", c});
+  c = Base();
+  c.pwr_evt = c.mtc = c.cyc = c.ptw = c.fup_on_ptw = true;
+  out.push_back({"pwr_evt_cyc_ptw", c});
+  c = Base();
+  c.pwr_evt = true;
+  c.branch = false;
+  out.push_back({"pwr_evt_branch0", c});
   return out;
 }
 
@@ -130,9 +139,12 @@ using MockPtTraceTruncation = MockPtIntel;
 TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
   ASSERT_OK_AND_ASSIGN(PtOnMock s, PtOnMock::Open(b(), GetParam().config, 512));
   Event& ev = s.ev;
-  // Two enabled stretches: the trace has PSB+ ... TIP.PGD twice.
+  // Two enabled stretches: the trace has PSB+ ... TIP.PGD twice; system
+  // calls in the first (TIP.PGD/TIP.PGE mid-run), interrupts throughout.
   ASSERT_OK(ev.Enable());
-  ASSERT_OK(b().RunWorkload(Workload::Instructions(150000)));
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(100000)));
+  ASSERT_OK(b().RunWorkload(Workload::Syscalls(kSyscalls)));
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(50000)));
   ASSERT_OK(ev.Disable());
   ASSERT_OK(b().RunWorkload(Workload::Instructions(1000)));
   ASSERT_OK(ev.Enable());
@@ -146,14 +158,34 @@ TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
   ASSERT_LE(head, s.aux.size());
   const std::vector<uint8_t> bytes = s.Bytes(0, head);
   // One PSB+ at the enable (PtGenerator::Enable() before its first Run()
-  // does not repeat it): the next PSB is a psb_period later.
+  // does not repeat it): the next PSB is a psb_period later, or at the second
+  // enable when the first stretch wrote less than that.
   const std::vector<uint8_t> psb = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
                                     0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82};
   ASSERT_TRUE(std::equal(psb.begin(), psb.end(), bytes.begin())) << "the trace starts with a PSB";
   const auto next_psb = std::search(bytes.begin() + 16, bytes.end(), psb.begin(), psb.end());
-  EXPECT_GE(next_psb - bytes.begin(), static_cast<ptrdiff_t>(GetParam().config.psb_period_bytes()));
+  // Each PSB+ is a psb_period after the last, or the first after a re-enable.
+  bool after_disable = false;
+  uint64_t last_psb = 0;
+  size_t psbs = 0;
+  for (const pt_sim::EventRecord& e : truth->events) {
+    if (e.kind == pt_sim::EventKind::kDisable) after_disable = true;
+    if (e.kind != pt_sim::EventKind::kPsb) continue;
+    if (psbs == 1) EXPECT_EQ(static_cast<uint64_t>(next_psb - bytes.begin()), e.trace_offset);
+    if (psbs > 0 && !after_disable) {
+      EXPECT_GE(e.trace_offset - last_psb, GetParam().config.psb_period_bytes()) << "PSB " << psbs;
+    }
+    after_disable = false;
+    last_psb = e.trace_offset;
+    ++psbs;
+  }
+  EXPECT_GE(psbs, 2u) << "a PSB+ at each enable";
 
-  EXPECT_EQ(truth->insns.size(), 200000u) << "the disabled stretch runs no simulated instructions";
+  // The syscalls run the program up to its gate and through sys_stub: a few
+  // hundred instructions more than the workloads retired.
+  EXPECT_GE(truth->insns.size(), 200000u);
+  EXPECT_LT(truth->insns.size(), 200000u + kSyscalls * 64) << "the disabled stretch runs no simulated instructions";
+  EXPECT_EQ(truth->CountEvents(pt_sim::EventKind::kSyscall), kSyscalls);
   const std::vector<uint64_t> expected = truth->TracedIps();
   if (GetParam().config.branch_en()) {
     EXPECT_EQ(expected.size(), truth->insns.size());
@@ -175,12 +207,32 @@ TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
   }
   EXPECT_EQ(flow.PtwritePayloads(), ptw);
   if (GetParam().config.ptw) EXPECT_THAT(ptw, ::testing::Not(IsEmpty())) << "the task program has a PTWRITE";
+  const size_t interrupts = truth->CountTracedEvents(pt_sim::EventKind::kInterrupt);
+  const size_t syscalls = truth->CountTracedEvents(pt_sim::EventKind::kSyscall);
   if (GetParam().config.branch_en()) {
+    // TIP.PGE: the two enables and each return from an interrupt or a syscall.
     EXPECT_EQ(flow.CountEvents(ptev_enabled), truth->CountTracedEvents(pt_sim::EventKind::kEnable));
-    EXPECT_EQ(flow.CountEvents(ptev_enabled), 2u);
+    EXPECT_EQ(flow.CountEvents(ptev_enabled), 2u + interrupts + syscalls);
+    EXPECT_EQ(syscalls, kSyscalls);
+    EXPECT_GE(interrupts, 3u) << "about one interrupt per " << mock::kMockPtInterruptEvery << " instructions";
+    // SYSCALL: TIP.PGD alone; interrupts and the disables: FUP + TIP.PGD.
+    EXPECT_EQ(flow.CountEvents(ptev_disabled), syscalls);
+    EXPECT_EQ(flow.CountEvents(ptev_async_disabled), interrupts + 2u);
   }
-  std::printf("[mock_pt] %s: %zu bytes, %zu instructions run, %zu traced and matched\n", GetParam().name,
-              bytes.size(), truth->insns.size(), flow.ips.size());
+  const size_t power = truth->CountEvents(pt_sim::EventKind::kPower);
+  if (GetParam().config.pwr_evt) {
+    EXPECT_GE(power, 2u) << "about one C-state entry per " << mock::kMockPtPowerEvery << " instructions";
+    EXPECT_EQ(flow.CountEvents(ptev_mwait), power);
+    EXPECT_EQ(flow.CountEvents(ptev_pwre), power);
+    EXPECT_EQ(flow.CountEvents(ptev_exstop), power);
+    EXPECT_EQ(flow.CountEvents(ptev_pwrx), power);
+  } else {
+    EXPECT_EQ(power, 0u);
+    EXPECT_EQ(flow.CountEvents(ptev_mwait) + flow.CountEvents(ptev_pwre), 0u);
+  }
+  std::printf("[mock_pt] %s: %zu bytes, %zu instructions run, %zu traced and matched, %zu interrupts, "
+              "%zu syscalls, %zu power events\n",
+              GetParam().name, bytes.size(), truth->insns.size(), flow.ips.size(), interrupts, syscalls, power);
 }
 
 // Full-trace mode with a small AUX area and no reader: the buffer fills, the
@@ -222,6 +274,38 @@ TEST_F(MockPtTraceTruncation, AuxHoldsAPrefixOfTheTruth) {
     EXPECT_EQ(next[i], 0x02) << i;
     EXPECT_EQ(next[i + 1], 0x82) << i;
   }
+}
+
+// VMX operation (intel_pt_handle_vmx()) cuts a gap into the trace: the
+// record carries PERF_AUX_FLAG_PARTIAL, the trace has TIP.PGD ... PSB+,
+// TIP.PGE around the gap, and libipt still reproduces the truth (the
+// instructions run in the gap are untraced in it).
+TEST_F(MockPtIntel, PartialTraceDecodesToTheGroundTruth) {
+  ASSERT_OK_AND_ASSIGN(PtOnMock s, PtOnMock::Open(b(), Base(), 64));
+  ASSERT_OK(s.ev.Enable());
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(20000)));
+  ASSERT_OK(mock::PtSetVmxOperation(b(), true));
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(20000)));
+  ASSERT_OK(mock::PtSetVmxOperation(b(), false));
+  ASSERT_OK(b().RunWorkload(Workload::Instructions(20000)));
+  ASSERT_OK(s.ev.Disable());
+  const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b(), s.ev.fd());
+  ASSERT_NE(truth, nullptr);
+  ASSERT_EQ(s.aux.ReadHead(), truth->trace_size);
+  const size_t traced = truth->CountTraced();
+  EXPECT_GE(truth->insns.size() - traced, 20000u) << "the gap's instructions are untraced";
+  const pt_sim::LibiptFlow flow = pt_sim::DecodeFlowWithLibipt(s.Bytes(0, s.aux.ReadHead()), *truth);
+  EXPECT_THAT(flow.errors, IsEmpty());
+  EXPECT_EQ(flow.ips, truth->TracedIps());
+  uint64_t flags = 0;
+  s.rb.Begin();
+  while (std::optional<RawRecord> raw = s.rb.Next()) {
+    ASSERT_OK_AND_ASSIGN(Record r, ParseRecord(SampleLayout::FromAttr(s.ev.attr()), raw->bytes));
+    if (r.header.type != PERF_RECORD_AUX) continue;
+    ASSERT_OK_AND_ASSIGN(AuxRecord a, ParseAuxRecord(r));
+    flags |= a.flags;
+  }
+  EXPECT_EQ(flags, static_cast<uint64_t>(PERF_AUX_FLAG_PARTIAL)) << DescribeAuxFlags(flags);
 }
 
 // `perftest pt record --backend=mock` writes the AUX bytes and the ground

@@ -5,12 +5,15 @@
 #include <nlohmann/json.hpp>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -62,7 +65,26 @@ struct Session {
   std::optional<RingBuffer> pt_rb, dummy_rb;
   std::optional<AuxBuffer> aux;
   std::vector<uint8_t> trace;  // every AUX byte read, in order
+  SampleLayout dummy_layout;
+  std::vector<std::string> images;  // ADDR:FILE:OFFSET:SIZE of each executable mapping (side-band)
 };
+
+// The --image spec of an executable file mapping from a MMAP or MMAP2 record
+// (PERF_RECORD_MISC_MMAP_DATA clear; a path, not "[vdso]"/"//anon"), or "".
+std::string ImageSpec(const perftest::Record& r) {
+  if (r.header.misc & PERF_RECORD_MISC_MMAP_DATA) return "";
+  uint64_t addr = 0, len = 0, pgoff = 0;
+  std::string file;
+  if (const auto* m = std::get_if<MmapRecord>(&r.body)) {
+    addr = m->addr, len = m->len, pgoff = m->pgoff, file = m->filename;
+  } else if (const auto* m2 = std::get_if<Mmap2Record>(&r.body)) {
+    addr = m2->addr, len = m2->len, pgoff = m2->pgoff, file = m2->filename;
+  } else {
+    return "";
+  }
+  if (file.empty() || file[0] != '/') return "";
+  return fmt::format("{:#x}:{}:{:#x}:{:#x}", addr, file, pgoff, len);
+}
 
 // Drains both data buffers into the file; AUX data follows each AUX record
 // (full-trace: the reader then frees it by advancing aux_tail).
@@ -72,6 +94,11 @@ void Drain(Session& s, Writer& w, CaptureSummary* sum) {
     while (std::optional<RawRecord> r = rb.Next()) {
       w.Chunk(kRecord, source, r->bytes.data(), r->bytes.size());
       ++sum->records;
+      if (!pt && (r->header.type == PERF_RECORD_MMAP || r->header.type == PERF_RECORD_MMAP2)) {
+        if (Result<perftest::Record> rec = ParseRecord(s.dummy_layout, r->bytes); rec.ok()) {
+          if (std::string spec = ImageSpec(*rec); !spec.empty()) s.images.push_back(std::move(spec));
+        }
+      }
       if (!pt || r->header.type != PERF_RECORD_AUX || r->bytes.size() < 32) continue;
       std::array<uint64_t, 3> f;
       std::memcpy(f.data(), r->bytes.data() + 8, 24);
@@ -123,6 +150,39 @@ Result<void> WriteMockTruth(Backend& b, const Session& s, const std::string& out
   return Result<void>::Ok();
 }
 
+// A real command's trace beside the capture: OUTPUT.trace.bin (the AUX bytes,
+// concatenated) and, as image specs, the executable file mappings the
+// side-band recorded (MMAP2 of the exec'd binary, its libraries); the kernel,
+// the vDSO and JIT code are not in any file here.
+Result<void> WriteKernelTrace(const Session& s, const std::string& output, CaptureSummary* sum) {
+  sum->trace_file = output + ".trace.bin";
+  std::ofstream f(sum->trace_file, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(s.trace.data()), static_cast<std::streamsize>(s.trace.size()));
+  if (!f) return Fail<void>(EIO, "cannot write " + sum->trace_file);
+  sum->image_specs = s.images;
+  return Result<void>::Ok();
+}
+
+// execvp()'s PATH search, done before forking so that a missing command is an
+// error of its own and not an exit status 127 of a traced child.
+std::optional<std::string> FindCommand(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    return ::access(name.c_str(), X_OK) == 0 ? std::optional<std::string>(name) : std::nullopt;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t at = 0;
+  while (at <= dirs.size()) {
+    const size_t colon = std::min(dirs.find(':', at), dirs.size());
+    std::string dir = dirs.substr(at, colon - at);
+    if (dir.empty()) dir = ".";
+    const std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    at = colon + 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<CaptureSummary> Record(const RecordOptions& o) {
@@ -145,8 +205,13 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
   const std::vector<Pmu>& pmus = b.Machine().pmus;
   const Pmu* pt = FindPmu(pmus, "intel_pt");
   if (pt == nullptr) {
-    return Fail<CaptureSummary>(ENOENT, fmt::format("no intel_pt PMU on this machine ({}/intel_pt does not exist)",
-                                                    kSysfsPmuRoot));
+    return Fail<CaptureSummary>(
+        ENOENT, o.backend == "kernel"
+                    ? fmt::format("no intel_pt PMU on this machine: {}/intel_pt does not exist (a CPU or kernel "
+                                  "without Intel PT, or a VM that does not pass it through); nothing was run",
+                                  kSysfsPmuRoot)
+                    : fmt::format("no intel_pt PMU in profile '{}' (its {}/intel_pt does not exist)", o.profile,
+                                  kSysfsPmuRoot));
   }
   Result<perf_event_attr> parsed = ParseEventString(o.event, pmus);
   if (!parsed.ok()) return R::FailureFrom(parsed);
@@ -159,22 +224,28 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
   dummy.mmap = dummy.mmap2 = dummy.comm = dummy.task = dummy.context_switch = 1;
   dummy.exclude_kernel = attr.exclude_kernel;
 
-  // Kernel: a child that waits on a pipe, traced from its exec (enable_on_exec).
+  // Kernel: a child that waits on a pipe for one byte, then execs the
+  // command; the events are opened on it disabled with enable_on_exec, so
+  // the trace starts at the exec (perf record's way with a workload). Without
+  // the byte (we failed before the events were ready) the child exits 126.
   pid_t child = 0;
   int go[2] = {-1, -1};
   if (o.backend == "kernel") {
+    const std::optional<std::string> path = FindCommand(o.command[0]);
+    if (!path) return Fail<CaptureSummary>(ENOENT, fmt::format("command '{}' not found (PATH)", o.command[0]));
     if (::pipe2(go, O_CLOEXEC) != 0) return Fail<CaptureSummary>(errno, "pipe2");
     child = ::fork();
     if (child < 0) return Fail<CaptureSummary>(errno, "fork");
     if (child == 0) {
       ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       ::close(go[1]);
       char c;
       if (::read(go[0], &c, 1) != 1) ::_exit(126);
       std::vector<char*> argv;
       for (const std::string& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
-      ::execvp(argv[0], argv.data());
+      ::execv(path->c_str(), argv.data());
       ::_exit(127);
     }
     ::setpgid(child, child);
@@ -199,7 +270,15 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
     go[1] = -1;
   };
 
+  auto start_child = [&]() {
+    const char byte = 1;
+    const bool sent = ::write(go[1], &byte, 1) == 1;
+    close_go();
+    return sent;
+  };
+
   Session s;
+  s.dummy_layout = SampleLayout::FromAttr(dummy);
   const pid_t target = child;  // 0: this (simulated) task
   Result<Event> pte = Event::Open(b, attr, target, -1);
   if (!pte.ok()) return close_go(), R::FailureFrom(pte);
@@ -258,11 +337,15 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
     Drain(s, w, &sum);
     if (Result<void> r = WriteMockTruth(b, s, o.output, &sum); !r.ok()) return R::FailureFrom(r);
   } else {
-    close_go();  // the child execs now
+    if (!start_child()) return Fail<CaptureSummary>(EIO, "cannot start the command (pipe write)");
     for (;;) {
       std::array<pollfd, 2> fds = {pollfd{s.pt->fd(), POLLIN, 0}, pollfd{s.dummy->fd(), POLLIN, 0}};
       (void)b.Poll(fds, 100);
+      const uint64_t truncated = sum.truncated;
       Drain(s, w, &sum);
+      // A full AUX area disabled the event (TRUNCATED, perf_aux_output_end());
+      // the drain freed the space: trace on, with a gap.
+      if (sum.truncated != truncated && o.snapshot == false) (void)s.pt->Enable();
       const pid_t done = ::waitpid(child, &status, WNOHANG);
       if (done == child) {
         reaper.pid = 0;
@@ -271,6 +354,7 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
     }
     Drain(s, w, &sum);
     sum.exit_status = status;
+    if (Result<void> r = WriteKernelTrace(s, o.output, &sum); !r.ok()) return R::FailureFrom(r);
   }
   if (!w.ok()) return Fail<CaptureSummary>(EIO, "write " + o.output);
   return R::Ok(sum, fmt::format("pt record -> {}", o.output));

@@ -18,9 +18,24 @@
 //                   included; source 0 = the intel_pt event, 1 = the dummy.
 //   type 3 AUX      the trace a PERF_RECORD_AUX describes: u64 aux_offset,
 //                   u64 aux_size, u64 flags, then the bytes (follows its RECORD).
-// The chunks are in the order they were read. With the mock, the simulated
-// run is also written beside it (CaptureSummary::trace_file, truth_file,
-// image_specs) so that `perftest pt decode` can decode the recording.
+// The chunks are in the order they were read. The AUX bytes are also written
+// beside it as OUTPUT.trace.bin, the raw trace `perftest pt decode` reads,
+// with the --image specs to decode it (CaptureSummary::image_specs): with the
+// mock, the simulated program's code and its ground truth; with the kernel,
+// the executable file mappings of the side-band (MMAP2).
+//
+// Kernel path (perf record's with a workload): the command is forked and
+// waits; the intel_pt event (attr from the event string) and a dummy
+// software event for side-band (mmap, mmap2, comm, task, context_switch) are
+// opened on it disabled with enable_on_exec, each with a data buffer, the PT
+// event with its AUX area (full-trace or snapshot); the child is released,
+// execs, and both buffers are drained (poll, 100 ms) until it exits; in
+// full-trace mode a TRUNCATED transaction (AUX area full, event disabled) is
+// drained and the event re-enabled. Per-task and cpu=-1: the command's own
+// children are not traced (an inherited per-task event cannot be mmapped).
+// On a machine without intel_pt this fails before anything runs, with ENOENT
+// naming /sys/bus/event_source/devices/intel_pt. Not run on Intel PT hardware
+// by this project's tests (the development VM has none).
 #pragma once
 
 #include <linux/perf_event.h>
@@ -51,8 +66,9 @@ struct CaptureSummary {
   uint64_t aux_bytes = 0;   // trace bytes written
   uint64_t truncated = 0;   // AUX records with PERF_AUX_FLAG_TRUNCATED
   int exit_status = 0;      // kernel: the command's wait status
-  // Mock only (the simulated task's trace, mocks/pt_sim): OUTPUT.trace.bin,
-  // the AUX bytes in order; OUTPUT.trace.truth.json, the ground truth
+  // OUTPUT.trace.bin, the AUX bytes in order, and one ADDR:FILE[:OFFSET:SIZE]
+  // per code section for `perftest pt decode --image`. Mock only (the
+  // simulated task's trace, mocks/pt_sim): OUTPUT.trace.truth.json, the ground truth
   // (mocks/pt_sim/ground_truth.h; both read back with
   // pt_sim::ReadGeneratedTrace(OUTPUT + ".trace")); one ADDR:FILE per code section for
   // `perftest pt decode --image`. truth_complete: the trace file holds every
@@ -63,9 +79,10 @@ struct CaptureSummary {
   bool truth_complete = false;
 };
 
-// Errors: ENOENT no intel_pt PMU (or profile); EINVAL bad options or event
-// string (perf's message in the call); the errno of perf_event_open/mmap/
-// fork/exec/write otherwise.
+// Errors: ENOENT no intel_pt PMU (the message names the sysfs directory), no
+// such profile, or the command is not found in PATH; EINVAL bad options or
+// event string (perf's message in the call); the errno of
+// perf_event_open/mmap/fork/write otherwise.
 Result<CaptureSummary> Record(const RecordOptions& options);
 
 struct CaptureChunk {

@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "harness/pmu.h"
 #include "harness/syscall_matchers.h"
 
 namespace perftest::pt {
@@ -77,6 +78,22 @@ TEST(PtRecord, NoIntelPtIsENOENT) {
   EXPECT_THAT(Record(o), FailsWithErrno(ENOENT));
 }
 
+// The kernel path on a machine without intel_pt (this VM): a clear ENOENT
+// naming the sysfs directory, before any command runs.
+TEST(PtRecord, KernelWithoutIntelPtNamesTheSysfsDirectory) {
+  const std::string dir = std::string(kSysfsPmuRoot) + "/intel_pt";
+  if (::access(dir.c_str(), F_OK) == 0) GTEST_SKIP() << dir << " exists: this machine has intel_pt";
+  RecordOptions o;
+  o.backend = "kernel";
+  o.output = TempPath("kernel");
+  o.command = {"/bin/sh", "-c", "touch " + o.output + ".ran"};
+  Result<CaptureSummary> r = Record(o);
+  EXPECT_THAT(r, FailsWithErrno(ENOENT));
+  EXPECT_THAT(r.call(), HasSubstr(dir + " does not exist"));
+  EXPECT_NE(::access((o.output + ".ran").c_str(), F_OK), 0) << "the command ran";
+  EXPECT_NE(::access(o.output.c_str(), F_OK), 0) << "a capture was written";
+}
+
 TEST(PtRecord, BadOptions) {
   RecordOptions o;
   o.backend = "mock";
@@ -89,6 +106,8 @@ TEST(PtRecord, BadOptions) {
   EXPECT_THAT(r.call(), HasSubstr("Invalid psb_period for intel_pt"));
   o.event = "intel_pt//u";
   o.backend = "kernel";  // without a command
+  EXPECT_THAT(Record(o), FailsWithErrno(EINVAL));
+  o.backend = "nope";
   EXPECT_THAT(Record(o), FailsWithErrno(EINVAL));
 }
 

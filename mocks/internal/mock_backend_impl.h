@@ -92,6 +92,11 @@ class MockBackend final : public Backend {
   static Credentials ProfileCredentials(const MockProfile& p);
   bool Perfmon() const;   // perfmon_capable(): CAP_PERFMON or CAP_SYS_ADMIN
   bool IpcLock() const;   // capable(CAP_IPC_LOCK)
+  // perf_mmap_calc_limits(): `pages` more locked pages fill user->locked_vm up
+  // to perf_event_mlock_kb * ncpus (*user_extra), the rest counts against
+  // RLIMIT_MEMLOCK as pinned_vm (*extra); false (EPERM) when that is over the
+  // limit, perf_event_paranoid > -1 and the task lacks CAP_IPC_LOCK.
+  bool MlockLimits(uint64_t pages, uint64_t* user_extra, uint64_t* extra) const;
   // find_lively_task_by_vpid(): ESRCH unless `pid` is 0, the current task
   // or (inside RunInChild) its parent.
   int FindTask(pid_t pid, std::string* why) const;
@@ -125,8 +130,16 @@ class MockBackend final : public Backend {
   bool PtStart(MockEvent& ev);       // pt_event_add(PERF_EF_START): false = cannot run now
   void PtStop(MockEvent& ev);        // pt_event_del() -> pt_event_stop(PERF_EF_UPDATE)
   void PtInstructions(uint64_t n);   // the task retired `n` user instructions: trace for ACTIVE PT events
+  void PtSyscalls(uint64_t n);       // the task made `n` system calls: trace for ACTIVE PT events
   void PtEnd(MockEvent& ev, const AuxArea::End& e);  // PERF_RECORD_AUX, wakeup, disable
   void LogItraceStart(MockEvent& ev);  // perf_log_itrace_start()
+ public:
+  // intel_pt_handle_vmx(): KVM turned VMX operation on or off on every CPU
+  // (mock_aux.cc; a CPU whose PT cannot trace in VMX operation).
+  void PtHandleVmx(bool on);
+
+ private:
+  bool pt_vmx_on_ = false;  // pt->vmx_on
   // --- mock_tasks.cc: child tasks (inherit, exit, exec) ---
   // copy_process(): a child of the current task (a thread of it with
   // `thread`): sched_process_fork, PERF_RECORD_FORK, the inherited copies.

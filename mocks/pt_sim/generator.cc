@@ -260,7 +260,13 @@ Result<void> PtGenerator::Step() {
       break;
     }
     case BranchClass::kCondJump: {
-      const bool taken = oracle_.CondTaken(ip_);
+      bool taken = false;
+      if (program_.gates.count(ip_) != 0) {
+        taken = gate_requests_ == 0;
+        if (!taken) --gate_requests_;
+      } else {
+        taken = oracle_.CondTaken(ip_);
+      }
       if (taken) next = insn.target;
       truth_.branches.push_back(BranchRecord{index, taken, next});
       if (PacketEn()) {
@@ -320,6 +326,7 @@ Result<void> PtGenerator::Step() {
     case BranchClass::kFarTransfer:
       // Into the kernel (SYSCALL, INT n, ...) and back to the next instruction.
       truth_.branches.push_back(BranchRecord{index, true, next});
+      ++far_transfers_;
       Event(EventKind::kSyscall, PacketEn());
       if (PacketEn()) {
         FlushTnt();

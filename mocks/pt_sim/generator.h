@@ -117,6 +117,13 @@ class PtGenerator {
   void Disable();
   void Enable();
 
+  // The next `n` passes through a Program::gates jump fall through (not
+  // taken); the gates are taken otherwise.
+  void RequestGate(uint64_t n) { gate_requests_ += n; }
+  uint64_t gate_requests() const { return gate_requests_; }
+  // Far transfers (SYSCALL, INT ...) executed so far.
+  uint64_t far_transfers() const { return far_transfers_; }
+
   // Ends the run: disables tracing (FUP, TIP.PGD) and flushes pending TNT bits.
   // Further Run() calls do nothing.
   Result<void> Finish();
@@ -198,6 +205,8 @@ class PtGenerator {
   uint64_t tsc_frac_ = 0;     // core cycles * nominal not yet a whole TSC tick
   uint64_t fill_ = 0;         // bytes in the internal buffer (output_buffer_bytes)
   uint64_t drain_ticks_ = 0;  // TSC ticks not yet turned into drained bytes
+  uint64_t gate_requests_ = 0;  // RequestGate() passes not yet taken
+  uint64_t far_transfers_ = 0;
 };
 
 // A run on disk, for `perftest pt record` and for decoders under test:

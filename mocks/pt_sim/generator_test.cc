@@ -3,10 +3,12 @@
 // the SDM section or perf-intel-pt.txt term it checks.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <intel-pt.h>
 
 #include <vector>
 
 #include "harness/pt/packet_decoder.h"
+#include "harness/syscall_matchers.h"
 #include "mocks/pt_sim/generator.h"
 #include "mocks/pt_sim/libipt_flow.h"
 #include "mocks/pt_sim/test_programs.h"
@@ -338,6 +340,38 @@ TEST(Generator, InterruptsAndSyscallsLeaveAndReenterUserCode) {
   for (size_t i = 0; i < ps.size(); ++i) {
     if (ps[i].type == PacketType::kTipPgd) EXPECT_EQ(ps[i].ipbytes(), 0) << "the kernel IP is suppressed";
   }
+}
+
+// Program::gates: a gate jump is taken unless a request is pending; each
+// request falls through once (here into a SYSCALL), and libipt follows.
+TEST(Generator, GatesFallThroughOncePerRequest) {
+  Assembler a(0x401000, "gated");
+  auto loop = a.NewLabel(), skip = a.NewLabel(), stub = a.NewLabel();
+  a.Bind(loop);
+  a.AluOp();
+  a.JccGate(0x5, skip, /*short_form=*/true);
+  a.Call(stub);
+  a.Bind(skip);
+  a.Jmp(loop);
+  a.Bind(stub);
+  a.Syscall();
+  a.Ret();
+  ASSERT_OK_AND_ASSIGN(Program p, a.Finish());
+  ASSERT_EQ(p.gates.size(), 1u);
+  PtGenerator gen(p, PtConfig{}, RunOptions{});
+  ASSERT_OK(gen.Run(1000));
+  EXPECT_EQ(gen.far_transfers(), 0u);
+  gen.RequestGate(3);
+  ASSERT_OK(gen.Run(1000));
+  EXPECT_EQ(gen.far_transfers(), 3u);
+  EXPECT_EQ(gen.gate_requests(), 0u);
+  ASSERT_OK(gen.Finish());
+  const GroundTruth& truth = gen.truth();
+  EXPECT_EQ(truth.CountTracedEvents(EventKind::kSyscall), 3u);
+  const LibiptFlow flow = DecodeFlowWithLibipt(gen.trace(), truth);
+  EXPECT_THAT(flow.errors, IsEmpty());
+  EXPECT_EQ(flow.ips, truth.TracedIps());
+  EXPECT_EQ(flow.CountEvents(ptev_disabled), 3u);
 }
 
 // Incremental runs give the same bytes and truth as one run (the AUX area

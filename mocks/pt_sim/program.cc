@@ -57,6 +57,11 @@ void Assembler::Jcc(uint8_t cc, Label target, bool short_form) {
   }
 }
 
+void Assembler::JccGate(uint8_t cc, Label target, bool short_form) {
+  gates_.insert(here());
+  Jcc(cc, target, short_form);
+}
+
 void Assembler::Jmp(Label target, bool short_form) {
   code_.push_back(short_form ? 0xeb : 0xe9);
   Rel(target, short_form ? 1 : 4);
@@ -121,6 +126,7 @@ Result<Program> Assembler::Finish() {
   p.name = name_;
   p.entry = base_;
   p.exits = exits_;
+  p.gates = gates_;
   for (const auto& [site, targets] : indirect_) {
     std::vector<uint64_t>& list = p.indirect_targets[site];
     for (Label l : targets) {

@@ -41,6 +41,11 @@ struct Program {
   // For indirect branches not in indirect_targets (e.g. in compiled code, whose
   // call sites the test does not know): the targets to pick from.
   std::vector<uint64_t> any_indirect_targets;
+  // Conditional jumps the oracle does not decide ("gates"): not taken once
+  // for each PtGenerator::RequestGate(), taken otherwise. A program places
+  // the code a workload asks for (e.g. a call to a SYSCALL stub) on the
+  // fall-through side.
+  std::set<uint64_t> gates;
   uint64_t cr3 = 0x12345000;  // the address space (PIP packets); bits 51:5
   std::string name;
 };
@@ -69,6 +74,8 @@ class Assembler {
 
   // Control flow.
   void Jcc(uint8_t cc, Label target, bool short_form = false);  // 0F 8x rel32 / 7x rel8
+  // A Jcc that is a Program::gates entry.
+  void JccGate(uint8_t cc, Label target, bool short_form = false);
   void Jmp(Label target, bool short_form = false);              // E9 rel32 / EB rel8
   void Call(Label target);                                      // E8 rel32
   void CallAddress(uint64_t target);  // E8 rel32 to an address outside this code (EINVAL in Finish() if out of range)
@@ -99,6 +106,7 @@ class Assembler {
   std::vector<Fixup> fixups_;
   std::vector<std::pair<uint64_t, std::vector<Label>>> indirect_;
   std::set<uint64_t> exits_;
+  std::set<uint64_t> gates_;
 };
 
 }  // namespace perftest::pt_sim

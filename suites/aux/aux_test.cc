@@ -20,6 +20,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <linux/capability.h>
 
 #include "harness/attr.h"
 #include "harness/aux_buffer.h"
@@ -27,6 +28,7 @@
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "mocks/pt_sim_source.h"
 #include "suites/aux/pt_util.h"
 #include "suites/common/records_util.h"
 #include "suites/common/suite.h"
@@ -153,6 +155,133 @@ PERFTEST_CASE(Aux, PmuWithoutAuxArea, "aux.pmu_without_aux",
               FailsWithErrno(EOPNOTSUPP));
   // Nothing changed in the page.
   EXPECT_EQ(rb_->page().aux_head, 0u);
+}
+
+// --- mlock accounting of the AUX pages (kernel/events/core.c perf_mmap_aux(),
+// perf_mmap_calc_limits(), perf_mmap_account(), perf_mmap_close()) ---
+
+// A uid of its own: user->locked_vm is per user, and the permissions suite's
+// mlock cases use 65534 and 65533.
+constexpr uid_t kAuxMlockUid = 65532;
+
+// In a child: `ev_attr` opened (exclude_kernel), a 1+1 page data buffer, then an
+// AUX mmap of `aux_pages` pages: 0 or the AUX mmap's errno (1000 + errno when
+// the open or the data mmap failed: not the case's subject).
+int AuxMapErrno(Backend& b, perf_event_attr a, size_t aux_pages, AuxMode mode = AuxMode::kFullTrace) {
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  Result<Event> ev = Event::Open(b, a);
+  if (!ev.ok()) return 1000 + ev.error();
+  Result<RingBuffer> rb = RingBuffer::Map(b, ev->fd(), 1);
+  if (!rb.ok()) return 1000 + rb.error();
+  Result<AuxBuffer> aux = AuxBuffer::Map(b, ev->fd(), *rb, aux_pages, mode);
+  return aux.ok() ? 0 : aux.error();
+}
+
+// In a child: a 1+`pages` page data buffer of a fresh dummy event: 0 or the errno.
+int DataMapErrno(Backend& b, size_t pages) {
+  perf_event_attr a = Dummy();
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  Result<Event> ev = Event::Open(b, a);
+  if (!ev.ok()) return 1000 + ev.error();
+  Result<RingBuffer> rb = RingBuffer::Map(b, ev->fd(), pages);
+  return rb.ok() ? 0 : rb.error();
+}
+
+class AuxMlock : public Aux {
+ protected:
+  // Children change uid and keep chosen capabilities: root here.
+  void SetUp() override {
+    Aux::SetUp();
+    if (IsSkipped()) return;
+    if (paranoid() >= 3) PERFTEST_SKIP(SkipClass::kPermission, "perf_event_paranoid >= 3: users cannot open events");
+    Result<int> r = backend().RunInChild(Child({CAP_IPC_LOCK}), [](Backend&) { return 0; });
+    if (!r.ok() && (r.error() == EPERM || r.error() == EACCES)) {
+      PERFTEST_SKIP(SkipClass::kPermission,
+                    "a child cannot take another uid with chosen capabilities (needs root: CAP_SETUID, CAP_SETGID "
+                    "and the capabilities it keeps): " + r.ToString());
+    }
+    ASSERT_OK(r);
+  }
+  int paranoid() { return backend().Machine().perf_event_paranoid; }
+  // kAuxMlockUid with `caps` and RLIMIT_MEMLOCK 0: only perf_event_mlock_kb is left.
+  static ChildCredentials Child(std::vector<int> caps = {}) {
+    ChildCredentials c;
+    c.uid = kAuxMlockUid;
+    c.caps = std::move(caps);
+    c.rlimit_memlock = 0;
+    return c;
+  }
+  // The per-user budget in pages (perf_event_mlock_kb * ncpus), the largest
+  // power-of-two AUX page count that fits next to a 1+1 page data buffer, and
+  // twice that (over the budget).
+  size_t Budget() {
+    const MachineInfo& m = backend().Machine();
+    return size_t{m.mlock_kb} * 1024 / m.page_size * m.ncpus;
+  }
+  std::pair<size_t, size_t> AuxPages() {
+    size_t within = 1;
+    while (2 * within + 2 <= Budget()) within *= 2;
+    return {within, 2 * within};
+  }
+  Result<int> AsChild(const ChildCredentials& c, std::function<int(Backend&)> fn) {
+    return backend().RunInChild(c, fn);
+  }
+};
+
+PERFTEST_CASE(AuxMlock, AuxPagesChargedBeforeAuxAllocation, "aux.mlock_budget",
+              "kernel/events/core.c perf_mmap_aux(): perf_mmap_calc_limits() (user->locked_vm up to "
+              "perf_event_mlock_kb * num_online_cpus(), the rest pinned_vm against RLIMIT_MEMLOCK; EPERM past both "
+              "unless CAP_IPC_LOCK or paranoid -1) runs before rb_alloc_aux()'s EOPNOTSUPP") {
+  const auto [within, past] = AuxPages();
+  auto map = [](size_t pages) { return [pages](Backend& b) { return AuxMapErrno(b, Dummy(), pages); }; };
+  // A software event: every check up to rb_alloc_aux() applies to it.
+  EXPECT_THAT(AsChild(Child(), map(within)), SucceedsWith(EOPNOTSUPP))
+      << within << " AUX pages fit the " << Budget() << "-page budget: rb_alloc_aux() refuses the software event";
+  EXPECT_THAT(AsChild(Child(), map(past)), SucceedsWith(paranoid() > -1 ? EPERM : EOPNOTSUPP))
+      << past << " AUX pages with RLIMIT_MEMLOCK 0: refused before rb_alloc_aux()";
+  EXPECT_THAT(AsChild(Child({CAP_IPC_LOCK}), map(past)), SucceedsWith(EOPNOTSUPP))
+      << "CAP_IPC_LOCK lifts the budget; rb_alloc_aux() still refuses";
+  ChildCredentials rlimit = Child();
+  rlimit.rlimit_memlock = (past + 2) * backend().Machine().page_size;
+  EXPECT_THAT(AsChild(rlimit, map(past)), SucceedsWith(EOPNOTSUPP)) << "RLIMIT_MEMLOCK covers the pages past the budget";
+}
+
+PERFTEST_CASE(AuxMlock, PtAuxPagesShareTheBudget, "aux.pt_mlock_budget",
+              "kernel/events/core.c perf_mmap_aux() -> perf_mmap_account(): the AUX pages join user->locked_vm; "
+              "perf_mmap_close() gives them back with the last AUX unmap") {
+  PERFTEST_REQUIRE_INTEL_PT(pt);
+  const auto [within, past] = AuxPages();
+  const size_t remaining = Budget() - 2 - within;  // after the PT event's data buffer and AUX area
+  size_t data = 1;  // a data buffer that no longer fits (1 + data > remaining)
+  while (data + 1 <= remaining) data *= 2;
+  const perf_event_attr a = PtUserAttr(*pt);
+  auto run = [a, within = within, past = past, data](Backend& b) -> int {
+    if (int err = AuxMapErrno(b, a, past)) {
+      if (err != EPERM) return 100 + err;  // the over-budget AUX area must be refused
+    } else {
+      return 1;
+    }
+    perf_event_attr e = a;
+    e.exclude_kernel = 1;
+    Result<Event> ev = Event::Open(b, e);
+    if (!ev.ok()) return 2000 + ev.error();
+    Result<RingBuffer> rb = RingBuffer::Map(b, ev->fd(), 1);
+    if (!rb.ok()) return 3000 + rb.error();
+    {
+      Result<AuxBuffer> aux = AuxBuffer::Map(b, ev->fd(), *rb, within, AuxMode::kFullTrace);
+      if (!aux.ok()) return 4000 + aux.error();
+      // The AUX pages are charged: the dummy's buffer is over the budget now.
+      if (DataMapErrno(b, data) != EPERM) return 5;
+    }
+    // The AUX area is unmapped: its pages are given back.
+    if (int err = DataMapErrno(b, data)) return 6000 + err;
+    return 0;
+  };
+  EXPECT_THAT(AsChild(Child(), run), SucceedsWith(paranoid() > -1 ? 0 : 1))
+      << "1: the AUX area past the budget mapped; 1xx: it failed with errno xx, not EPERM; 5: the AUX pages "
+         "were not charged; 6xxx: not given back";
 }
 
 // --- attr fields that need an AUX event ---
@@ -444,6 +573,51 @@ PERFTEST_CASE(Aux, UnmapEndsTheTrace, "aux.unmap_stops",
   EXPECT_THAT(more, IsEmpty());
   // A new AUX area can be mapped again.
   EXPECT_THAT(AuxBuffer::Map(backend(), s.event.fd(), s.rb, 8, AuxMode::kFullTrace), Succeeds());
+}
+
+PERFTEST_CASE(Aux, PartialWhileVmxOperation, "aux.flag_partial",
+              "<linux/perf_event.h> PERF_AUX_FLAG_PARTIAL ('record contains gaps'); arch/x86/events/intel/pt.c "
+              "intel_pt_handle_vmx() and pt_config_start(): VMX operation stops PT on CPUs without PT in VMX; "
+              "PERF_AUX_FLAG_COLLISION is set only by arm_spe_pmu.c") {
+  PERFTEST_REQUIRE_INTEL_PT(pt);
+  ASSERT_OK_AND_ASSIGN(PtSession s, PtSession::Open(backend(), PtUserAttr(*pt), 8, 64, AuxMode::kFullTrace));
+  ASSERT_OK(s.event.Enable());
+  ASSERT_OK(backend().RunWorkload(Workload::Instructions(20000)));
+  if (Result<void> vmx = mock::PtSetVmxOperation(backend(), true); !vmx.ok()) {
+    ASSERT_OK(s.event.Disable());
+    PERFTEST_SKIP(SkipClass::kUnsupported,
+                  "VMX operation is KVM's (a running VM), not driven by the kernel backend: " + vmx.ToString());
+  }
+  ASSERT_OK(backend().RunWorkload(Workload::Instructions(20000)));
+  ASSERT_OK(mock::PtSetVmxOperation(backend(), false));
+  ASSERT_OK(backend().RunWorkload(Workload::Instructions(20000)));
+  ASSERT_OK(s.event.Disable());
+  ASSERT_OK_AND_ASSIGN(std::vector<AuxRecord> gap, s.AuxRecords());
+  ASSERT_THAT(gap, Not(IsEmpty()));
+  EXPECT_TRUE(gap.back().flags & PERF_AUX_FLAG_PARTIAL) << DescribeAuxFlags(gap.back().flags);
+  for (const AuxRecord& r : gap) {
+    EXPECT_EQ(r.flags & (kTruncated | kOverwrite | PERF_AUX_FLAG_COLLISION), 0u) << DescribeAuxFlags(r.flags);
+  }
+  EXPECT_GT(s.aux.ReadHead(), 0u);
+  // Without VMX operation: no gap.
+  ASSERT_OK(s.event.Enable());
+  ASSERT_OK(backend().RunWorkload(Workload::Instructions(20000)));
+  ASSERT_OK(s.event.Disable());
+  ASSERT_OK_AND_ASSIGN(std::vector<AuxRecord> clean, s.AuxRecords());
+  ASSERT_THAT(clean, Not(IsEmpty()));
+  for (const AuxRecord& r : clean) EXPECT_EQ(r.flags & PERF_AUX_FLAG_PARTIAL, 0u) << DescribeAuxFlags(r.flags);
+  // Enabled while in VMX operation: pt_config_start() leaves TraceEn clear, flags PARTIAL, writes nothing.
+  ASSERT_OK(mock::PtSetVmxOperation(backend(), true));
+  const uint64_t head = s.aux.ReadHead();
+  ASSERT_OK(s.event.Enable());
+  ASSERT_OK(backend().RunWorkload(Workload::Instructions(20000)));
+  ASSERT_OK(s.event.Disable());
+  ASSERT_OK(mock::PtSetVmxOperation(backend(), false));
+  ASSERT_OK_AND_ASSIGN(std::vector<AuxRecord> off, s.AuxRecords());
+  ASSERT_EQ(off.size(), 1u);
+  EXPECT_EQ(off[0].flags, static_cast<uint64_t>(PERF_AUX_FLAG_PARTIAL)) << DescribeAuxFlags(off[0].flags);
+  EXPECT_EQ(off[0].aux_size, 0u);
+  EXPECT_EQ(s.aux.ReadHead(), head);
 }
 
 PERFTEST_CASE(Aux, SampleSizeWithPtLeaderOpens, "aux.sample_size_with_pt_leader",
