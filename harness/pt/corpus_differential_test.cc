@@ -19,7 +19,8 @@
 // couple of seconds. The full corpus (6 programs x 22 configs x 2 seeds =
 // 264 traces, 8 corruptions each), by hand:
 //   PERFTEST_PT_CORPUS=all build/bin/pt_test --gtest_filter='CorpusDifferential.*'
-// (PERFTEST_PT_CORPUS_SEEDS=N: seeds 1..N). The totals line at the end gives
+// (PERFTEST_PT_CORPUS_SEEDS=N: seeds 1..N; PERFTEST_PT_CORPUS_SAVE=DIR keeps
+// each divergent variant and its code, printing the decode command). The totals line at the end gives
 // the traces and instructions compared.
 //
 // The full run finds flow divergences on corrupted traces that the default
@@ -40,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -139,6 +141,29 @@ std::vector<uint8_t> Corrupt(const std::vector<uint8_t>& in, uint64_t seed, int 
   return v;
 }
 
+void WriteFile(const std::string& path, std::span<const uint8_t> bytes) {
+  if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+}
+
+// PERFTEST_PT_CORPUS_SAVE=DIR keeps a divergent trace as DIR/BASE.bin and
+// its code as DIR/BASE.ADDR.code, and prints the command that decodes it.
+void Save(const std::string& base, const std::vector<uint8_t>& trace, const pt_sim::CodeImage& code) {
+  const char* dir = std::getenv("PERFTEST_PT_CORPUS_SAVE");
+  if (dir == nullptr) return;
+  const std::string bin = fmt::format("{}/{}.bin", dir, base);
+  WriteFile(bin, trace);
+  std::string cmd = "perftest pt decode " + bin + " --itrace=ed";
+  for (const pt_sim::CodeSection& s : code.sections()) {
+    const std::string path = fmt::format("{}/{}.{:x}.code", dir, base, s.address);
+    WriteFile(path, s.bytes);
+    cmd += fmt::format(" --image {:#x}:{}", s.address, path);
+  }
+  std::printf("saved: %s\n", cmd.c_str());
+}
+
 struct Case {
   size_t program, config;
   uint64_t seed;
@@ -192,7 +217,10 @@ void CheckCase(const Case& k) {
     int64_t lead = 0;
     const std::string diff = testing::DiffFlowThroughFirstError(o, r, &lead);
     EXPECT_EQ(diff, "");
-    if (!diff.empty()) Global().divergent += 1;
+    if (!diff.empty()) {
+      Global().divergent += 1;
+      Save(fmt::format("{}_{}_c{}", name, k.seed, i), bad, t->truth.image);
+    }
     // A truncated trace holds the truth up to the cut: every instruction
     // before our first error is the truth's.
     // (Up to the first overflow only: a cut between the overflow and its
