@@ -260,6 +260,12 @@ void ItraceSynth::OnPsb(uint64_t offset, uint64_t ip, uint64_t tsc) {
   Emit(std::move(s), false);
 }
 
+std::vector<uint64_t> ItraceSynth::CallChain(uint64_t ip) const {
+  std::vector<uint64_t> chain = {ip};
+  for (auto it = calls_.rbegin(); it != calls_.rend() && chain.size() < o_.callchain_size; ++it) chain.push_back(*it);
+  return chain;
+}
+
 void ItraceSynth::ExistingSample(uint64_t ip) {
   const ExistingEvent& e = existing_[next_existing_++];
   if (log_ != nullptr) log_->PerfEvent(e.name, e.time);
@@ -268,11 +274,7 @@ void ItraceSynth::ExistingSample(uint64_t ip) {
   s.ip = ip;
   s.time = e.time;
   s.insn_index = insns_;
-  if (o_.add_callchain) {
-    s.callchain.push_back(ip);
-    for (auto it = calls_.rbegin(); it != calls_.rend() && s.callchain.size() < o_.callchain_size; ++it)
-      s.callchain.push_back(*it);
-  }
+  if (o_.add_callchain) s.callchain = CallChain(ip);
   if (o_.add_last_branch) s.branch_stack.assign(lbr_all_.rbegin(), lbr_all_.rend());
   Emit(std::move(s), false);
 }
@@ -324,11 +326,7 @@ void ItraceSynth::InstructionSample(uint64_t ip, const FlowTime& t) {
     ipc_insns_i_ = insns_;
     ipc_cyc_i_ = t.cyc;
   }
-  if (o_.callchain) {
-    s.callchain.push_back(ip);
-    for (auto it = calls_.rbegin(); it != calls_.rend() && s.callchain.size() < o_.callchain_size; ++it)
-      s.callchain.push_back(*it);
-  }
+  if (o_.callchain) s.callchain = CallChain(ip);
   if (o_.last_branch) {
     s.branch_stack.assign(lbr_.rbegin(), lbr_.rend());
     lbr_.clear();

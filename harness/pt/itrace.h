@@ -153,6 +153,8 @@ class ItraceSynth {
   void TakeBranch(uint64_t from, uint64_t to, uint32_t flags, const FlowTime& t);
   void InstructionSample(uint64_t ip, const FlowTime& t);
   void ExistingSample(uint64_t ip);
+  // g/G: `ip`, then the return addresses, innermost first (callchain_size at most).
+  std::vector<uint64_t> CallChain(uint64_t ip) const;
   uint64_t PeriodTicks() const;
 
   ItraceOptions o_;
