@@ -3,15 +3,20 @@
 // derived from the generator's ground truth: its PSB events, its executed
 // instructions, calls, returns and branches.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "harness/pt/decode_command.h"
 #include "harness/pt/dump.h"
 #include "harness/pt/itrace.h"
 #include "harness/pt/itrace_log.h"
@@ -274,6 +279,82 @@ TEST(ItraceCorpus, DebugLogOnErrorKeepsTheLastBytes) {
   EXPECT_LE(dumped.size(), 16384u);
   EXPECT_GT(dumped.size(), 8000u);
   EXPECT_TRUE(dumped.find("error E") != std::string::npos) << "ends with the error";
+}
+
+// `perftest pt decode --format=json --itrace=pG4L3 --existing-event ...`
+// end to end: the PSB samples and the existing events' call chains and
+// branch stacks are the truth's.
+TEST(ItraceCorpus, DecodeCommandJson) {
+  testing::Spec("pt.itrace.cli_json", "perftest pt decode --format=json (decode_command.h); perf-intel-pt.txt p, G, L");
+  SimRun r = Generate("compiled", "tsc", 100000);
+  const GroundTruth& truth = r.t.truth;
+  char dir[] = "/tmp/perftest-itrace-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  auto write = [](const std::string& path, std::span<const uint8_t> bytes) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr) << path;
+    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+    std::fclose(f);
+  };
+  DecodeCommand cmd;
+  cmd.file = std::string(dir) + "/trace.bin";
+  write(cmd.file, r.t.bytes);
+  for (const pt_sim::CodeSection& s : truth.image.sections()) {
+    const std::string path = fmt::format("{}/{:x}.code", dir, s.address);
+    write(path, s.bytes);
+    cmd.images.push_back(fmt::format("{:#x}:{}", s.address, path));
+  }
+  cmd.itrace = "pG4L3";
+  cmd.format = "json";
+  std::vector<uint64_t> times;
+  for (const pt_sim::EventRecord& e : truth.events)
+    if (e.kind == pt_sim::EventKind::kPsb && e.insn < truth.insns.size()) times.push_back(truth.insns[e.insn].tsc + 10);
+  for (uint64_t t : times) cmd.existing_events.push_back(fmt::format("{}:cache-misses", t));
+  ::testing::internal::CaptureStdout();
+  const int rc = RunDecode(cmd);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  for (const pt_sim::CodeSection& s : truth.image.sections()) std::remove(fmt::format("{}/{:x}.code", dir, s.address).c_str());
+  std::remove(cmd.file.c_str());
+  rmdir(dir);
+  ASSERT_EQ(rc, 0) << out;
+
+  const TruthFlow flow = Walk(truth);
+  std::vector<std::pair<uint64_t, uint64_t>> psbs;
+  size_t existing = 0;
+  bool summary = false;
+  for (const std::string& line : Lines(out)) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.contains("summary")) {
+      EXPECT_EQ(j["summary"]["instructions"].get<uint64_t>(), flow.ips.size());
+      EXPECT_EQ(j["summary"]["errors"].get<uint64_t>(), 0u);
+      summary = true;
+      continue;
+    }
+    const std::string event = j["event"];
+    if (event == "psb") psbs.emplace_back(j["offset"].get<uint64_t>(), j["ip"].get<uint64_t>());
+    if (event != "cache-misses") continue;
+    ++existing;
+    // The sample's IP is a traced instruction; its call chain and branch
+    // stack are the truth's there (the first instruction with that IP whose
+    // stack matches: IPs repeat in loops, so match on the chain).
+    const uint64_t ip = j["ip"];
+    const std::vector<uint64_t> chain = j["callchain"];
+    std::vector<std::pair<uint64_t, uint64_t>> stack;
+    for (const auto& e : j["branch_stack"]) stack.emplace_back(e[0].get<uint64_t>(), e[1].get<uint64_t>());
+    bool found = false;
+    for (size_t k = 0; k < flow.ips.size() && !found; ++k) {
+      if (flow.ips[k] != ip) continue;
+      std::vector<uint64_t> c = {ip};
+      for (auto it = flow.stacks[k].rbegin(); it != flow.stacks[k].rend() && c.size() < 4; ++it) c.push_back(*it);
+      std::vector<std::pair<uint64_t, uint64_t>> b;
+      for (size_t n = flow.branches_before[k]; n > 0 && b.size() < 3; --n) b.push_back(flow.branches[n - 1]);
+      found = c == chain && b == stack;
+    }
+    EXPECT_TRUE(found) << line;
+  }
+  EXPECT_TRUE(summary);
+  EXPECT_EQ(psbs, TruthPsbs(truth));
+  EXPECT_EQ(existing, times.size());
 }
 
 }  // namespace
