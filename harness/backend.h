@@ -184,6 +184,15 @@ class Backend {
   virtual Result<uint64_t> ReadPmc(uint32_t index) {
     return Result<uint64_t>::Failure(ENOSYS, "rdpmc(index=" + std::to_string(index) + ")");
   }
+
+  // Self-monitoring: the counter the page's time_mult/time_shift convert —
+  // "cyc" in the comment above perf_event_mmap_page.time_shift ("rdtsc or
+  // similar"): RDTSC on x86_64, CNTVCT_EL0 on arm64, rdtime on riscv64.
+  // Raw counter value; meaningful when the page says cap_user_time.
+  // KernelBackend executes the instruction; MockBackend reads its profile's
+  // sched_clock_counter at the simulated time. Errors: ENOSYS where the
+  // architecture has no such counter (the default) or the profile models none.
+  virtual Result<uint64_t> ReadCycleCounter() { return Result<uint64_t>::Failure(ENOSYS, "read_cycle_counter()"); }
 };
 
 // The real kernel: syscalls, /proc and sysfs.

@@ -145,6 +145,25 @@ class KernelBackend final : public Backend {
 #endif
   }
 
+  Result<uint64_t> ReadCycleCounter() override {
+    const std::string call = "read_cycle_counter()";
+#if defined(__x86_64__)
+    uint32_t lo = 0, hi = 0;
+    asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return Result<uint64_t>::Ok((static_cast<uint64_t>(hi) << 32) | lo, call);
+#elif defined(__aarch64__)
+    uint64_t v = 0;
+    asm volatile("isb; mrs %0, cntvct_el0" : "=r"(v));
+    return Result<uint64_t>::Ok(v, call);
+#elif defined(__riscv) && __riscv_xlen == 64
+    uint64_t v = 0;
+    asm volatile("rdtime %0" : "=r"(v));
+    return Result<uint64_t>::Ok(v, call);
+#else
+    return Result<uint64_t>::Failure(ENOSYS, call);
+#endif
+  }
+
   Result<uint64_t> TracepointId(std::string_view system, std::string_view name) override {
     const std::string call = fmt::format("tracepoint_id({}:{})", system, name);
     std::string root;

@@ -216,7 +216,7 @@ MockRingBuffer::Outcome Output(MockEvent& ev, const std::vector<std::byte>& byte
     return out;
   };
   const MockRingBuffer::Outcome o = rb->Output(bytes, opt, &writer.lost_samples);
-  if (o == MockRingBuffer::Outcome::kWritten) rb->UpdateUserPage(ev.count, ev.time_enabled, ev.time_running);
+  if (o == MockRingBuffer::Outcome::kWritten) rb->UpdateUserPage(ev.count, ev.time_enabled, ev.time_running, ctx.now, ev.attr.use_clockid);
   return o;
 }
 

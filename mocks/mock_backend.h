@@ -50,7 +50,8 @@
 //    first, rotated every tick when they do not all fit, pinned groups in
 //    the ERROR state, exclusive groups (mock_task.cc Reschedule()).
 //  - Self-monitoring: the user page's index/offset/cap_user_rdpmc/pmc_width
-//    and ReadPmc() for RDPMC (no TSC: cap_user_time stays 0).
+//    and ReadPmc() for RDPMC; cap_user_time* and time_* from the profile's
+//    sched_clock_counter (mocks/sched_clock.h), ReadCycleCounter() for RDTSC.
 //  - Child tasks (mock_tasks.cc): Fork/Threads/ForkExec workloads and
 //    SpawnTask/RunInTask/ExitTask run simulated children with inherited
 //    copies (folded at exit, live ones in reads), exec with enable_on_exec and

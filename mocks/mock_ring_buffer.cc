@@ -147,6 +147,16 @@ void MockRingBuffer::UpdateUserPage(const UserPage& u) {
   pg->time_running = u.time_running;
   pg->cap_user_rdpmc = u.cap_user_rdpmc ? 1 : 0;
   pg->pmc_width = u.pmc_width;
+  pg->cap_user_time = u.time.cap_user_time ? 1 : 0;
+  pg->cap_user_time_zero = u.time.cap_user_time_zero ? 1 : 0;
+  pg->cap_user_time_short = u.time.cap_user_time_short ? 1 : 0;
+  pg->time_shift = u.time.time_shift;
+  pg->time_mult = u.time.time_mult;
+  pg->time_offset = u.time.time_offset;
+  // x86 leaves time_zero alone when cap_user_time_zero is 0 (0 from perf_event_init_userpage()).
+  if (u.time.cap_user_time_zero) pg->time_zero = u.time.time_zero;
+  pg->time_cycles = u.time.time_cycles;
+  pg->time_mask = u.time.time_mask;
   __atomic_thread_fence(__ATOMIC_RELEASE);
   pg->lock = pg->lock + 1;
 }

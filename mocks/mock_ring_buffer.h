@@ -38,7 +38,9 @@
 #include <vector>
 
 #include "harness/result.h"
+#include "harness/user_time.h"
 #include "mocks/aux_area.h"
+#include "mocks/sched_clock.h"
 
 namespace perftest::mock {
 
@@ -93,9 +95,9 @@ class MockRingBuffer {
   void Wakeup() { poll_ = POLLIN | POLLRDNORM; }
 
   // perf_event_update_userpage(): the fields it writes between the two
-  // increments of `lock` (arch_perf_update_userpage() for cap_user_rdpmc and
-  // pmc_width; the model has no TSC, so cap_user_time* and time_* stay 0, as
-  // on a guest whose sched_clock is not the TSC).
+  // increments of `lock` (arch_perf_update_userpage() for cap_user_rdpmc,
+  // pmc_width and the time fields: all zero unless the profile has a
+  // sched_clock_counter, mocks/sched_clock.h).
   struct UserPage {
     uint32_t index = 0;        // perf_event_index(): rdpmc counter + 1 while ACTIVE on a counter, else 0
     int64_t offset = 0;        // count, minus the counter's sign-extended value when index != 0
@@ -103,11 +105,21 @@ class MockRingBuffer {
     uint64_t time_running = 0;
     bool cap_user_rdpmc = false;  // x86: the event is mmapped (PERF_EVENT_FLAG_USER_READ_CNT)
     uint16_t pmc_width = 0;       // x86_pmu.cntval_bits (0 without a PMU)
+    UserTimeFields time;          // cap_user_time*, time_shift/mult/offset/zero/cycles/mask
   };
   void UpdateUserPage(const UserPage& u);
   void UpdateUserPage(uint64_t count, uint64_t time_enabled, uint64_t time_running) {
-    UpdateUserPage(UserPage{0, static_cast<int64_t>(count), time_enabled, time_running, false, 0});
+    UpdateUserPage(UserPage{0, static_cast<int64_t>(count), time_enabled, time_running, false, 0, {}});
   }
+  // The same at perf time `now`, with the time fields of `sched_clock` (if set)
+  // for an event with attr.use_clockid `use_clockid`.
+  void UpdateUserPage(uint64_t count, uint64_t time_enabled, uint64_t time_running, uint64_t now, bool use_clockid) {
+    UserPage u{0, static_cast<int64_t>(count), time_enabled, time_running, false, 0, {}};
+    if (sched_clock != nullptr) u.time = sched_clock->PageFields(now, use_clockid);
+    UpdateUserPage(u);
+  }
+  // The machine's sched_clock counter (MockBackend sets it; null: none).
+  const SchedClockCounter* sched_clock = nullptr;
 
   size_t page_size() const { return page_size_; }
   size_t nr_pages() const { return nr_pages_; }

@@ -305,7 +305,20 @@ void MockBackend::UpdateUserPage(MockEvent& ev) {
       u.offset -= SignExtend(ev.pmc, width);                        // - hwc->prev_count
     }
   }
+  // The time fields: the same for every event (the TSC style leaves
+  // cap_user_time_zero out for an event with its own clockid).
+  if (sched_clock_) u.time = sched_clock_->PageFields(now_, ev.attr.use_clockid);
+  ev.rb->sched_clock = sched_clock_ ? &*sched_clock_ : nullptr;
   ev.rb->UpdateUserPage(u);
+}
+
+Result<uint64_t> MockBackend::ReadCycleCounter() {
+  const std::string call = "read_cycle_counter()";
+  if (!sched_clock_) {
+    return Result<uint64_t>::Failure(ENOSYS, call + fmt::format(" [mock: profile '{}' has no sched_clock_counter]",
+                                                                  profile_.name));
+  }
+  return Result<uint64_t>::Ok(sched_clock_->CyclesAt(now_), call);
 }
 
 Result<uint64_t> MockBackend::ReadPmc(uint32_t index) {

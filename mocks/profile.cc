@@ -145,7 +145,8 @@ const std::set<std::string>& KnownKeys() {
       "name",      "arch",         "description",     "provenance", "ncpus",  "page_size",
       "perf_event_paranoid", "max_sample_rate", "max_stack", "max_contexts_per_stack", "mlock_kb",
       "hz",        "attr_size",    "privileged",      "memlock_rlimit_kb",    "pmus",
-      "tracepoints", "hw_breakpoint_slots", "cpu_mhz", "hardware", "clock_pmu_types", "attr_aux_action"};
+      "tracepoints", "hw_breakpoint_slots", "cpu_mhz", "hardware", "clock_pmu_types", "attr_aux_action",
+      "sched_clock_counter"};
   return keys;
 }
 
@@ -313,6 +314,17 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
     }
   }
   r.Bool(root, "attr_aux_action", &p.attr_aux_action);
+  if (const Json* c = r.Find(root, "sched_clock_counter", "sched_clock_counter", false); c != nullptr && r.ok()) {
+    if (!c->is_object()) r.Fail("sched_clock_counter", fmt::format("expected an object, got {}", c->type_name()));
+    for (auto it = c->begin(); r.ok() && c->is_object() && it != c->end(); ++it) {
+      if (it.key() != "khz" && it.key() != "bits" && it.key() != "start") {
+        r.Fail("sched_clock_counter." + it.key(), "unknown key (khz, bits, start)");
+      }
+    }
+    r.Int(*c, "khz", &p.sched_clock_counter.khz, 1, 100'000'000, true, "sched_clock_counter.");
+    r.Int(*c, "bits", &p.sched_clock_counter.bits, 32, 64, false, "sched_clock_counter.");
+    r.Int(*c, "start", &p.sched_clock_counter.start, 0, 0x7fffffffffffffffll, false, "sched_clock_counter.");
+  }
   if (!r.ok()) return Result<MockProfile>::Failure(EINVAL, r.error());
   std::sort(p.pmus.begin(), p.pmus.end(), [](const Pmu& a, const Pmu& b) { return a.name < b.name; });
   return Result<MockProfile>::Ok(std::move(p), fmt::format("parse_profile({})", where));

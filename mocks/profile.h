@@ -40,6 +40,13 @@
 //     rewritten), so they open by that type too and PERF_EVENT_IOC_MODIFY_ATTRIBUTES
 //     with type PERF_TYPE_SOFTWARE is EINVAL. Without the key the clocks are
 //     only reachable as PERF_TYPE_SOFTWARE and MODIFY_ATTRIBUTES says EOPNOTSUPP.
+//   sched_clock_counter (default none): {khz, bits (default 64), start (default 0)},
+//     the hardware counter the machine's sched_clock() runs on (mocks/sched_clock.h):
+//     with it, every event's user page has cap_user_time and the time_* fields
+//     (x86_64: the TSC, arch_perf_update_userpage() in arch/x86/events/core.c;
+//     aarch64/riscv64: the generic sched_clock's counter, with cap_user_time_short),
+//     and Backend::ReadCycleCounter() reads it. Without it (a guest on
+//     kvm-clock, as this project's VM) the page has no time fields.
 //   attr_aux_action (default false): the kernel knows attr.aux_start_paused,
 //     aux_pause and aux_resume (Linux 6.13+; older kernels refuse those bits of
 //     __reserved_3 with EINVAL).
@@ -106,6 +113,12 @@ struct MockProfile {
   uint32_t cpu_clock_type = 0;      // clock_pmu_types; 0: not modelled
   uint32_t task_clock_type = 0;
   bool attr_aux_action = false;
+  // sched_clock_counter; khz 0: not modelled.
+  struct SchedClockCounter {
+    uint64_t khz = 0;
+    uint32_t bits = 64;
+    uint64_t start = 0;
+  } sched_clock_counter;
 
   // Whether a PMU of this sysfs type is listed.
   bool HasPmu(uint32_t type) const;

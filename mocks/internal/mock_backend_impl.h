@@ -27,6 +27,7 @@
 #include "mocks/mock_backend.h"
 #include "mocks/mock_ring_buffer.h"
 #include "mocks/profile.h"
+#include "mocks/sched_clock.h"
 #include "mocks/tracepoint_pmu.h"
 
 namespace perftest::mock {
@@ -58,6 +59,7 @@ class MockBackend final : public Backend {
   Result<int> EpollAdd(int epfd, int fd, uint32_t events) override;
   Result<int> EpollWait(int epfd, std::span<epoll_event> out, int timeout_ms) override;
   Result<uint64_t> ReadPmc(uint32_t index) override;  // mock_task.cc
+  Result<uint64_t> ReadCycleCounter() override;     // mock_task.cc
   // The ground truth of intel_pt event `fd`'s simulated trace (mock_aux.cc); nullptr otherwise.
   const pt_sim::GroundTruth* PtTruth(int fd);
 
@@ -232,6 +234,10 @@ class MockBackend final : public Backend {
   MockProfile profile_;
   MachineInfo machine_;
   Task task_;
+  // The counter sched_clock() runs on (profile sched_clock_counter), if any.
+  std::optional<SchedClockCounter> sched_clock_ = MakeSchedClockCounter(
+      {profile_.sched_clock_counter.khz, profile_.sched_clock_counter.bits, profile_.sched_clock_counter.start},
+      profile_.arch);
   Credentials creds_;
   // Inside RunInChild: the parent (a task that exists, of another pid) and its credentials.
   std::optional<pid_t> parent_pid_;

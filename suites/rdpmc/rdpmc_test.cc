@@ -12,7 +12,10 @@
 // comments; kernel/events/core.c perf_event_init_userpage(),
 // perf_event_update_userpage(), perf_mmap(), _perf_event_reset();
 // arch/x86/events/core.c arch_perf_update_userpage(), x86_pmu_event_idx(),
-// x86_pmu_event_mapped().
+// x86_pmu_event_mapped(); drivers/perf/arm_pmuv3.c and drivers/perf/riscv_pmu.c
+// arch_perf_update_userpage() (cap_user_time_short). The time cases read the
+// counter the page's time_mult/time_shift convert with Backend::ReadCycleCounter()
+// (RDTSC here; the mock's profile sched_clock_counter).
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -31,6 +34,8 @@
 #include "harness/event.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "harness/user_time.h"
+#include "suites/common/records_util.h"
 #include "suites/common/hardware.h"
 #include "suites/common/measure.h"
 #include "suites/common/suite.h"
@@ -54,6 +59,9 @@ struct PageSnapshot {
   uint64_t time_offset = 0, time_zero = 0;
   uint64_t pmc = 0;  // ReadPmc(index) inside the loop, when cap_user_rdpmc && index
   bool pmc_read = false;
+  UserTimeFields time;  // the time fields, as harness/user_time.h converts them
+  uint64_t cyc = 0;     // ReadCycleCounter() inside the loop, when cap_user_time
+  bool cyc_read = false;
   int retries = 0;
 };
 
@@ -79,7 +87,16 @@ PageSnapshot ReadPage(const volatile perf_event_mmap_page& pc, Backend* backend)
     s.time_mult = pc.time_mult;
     s.time_offset = pc.time_offset;
     s.time_zero = pc.time_zero;
+    s.time = UserTimeFieldsOf(pc);
     s.pmc_read = false;
+    s.cyc_read = false;
+    if (backend != nullptr && s.cap_user_time) {
+      Result<uint64_t> cyc = backend->ReadCycleCounter();
+      if (cyc.ok()) {
+        s.cyc = *cyc;
+        s.cyc_read = true;
+      }
+    }
     if (backend != nullptr && s.cap_user_rdpmc && s.index != 0) {
       Result<uint64_t> pmc = backend->ReadPmc(s.index);
       if (pmc.ok()) {
@@ -345,6 +362,124 @@ PERFTEST_CASE(Rdpmc, MultiplexedCounterPageTimes, "rdpmc.hw_multiplexed_times",
   EXPECT_GT(s.lock, lock0 + 2) << "rotation scheduled it in again: more updates than the ENABLE";
   EXPECT_LT(s.time_running, s.time_enabled) << "it was rotated out part of the time";
   EXPECT_GT(s.time_running, 0u);
+}
+
+// The UAPI's "enabled += delta; if (index) running += delta" from one
+// snapshot: the times a self-monitoring reader computes without a syscall.
+struct PageTimes {
+  uint64_t enabled = 0, running = 0;
+};
+PageTimes TimesFromPage(const PageSnapshot& s) {
+  PageTimes t{s.time_enabled, s.time_running};
+  if (s.cap_user_time && s.cyc_read) {
+    const uint64_t delta = UserTimeDelta(s.time, s.cyc);
+    t.enabled += delta;
+    if (s.index != 0) t.running += delta;
+  }
+  return t;
+}
+
+// One tick of the page's counter, ns (the resolution of a conversion), plus one for rounding.
+uint64_t CounterTickNs(const PageSnapshot& s) { return (uint64_t{s.time_mult} >> s.time_shift) + 1; }
+
+PERFTEST_CASE(Rdpmc, TimesFromPageMatchRead, "rdpmc.user_time_scaling",
+              "<linux/perf_event.h> comment above perf_event_mmap_page.time_shift: 'delta = time_offset + quot * "
+              "time_mult + ((rem * time_mult) >> time_shift); enabled += delta; if (index) running += delta'; core.c "
+              "perf_event_update_userpage() (calc_timer_values() at the update); arch_perf_update_userpage()") {
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK)));
+  std::optional<RingBuffer> rb = MapPage(ev);
+  ASSERT_TRUE(rb.has_value());
+  ASSERT_OK(ev.Enable());
+  ASSERT_OK(backend().RunWorkload(Workload::Sleep(1, 200us)));  // a switch-in: the page is fresh
+  ASSERT_OK(backend().RunWorkload(Workload::Spin(3ms)));        // then time passes on CPU
+  const PageSnapshot s = ReadPage(rb->page(), &backend());
+  const ReadValues v = Values(ev);
+  ASSERT_OK(ev.Disable());
+  ASSERT_TRUE(v.time_enabled.has_value() && v.time_running.has_value());
+  const PageTimes t = TimesFromPage(s);
+  EXPECT_LE(t.enabled, *v.time_enabled) << "the page (plus delta) never runs ahead of read(2)";
+  EXPECT_LE(t.running, *v.time_running);
+  EXPECT_LE(t.running, t.enabled);
+  if (!s.cap_user_time) {
+    // "If cap_usr_time the below fields can be used": without it the page's
+    // times are those of its last update, at the switch-in before the spin.
+    EXPECT_LT(t.enabled + 2'000'000, *v.time_enabled) << "no delta: the page misses the spin";
+    return;
+  }
+  ASSERT_TRUE(s.cyc_read) << "cap_user_time, but the counter could not be read";
+  EXPECT_EQ(s.index, 0u) << "a software event: running gets no delta";
+  // The delta covers the spin: enabled is read(2)'s up to the time between the
+  // counter read and read(2) (a tick of the counter on the mock).
+  const uint64_t slack = exact() ? CounterTickNs(s) : 10'000'000;
+  EXPECT_LT(*v.time_enabled - t.enabled, slack) << "page time_enabled + delta vs read(2)";
+  EXPECT_LT(t.running + 2'000'000, *v.time_running) << "no delta for running without an index (stale by the spin)";
+}
+
+PERFTEST_CASE(Rdpmc, TimeZeroIsPerfClock, "rdpmc.user_time_zero",
+              "<linux/perf_event.h> comment above perf_event_mmap_page.time_zero: 'timestamp = time_zero + quot * "
+              "time_mult + ((rem * time_mult) >> time_shift)' is the perf clock of PERF_SAMPLE_TIME; "
+              "cap_user_time_short: 'cyc = time_cycles + ((cyc - time_cycles) & time_mask)'") {
+  perf_event_attr a = Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
+  a.sample_period = 1;
+  a.sample_type = PERF_SAMPLE_TIME;
+  a.exclude_kernel = 0;  // page faults are counted in the kernel's handler
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
+  Result<RingBuffer> mapped = RingBuffer::Map(backend(), ev.fd(), 8);
+  ASSERT_OK(mapped);
+  RingBuffer& rb = *mapped;
+  ASSERT_OK(ev.Enable());
+  ASSERT_OK(backend().RunWorkload(Workload::Sleep(1, 200us)));
+  const PageSnapshot before = ReadPage(rb.page(), &backend());
+  if (!before.cap_user_time_zero) {
+    ASSERT_OK(ev.Disable());
+    PERFTEST_SKIP(SkipClass::kUnsupported,
+                  "cap_user_time_zero is 0: this machine's sched_clock is no counter user space can read (e.g. a "
+                  "kvm-clock guest; x86 arch_perf_update_userpage() needs the native, stable TSC sched_clock)");
+  }
+  ASSERT_TRUE(before.cyc_read);
+  ASSERT_OK(backend().RunWorkload(Workload::TouchPages(3)));
+  const PageSnapshot after = ReadPage(rb.page(), &backend());
+  ASSERT_OK(ev.Disable());
+  ASSERT_TRUE(after.cyc_read);
+  const uint64_t t0 = UserTimestamp(before.time, before.cyc), t1 = UserTimestamp(after.time, after.cyc);
+  EXPECT_LT(t0, t1);
+  ASSERT_OK_AND_ASSIGN(std::vector<ParsedRecord> recs, DrainRecords(rb, SampleLayout::FromAttr(a), true));
+  const std::vector<const SampleRecord*> samples = SamplesOf(recs);
+  ASSERT_GE(samples.size(), 3u) << "one sample per page fault";
+  for (const SampleRecord* smp : samples) {
+    ASSERT_TRUE(smp->time.has_value());
+    EXPECT_GE(*smp->time + CounterTickNs(before), t0) << "a fault after the first counter read";
+    EXPECT_LE(*smp->time, t1 + CounterTickNs(after)) << "a fault before the second counter read";
+  }
+}
+
+PERFTEST_CASE(Rdpmc, TimeZeroWithClockid, "rdpmc.user_time_zero_clockid",
+              "x86 arch_perf_update_userpage(): 'cap_user_time_zero doesn't make sense when we're using a different "
+              "time base for the records' (no time_zero with attr.use_clockid); arm64/riscv "
+              "arch_perf_update_userpage() set cap_user_time_zero regardless") {
+  perf_event_attr a = Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
+  a.use_clockid = 1;
+  a.clockid = CLOCK_MONOTONIC_RAW;
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
+  std::optional<RingBuffer> rb = MapPage(ev);
+  ASSERT_TRUE(rb.has_value());
+  ASSERT_OK(ev.Enable());
+  ASSERT_OK(backend().RunWorkload(Workload::Sleep(1, 200us)));
+  const PageSnapshot s = ReadPage(rb->page(), nullptr);
+  ASSERT_OK(ev.Disable());
+  if (!s.cap_user_time) {
+    EXPECT_FALSE(s.cap_user_time_zero) << "no time_zero without cap_user_time";
+    PERFTEST_SKIP(SkipClass::kUnsupported,
+                  "cap_user_time is 0: this machine's sched_clock is no counter user space can read (e.g. a "
+                  "kvm-clock guest)");
+  }
+  if (backend().Machine().arch == "x86_64") {
+    EXPECT_FALSE(s.cap_user_time_zero) << "x86: an event with its own clock has no time_zero";
+    EXPECT_EQ(s.time_zero, 0u);
+  } else {
+    EXPECT_TRUE(s.cap_user_time_zero) << "arm64/riscv: time_zero whatever the clockid";
+    EXPECT_TRUE(s.cap_user_time_short) << "arm64/riscv: the counter may be narrower than 64 bits";
+  }
 }
 
 }  // namespace
