@@ -205,13 +205,7 @@ class AuxMlock : public Aux {
     Aux::SetUp();
     if (IsSkipped()) return;
     if (paranoid() >= 3) PERFTEST_SKIP(SkipClass::kPermission, "perf_event_paranoid >= 3: users cannot open events");
-    Result<int> r = backend().RunInChild(Child({CAP_IPC_LOCK}), [](Backend&) { return 0; });
-    if (!r.ok() && (r.error() == EPERM || r.error() == EACCES)) {
-      PERFTEST_SKIP(SkipClass::kPermission,
-                    "a child cannot take another uid with chosen capabilities (needs root: CAP_SETUID, CAP_SETGID "
-                    "and the capabilities it keeps): " + r.ToString());
-    }
-    ASSERT_OK(r);
+    PERFTEST_REQUIRE_CHILD_CREDENTIALS(Child({CAP_IPC_LOCK}));
   }
   int paranoid() { return backend().Machine().perf_event_paranoid; }
   // kAuxMlockUid with `caps` and RLIMIT_MEMLOCK 0: only perf_event_mlock_kb is left.
