@@ -1,9 +1,11 @@
 // Conformance suite: the AUX area (the second mmap of a perf fd, where
 // Intel PT, CoreSight and SPE write their trace) and its records.
 //
-// The mmap rules and the attr checks that need no AUX-capable PMU run for real
-// on any kernel with a software event; the rest needs the intel_pt PMU and
-// skips as unsupported where sysfs has none. References: <linux/perf_event.h>
+// The mmap rules, the mlock budget of the AUX pages (as a child of another
+// uid: needs root) and the attr checks that need no AUX-capable PMU run for
+// real on any kernel with a software event; the rest needs the intel_pt PMU
+// and skips as unsupported where sysfs has none. aux.flag_partial needs VMX
+// operation (KVM), which only the mock drives. References: <linux/perf_event.h>
 // struct perf_event_mmap_page (aux_offset, aux_size, aux_head, aux_tail),
 // PERF_RECORD_AUX, PERF_RECORD_ITRACE_START, PERF_AUX_FLAG_*; kernel/events/
 // core.c perf_mmap() (the AUX part), perf_get_aux_event(),
