@@ -150,7 +150,14 @@ TEST_F(MockAuxIntel, AuxChargeIsGivenBackAtUnmap) {
   while (pages + 1 <= left) pages *= 2;
   const size_t len = (pages + 1) * kPage;
   EXPECT_THAT(b().Mmap(len, PROT_READ | PROT_WRITE, MAP_SHARED, other, 0), FailsWithErrno(EPERM));
+  // A second mapping attaches to the AUX area uncharged ("If mapped, attach
+  // to it"): were it charged, it would be over the budget.
+  Result<void*> again = b().Mmap(within * kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 2 * kPage);
+  ASSERT_OK(again);
   ASSERT_OK(b().Munmap(*aux, within * kPage));
+  EXPECT_THAT(b().Mmap(len, PROT_READ | PROT_WRITE, MAP_SHARED, other, 0), FailsWithErrno(EPERM))
+      << "the charge went back before the last AUX unmap";
+  ASSERT_OK(b().Munmap(*again, within * kPage));
   Result<void*> m = b().Mmap(len, PROT_READ | PROT_WRITE, MAP_SHARED, other, 0);
   EXPECT_OK(m);
   if (m.ok()) EXPECT_OK(b().Munmap(*m, len));
