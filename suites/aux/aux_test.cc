@@ -110,7 +110,7 @@ PERFTEST_CASE(Aux, MmapNeedsDataBufferFirst, "aux.mmap_needs_data_buffer",
 PERFTEST_CASE(Aux, PageFieldsStartZero, "aux.page_fields_zero",
               "<linux/perf_event.h> perf_event_mmap_page aux_offset/aux_size/aux_head/aux_tail; "
               "perf_event_init_userpage()") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   const volatile perf_event_mmap_page& pg = rb_->page();
   EXPECT_EQ(pg.aux_offset, 0u);
   EXPECT_EQ(pg.aux_size, 0u);
@@ -120,7 +120,7 @@ PERFTEST_CASE(Aux, PageFieldsStartZero, "aux.page_fields_zero",
 
 PERFTEST_CASE(Aux, OffsetMustFollowDataBuffer, "aux.offset_after_data",
               "kernel/events/core.c perf_mmap(): 'aux_offset < perf_data_size(rb) + PAGE_SIZE' -> EINVAL") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   // Inside the data area (the last data page), and at 0.
   EXPECT_THAT(TryAux(DataEnd() - page(), 2 * page(), 2 * page(), DataEnd() - page()), FailsWithErrno(EINVAL));
   EXPECT_THAT(TryAux(page(), page(), page(), page()), FailsWithErrno(EINVAL));
@@ -128,7 +128,7 @@ PERFTEST_CASE(Aux, OffsetMustFollowDataBuffer, "aux.offset_after_data",
 
 PERFTEST_CASE(Aux, OffsetMustMatchMmapOffset, "aux.offset_matches_pgoff",
               "kernel/events/core.c perf_mmap(): 'aux_offset != vma->vm_pgoff << PAGE_SHIFT' -> EINVAL") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   EXPECT_THAT(TryAux(DataEnd(), 2 * page(), 2 * page(), DataEnd() + page()), FailsWithErrno(EINVAL));
   // An aux_offset that is not page aligned can match no mmap offset.
   EXPECT_THAT(TryAux(DataEnd() + 8, 2 * page(), 2 * page(), DataEnd()), FailsWithErrno(EINVAL));
@@ -136,14 +136,14 @@ PERFTEST_CASE(Aux, OffsetMustMatchMmapOffset, "aux.offset_matches_pgoff",
 
 PERFTEST_CASE(Aux, SizeMustMatchLength, "aux.size_matches_length",
               "kernel/events/core.c perf_mmap(): 'aux_size != vma_size' -> EINVAL") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   EXPECT_THAT(TryAux(DataEnd(), 4 * page(), 2 * page(), DataEnd()), FailsWithErrno(EINVAL));
   EXPECT_THAT(TryAux(DataEnd(), 0, page(), DataEnd()), FailsWithErrno(EINVAL));
 }
 
 PERFTEST_CASE(Aux, PagesPowerOfTwo, "aux.pages_power_of_two",
               "kernel/events/core.c perf_mmap(): '!is_power_of_2(nr_pages)' -> EINVAL") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   for (size_t pages : {3, 5, 6, 12}) {
     EXPECT_THAT(TryAux(DataEnd(), pages * page(), pages * page(), DataEnd()), FailsWithErrno(EINVAL))
         << pages << " AUX pages";
@@ -152,13 +152,13 @@ PERFTEST_CASE(Aux, PagesPowerOfTwo, "aux.pages_power_of_two",
 
 PERFTEST_CASE(Aux, MappingMustBeShared, "aux.map_shared",
               "kernel/events/core.c perf_mmap(): '!(vma->vm_flags & VM_SHARED)' -> EINVAL") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   EXPECT_THAT(TryAux(DataEnd(), 2 * page(), 2 * page(), DataEnd(), PROT_READ, MAP_PRIVATE), FailsWithErrno(EINVAL));
 }
 
 PERFTEST_CASE(Aux, PmuWithoutAuxArea, "aux.pmu_without_aux",
               "kernel/events/ring_buffer.c rb_alloc_aux(): '!has_aux(event)' -> -EOPNOTSUPP") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   // A geometry every check accepts, full-trace and snapshot, one and two pages.
   EXPECT_THAT(TryAux(DataEnd(), 2 * page(), 2 * page(), DataEnd()), FailsWithErrno(EOPNOTSUPP));
   EXPECT_THAT(TryAux(DataEnd(), page(), page(), DataEnd(), PROT_READ), FailsWithErrno(EOPNOTSUPP));
