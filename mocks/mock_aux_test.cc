@@ -32,6 +32,20 @@ class MockAux : public MockTest {
     pg->aux_size = size;
     return b().Mmap(len, prot, MAP_SHARED, fd, at);
   }
+  // Remakes the backend for a user without capabilities and with
+  // RLIMIT_MEMLOCK 0; returns the largest power-of-two AUX page count that
+  // fits the per-user budget (perf_event_mlock_kb * ncpus) beside a 1+1 page
+  // data buffer, and the budget in *budget.
+  size_t UnprivilegedAuxPages(size_t* budget) {
+    MockProfile p = profile_;
+    p.privileged = false;
+    p.memlock_rlimit_kb = 0;
+    Remake(p);
+    *budget = size_t{p.mlock_kb} * 1024 / kPage * p.ncpus;
+    size_t within = 1;
+    while (2 * within + 2 <= *budget) within *= 2;
+    return within;
+  }
 };
 
 // Linux 6.18, a software event: every geometry check comes before rb_alloc_aux().
@@ -50,13 +64,8 @@ TEST_F(MockAux, GeometryIsCheckedBeforeThePmu) {
 // perf_mmap_aux(): perf_mmap_calc_limits() before rb_alloc_aux() (checked on
 // Linux 6.18 as uid 65532 with RLIMIT_MEMLOCK 0: suite aux, aux.mlock_budget).
 TEST_F(MockAux, AuxPagesAreChargedBeforeThePmu) {
-  MockProfile p = profile_;
-  p.privileged = false;
-  p.memlock_rlimit_kb = 0;
-  Remake(p);
-  const size_t budget = size_t{p.mlock_kb} * 1024 / kPage * p.ncpus;
-  size_t within = 1;
-  while (2 * within + 2 <= budget) within *= 2;
+  size_t budget = 0;
+  const size_t within = UnprivilegedAuxPages(&budget);
   perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_DUMMY);
   a.exclude_kernel = 1;
   const int fd = MustOpen(a);
@@ -127,13 +136,8 @@ TEST_F(MockAuxIntel, SnapshotModeIsTheReadOnlyMapping) {
 
 // The AUX pages join user->locked_vm and leave it with the last AUX unmap.
 TEST_F(MockAuxIntel, AuxChargeIsGivenBackAtUnmap) {
-  MockProfile p = profile_;
-  p.privileged = false;
-  p.memlock_rlimit_kb = 0;
-  Remake(p);
-  const size_t budget = size_t{p.mlock_kb} * 1024 / kPage * p.ncpus;
-  size_t within = 1;
-  while (2 * within + 2 <= budget) within *= 2;
+  size_t budget = 0;
+  const size_t within = UnprivilegedAuxPages(&budget);
   const int fd = MustOpen(Pt());
   void* d = MapData(fd);
   Result<void*> aux = MapAux(fd, d, 2 * kPage, within * kPage, within * kPage, 2 * kPage, PROT_READ | PROT_WRITE);
@@ -146,7 +150,14 @@ TEST_F(MockAuxIntel, AuxChargeIsGivenBackAtUnmap) {
   while (pages + 1 <= left) pages *= 2;
   const size_t len = (pages + 1) * kPage;
   EXPECT_THAT(b().Mmap(len, PROT_READ | PROT_WRITE, MAP_SHARED, other, 0), FailsWithErrno(EPERM));
+  // A second mapping attaches to the AUX area uncharged ("If mapped, attach
+  // to it"): were it charged, it would be over the budget.
+  Result<void*> again = b().Mmap(within * kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 2 * kPage);
+  ASSERT_OK(again);
   ASSERT_OK(b().Munmap(*aux, within * kPage));
+  EXPECT_THAT(b().Mmap(len, PROT_READ | PROT_WRITE, MAP_SHARED, other, 0), FailsWithErrno(EPERM))
+      << "the charge went back before the last AUX unmap";
+  ASSERT_OK(b().Munmap(*again, within * kPage));
   Result<void*> m = b().Mmap(len, PROT_READ | PROT_WRITE, MAP_SHARED, other, 0);
   EXPECT_OK(m);
   if (m.ok()) EXPECT_OK(b().Munmap(*m, len));

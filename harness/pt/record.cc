@@ -35,6 +35,7 @@
 namespace perftest::pt {
 namespace {
 
+constexpr uint64_t kMockSyscalls = 4;  // system calls the simulated task makes in a mock recording
 constexpr char kMagic[8] = {'P', 'T', 'C', 'A', 'P', 'v', '1', '\0'};
 enum ChunkType : uint32_t { kMeta = 1, kRecord = 2, kAux = 3 };
 
@@ -323,11 +324,13 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
   CaptureSummary sum;
   if (o.backend == "mock") {
     // The simulated task: an executable mapping and a name (side-band), then
-    // the instructions the PT event traces.
+    // the instructions the PT event traces, with a few system calls halfway
+    // (TIP.PGD/TIP.PGE in the trace).
     if (Result<void> r = s.dummy->Enable(); !r.ok()) return R::FailureFrom(r);
     if (Result<void> r = s.pt->Enable(); !r.ok()) return R::FailureFrom(r);
     for (const Workload& wl : {Workload::MmapExec(4), Workload::SetComm("perftest-pt"),
-                               Workload::Instructions(o.instructions)}) {
+                               Workload::Instructions(o.instructions / 2), Workload::Syscalls(kMockSyscalls),
+                               Workload::Instructions(o.instructions - o.instructions / 2)}) {
       Result<WorkloadResult> r = b.RunWorkload(wl);
       if (!r.ok()) return R::FailureFrom(r);
       Drain(s, w, &sum);

@@ -57,6 +57,7 @@ struct RecordOptions {
   size_t aux_pages = 64;                  // AUX area (power of two)
   bool snapshot = false;                  // read-only AUX mapping, captured once at the end
   uint64_t instructions = 1000000;        // mock: user instructions the simulated task retires
+                                          // (and 4 system calls halfway)
   std::vector<std::string> command;       // kernel: the command to run and trace
 };
 

@@ -1,9 +1,11 @@
 // Conformance suite: the AUX area (the second mmap of a perf fd, where
 // Intel PT, CoreSight and SPE write their trace) and its records.
 //
-// The mmap rules and the attr checks that need no AUX-capable PMU run for real
-// on any kernel with a software event; the rest needs the intel_pt PMU and
-// skips as unsupported where sysfs has none. References: <linux/perf_event.h>
+// The mmap rules, the mlock budget of the AUX pages (as a child of another
+// uid: needs root) and the attr checks that need no AUX-capable PMU run for
+// real on any kernel with a software event; the rest needs the intel_pt PMU
+// and skips as unsupported where sysfs has none. aux.flag_partial needs VMX
+// operation (KVM), which only the mock drives. References: <linux/perf_event.h>
 // struct perf_event_mmap_page (aux_offset, aux_size, aux_head, aux_tail),
 // PERF_RECORD_AUX, PERF_RECORD_ITRACE_START, PERF_AUX_FLAG_*; kernel/events/
 // core.c perf_mmap() (the AUX part), perf_get_aux_event(),
@@ -41,9 +43,18 @@ using ::testing::Ge;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
+// A software event counting user mode only, so that an unprivileged user
+// may open it at perf_event_paranoid 2 (perf_allow_kernel()).
+perf_event_attr UserSoftware(uint64_t config) {
+  perf_event_attr a = SoftwareAttr(config);
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  return a;
+}
+
 // A software dummy event: every AUX mmap rule up to rb_alloc_aux() applies to
 // it, and rb_alloc_aux() then refuses it (no setup_aux).
-perf_event_attr Dummy() { return SoftwareAttr(PERF_COUNT_SW_DUMMY); }
+perf_event_attr Dummy() { return UserSoftware(PERF_COUNT_SW_DUMMY); }
 
 // Enough user instructions for at least `bytes` of trace: Intel PT writes
 // about a byte per 6 conditional branches (TNT-8) plus timing and PSB+ packets;
@@ -99,7 +110,7 @@ PERFTEST_CASE(Aux, MmapNeedsDataBufferFirst, "aux.mmap_needs_data_buffer",
 PERFTEST_CASE(Aux, PageFieldsStartZero, "aux.page_fields_zero",
               "<linux/perf_event.h> perf_event_mmap_page aux_offset/aux_size/aux_head/aux_tail; "
               "perf_event_init_userpage()") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   const volatile perf_event_mmap_page& pg = rb_->page();
   EXPECT_EQ(pg.aux_offset, 0u);
   EXPECT_EQ(pg.aux_size, 0u);
@@ -109,7 +120,7 @@ PERFTEST_CASE(Aux, PageFieldsStartZero, "aux.page_fields_zero",
 
 PERFTEST_CASE(Aux, OffsetMustFollowDataBuffer, "aux.offset_after_data",
               "kernel/events/core.c perf_mmap(): 'aux_offset < perf_data_size(rb) + PAGE_SIZE' -> EINVAL") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   // Inside the data area (the last data page), and at 0.
   EXPECT_THAT(TryAux(DataEnd() - page(), 2 * page(), 2 * page(), DataEnd() - page()), FailsWithErrno(EINVAL));
   EXPECT_THAT(TryAux(page(), page(), page(), page()), FailsWithErrno(EINVAL));
@@ -117,7 +128,7 @@ PERFTEST_CASE(Aux, OffsetMustFollowDataBuffer, "aux.offset_after_data",
 
 PERFTEST_CASE(Aux, OffsetMustMatchMmapOffset, "aux.offset_matches_pgoff",
               "kernel/events/core.c perf_mmap(): 'aux_offset != vma->vm_pgoff << PAGE_SHIFT' -> EINVAL") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   EXPECT_THAT(TryAux(DataEnd(), 2 * page(), 2 * page(), DataEnd() + page()), FailsWithErrno(EINVAL));
   // An aux_offset that is not page aligned can match no mmap offset.
   EXPECT_THAT(TryAux(DataEnd() + 8, 2 * page(), 2 * page(), DataEnd()), FailsWithErrno(EINVAL));
@@ -125,14 +136,14 @@ PERFTEST_CASE(Aux, OffsetMustMatchMmapOffset, "aux.offset_matches_pgoff",
 
 PERFTEST_CASE(Aux, SizeMustMatchLength, "aux.size_matches_length",
               "kernel/events/core.c perf_mmap(): 'aux_size != vma_size' -> EINVAL") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   EXPECT_THAT(TryAux(DataEnd(), 4 * page(), 2 * page(), DataEnd()), FailsWithErrno(EINVAL));
   EXPECT_THAT(TryAux(DataEnd(), 0, page(), DataEnd()), FailsWithErrno(EINVAL));
 }
 
 PERFTEST_CASE(Aux, PagesPowerOfTwo, "aux.pages_power_of_two",
               "kernel/events/core.c perf_mmap(): '!is_power_of_2(nr_pages)' -> EINVAL") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   for (size_t pages : {3, 5, 6, 12}) {
     EXPECT_THAT(TryAux(DataEnd(), pages * page(), pages * page(), DataEnd()), FailsWithErrno(EINVAL))
         << pages << " AUX pages";
@@ -141,13 +152,13 @@ PERFTEST_CASE(Aux, PagesPowerOfTwo, "aux.pages_power_of_two",
 
 PERFTEST_CASE(Aux, MappingMustBeShared, "aux.map_shared",
               "kernel/events/core.c perf_mmap(): '!(vma->vm_flags & VM_SHARED)' -> EINVAL") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   EXPECT_THAT(TryAux(DataEnd(), 2 * page(), 2 * page(), DataEnd(), PROT_READ, MAP_PRIVATE), FailsWithErrno(EINVAL));
 }
 
 PERFTEST_CASE(Aux, PmuWithoutAuxArea, "aux.pmu_without_aux",
               "kernel/events/ring_buffer.c rb_alloc_aux(): '!has_aux(event)' -> -EOPNOTSUPP") {
-  OpenDummyWithBuffer();
+  ASSERT_NO_FATAL_FAILURE(OpenDummyWithBuffer());
   // A geometry every check accepts, full-trace and snapshot, one and two pages.
   EXPECT_THAT(TryAux(DataEnd(), 2 * page(), 2 * page(), DataEnd()), FailsWithErrno(EOPNOTSUPP));
   EXPECT_THAT(TryAux(DataEnd(), page(), page(), DataEnd(), PROT_READ), FailsWithErrno(EOPNOTSUPP));
@@ -196,13 +207,7 @@ class AuxMlock : public Aux {
     Aux::SetUp();
     if (IsSkipped()) return;
     if (paranoid() >= 3) PERFTEST_SKIP(SkipClass::kPermission, "perf_event_paranoid >= 3: users cannot open events");
-    Result<int> r = backend().RunInChild(Child({CAP_IPC_LOCK}), [](Backend&) { return 0; });
-    if (!r.ok() && (r.error() == EPERM || r.error() == EACCES)) {
-      PERFTEST_SKIP(SkipClass::kPermission,
-                    "a child cannot take another uid with chosen capabilities (needs root: CAP_SETUID, CAP_SETGID "
-                    "and the capabilities it keeps): " + r.ToString());
-    }
-    ASSERT_OK(r);
+    PERFTEST_REQUIRE_CHILD_CREDENTIALS(Child({CAP_IPC_LOCK}));
   }
   int paranoid() { return backend().Machine().perf_event_paranoid; }
   // kAuxMlockUid with `caps` and RLIMIT_MEMLOCK 0: only perf_event_mlock_kb is left.
@@ -288,7 +293,7 @@ PERFTEST_CASE(AuxMlock, PtAuxPagesShareTheBudget, "aux.pt_mlock_budget",
 
 PERFTEST_CASE(Aux, SampleSizeNeedsAuxLeader, "aux.sample_size_needs_aux_event",
               "kernel/events/core.c perf_event_open(): perf_need_aux_event() && !perf_get_aux_event() -> EINVAL") {
-  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
+  perf_event_attr a = UserSoftware(PERF_COUNT_SW_PAGE_FAULTS);
   a.sample_period = 1;
   a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_AUX;
   a.aux_sample_size = 4096;
@@ -301,7 +306,7 @@ PERFTEST_CASE(Aux, SampleSizeNeedsAuxLeader, "aux.sample_size_needs_aux_event",
 PERFTEST_CASE(Aux, SampleAuxWithoutSizeOpens, "aux.sample_aux_without_size",
               "kernel/events/core.c perf_event_open(): only aux_sample_size asks for an AUX event; "
               "PERF_SAMPLE_AUX alone is accepted") {
-  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
+  perf_event_attr a = UserSoftware(PERF_COUNT_SW_PAGE_FAULTS);
   a.sample_period = 1;
   a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_AUX;
   EXPECT_THAT(Event::Open(backend(), a), Succeeds());

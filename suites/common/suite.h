@@ -101,6 +101,21 @@ class SuiteTest : public ::testing::Test {
     GTEST_SKIP() << "[" << ::perftest::SkipClassName(skip_class) << "] " << perftest_reason;     \
   } while (0)
 
+// In a SuiteTest (SetUp or a case): a permission skip unless a child can take
+// `creds` (Backend::RunInChild(): another uid with chosen capabilities needs
+// root, CAP_SETUID and CAP_SETGID); any other failure fails the test.
+#define PERFTEST_REQUIRE_CHILD_CREDENTIALS(creds)                                                     \
+  do {                                                                                                \
+    ::perftest::Result<int> perftest_child =                                                          \
+        backend().RunInChild((creds), [](::perftest::Backend&) { return 0; });                        \
+    if (!perftest_child.ok() && (perftest_child.error() == EPERM || perftest_child.error() == EACCES)) { \
+      PERFTEST_SKIP(::perftest::SkipClass::kPermission,                                               \
+                    "a child cannot take another uid with chosen capabilities (needs root: CAP_SETUID, " \
+                    "CAP_SETGID and the capabilities it keeps): " + perftest_child.ToString());       \
+    }                                                                                                 \
+    ASSERT_OK(perftest_child);                                                                        \
+  } while (0)
+
 // Evaluates `expr` (a Result<T>): on an errno UnavailableClass() accepts,
 // skips the case with that class and "`what`: <the call> = -E..." as the
 // reason; on any other failure ends the test; else move-assigns to `lhs`.

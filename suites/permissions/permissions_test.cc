@@ -63,14 +63,7 @@ class Permissions : public SuiteTest {
   void SetUp() override {
     SuiteTest::SetUp();
     if (IsSkipped()) return;
-    Result<int> r = backend().RunInChild(Nobody({CAP_PERFMON, CAP_SYS_ADMIN, CAP_IPC_LOCK, CAP_SYS_PTRACE}),
-                                         [](Backend&) { return 0; });
-    if (!r.ok() && (r.error() == EPERM || r.error() == EACCES)) {
-      PERFTEST_SKIP(SkipClass::kPermission,
-                    "a child cannot take another uid with chosen capabilities (needs root: CAP_SETUID, CAP_SETGID "
-                    "and the capabilities it keeps): " + r.ToString());
-    }
-    ASSERT_OK(r);
+    PERFTEST_REQUIRE_CHILD_CREDENTIALS(Nobody({CAP_PERFMON, CAP_SYS_ADMIN, CAP_IPC_LOCK, CAP_SYS_PTRACE}));
   }
   int paranoid() { return backend().Machine().perf_event_paranoid; }
   // The errno of perf_event_open(a, pid, cpu) in a child running as `creds`.

@@ -23,6 +23,7 @@
 #include "harness/aux_buffer.h"
 #include "harness/event.h"
 #include "harness/event_string.h"
+#include "harness/pt/packet_decoder.h"
 #include "harness/syscall_matchers.h"
 #include "suites/aux/pt_util.h"
 #include "suites/common/suite.h"
@@ -312,6 +313,37 @@ PERFTEST_CASE(Pt, PsbCadenceFollowsPsbPeriod, "pt.psb_period_cadence",
     EXPECT_GE(gap, period) << "PSB " << i;
     EXPECT_LE(gap, period + 256) << "PSB " << i;  // the next packet boundary after the byte counter
   }
+}
+
+PERFTEST_CASE(Pt, SyscallsLeaveAndReenterUserTracing, "pt.syscall_pgd_pge",
+              "perf-intel-pt.txt 'exclude_kernel' (u modifier) and Intel SDM Vol. 3C 33.4.2.4-5: leaving traced "
+              "user mode (SYSCALL) gives TIP.PGD, the return TIP.PGE; the kernel is not traced") {
+  PERFTEST_REQUIRE_INTEL_PT(pt);
+  ASSERT_OK_AND_ASSIGN(PtSession s, PtSession::Open(backend(), PtUserAttr(*pt), 8, 128, AuxMode::kFullTrace));
+  constexpr uint64_t kCalls = 20;
+  ASSERT_OK(s.event.Enable());
+  ASSERT_OK(backend().RunWorkload(Workload::Instructions(20000)));
+  ASSERT_OK(backend().RunWorkload(Workload::Syscalls(kCalls)));
+  ASSERT_OK(backend().RunWorkload(Workload::Instructions(20000)));
+  ASSERT_OK(s.event.Disable());
+  ASSERT_OK_AND_ASSIGN(std::vector<AuxRecord> aux, s.AuxRecords());
+  ASSERT_THAT(aux, Not(IsEmpty()));
+  for (const AuxRecord& r : aux) EXPECT_EQ(r.flags & PERF_AUX_FLAG_TRUNCATED, 0u) << DescribeAuxFlags(r.flags);
+  const std::vector<std::byte> raw = s.aux.CopyOut(0, s.aux.ReadHead());
+  const std::span<const uint8_t> trace(reinterpret_cast<const uint8_t*>(raw.data()), raw.size());
+  pt::PacketDecoder dec(trace);
+  ASSERT_OK(dec.SyncForward());
+  size_t pgd = 0, pge = 0;
+  pt::Packet p;
+  int err = 0;
+  while ((err = dec.Next(p)) == 0) {
+    if (p.type == pt::PacketType::kTipPgd) ++pgd;
+    if (p.type == pt::PacketType::kTipPge) ++pge;
+  }
+  EXPECT_EQ(err, ENODATA) << "decode error at offset " << dec.offset();
+  // Each system call leaves user mode and comes back; interrupts add pairs.
+  EXPECT_GE(pgd, kCalls);
+  EXPECT_GE(pge, kCalls);
 }
 
 }  // namespace
