@@ -122,8 +122,9 @@ void MockBackend::SignalOverflow(MockEvent& ev, int reason) {
     return;
   }
   info.si_code = reason;
-  // band_table[]: POLL_IN -> EPOLLIN | EPOLLRDNORM, POLL_HUP -> EPOLLHUP | EPOLLERR.
-  info.si_band = reason == POLL_HUP ? (POLLHUP | POLLERR) : (POLLIN | POLLRDNORM);
+  // fs/fcntl.c band_table[]: POLL_IN -> EPOLLIN | EPOLLRDNORM, POLL_ERR ->
+  // EPOLLERR, POLL_HUP -> EPOLLHUP | EPOLLERR.
+  info.si_band = reason == POLL_HUP ? (POLLHUP | POLLERR) : reason == POLL_ERR ? POLLERR : (POLLIN | POLLRDNORM);
   info.si_fd = fd;
   QueueToSelf(sig, &info);
 }

@@ -192,5 +192,43 @@ TEST_F(SignalsModel, EpollAddPollsOnce) {
   EXPECT_THAT(b().EpollWait(*ep, out, 0), FailsWithErrno(EBADF));
 }
 
+// merge_sched_in() (Linux 6.16+): a pinned group that cannot go on goes to
+// ERROR, its fasync owner gets POLL_ERR (si_band POLLERR) and perf_poll() says
+// EPOLLERR, with or without a buffer.
+TEST_F(SignalsModel, PinnedErrorSignalsPollErr) {
+  Result<MockProfile> p = LoadProfile("x86_64-intel");
+  ASSERT_OK(p);
+  Remake(*p);
+  const int sig = SIGRTMIN + 5;
+  Catch(sig);
+  perf_event_attr a = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS);
+  a.pinned = 1;
+  a.disabled = 1;
+  std::vector<int> fds;
+  for (uint32_t i = 0; i <= p->hardware.gp_counters; ++i) {
+    fds.push_back(MustOpen(a));
+    Own(fds.back());
+    ASSERT_OK(b().Fcntl(fds.back(), F_SETSIG, sig));
+    Enable(fds.back());
+  }
+  const int err = fds.back();  // one more than the general-purpose counters
+  EXPECT_EQ(g_count.load(), 1);
+  EXPECT_EQ(g_signo.load(), sig);
+  EXPECT_EQ(g_code.load(), POLL_ERR);
+  EXPECT_EQ(g_band.load(), POLLERR);
+  EXPECT_EQ(g_fd.load(), err);
+  pollfd pf[2] = {{err, POLLIN, 0}, {fds[0], POLLIN, 0}};
+  EXPECT_OK(b().Poll(pf, 0));
+  EXPECT_EQ(pf[0].revents, POLLERR);
+  EXPECT_EQ(pf[1].revents, POLLHUP) << "running, no buffer";
+  std::optional<RingBuffer> rb = Map(err, 1);
+  EXPECT_OK(b().Poll(pf, 0));
+  EXPECT_EQ(pf[0].revents, POLLERR) << "a buffer does not change it";
+  // _perf_event_enable() clears ERROR; ctx_resched() finds no counter again: ERROR, signalled again.
+  Enable(err);
+  EXPECT_EQ(g_count.load(), 2);
+  EXPECT_EQ(g_code.load(), POLL_ERR);
+}
+
 }  // namespace
 }  // namespace perftest

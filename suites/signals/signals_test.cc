@@ -37,6 +37,7 @@
 #include "harness/siginfo_perf.h"
 #include "harness/syscall_matchers.h"
 #include "harness/task.h"
+#include "suites/common/hardware.h"
 #include "suites/common/suite.h"
 
 namespace perftest {
@@ -403,6 +404,48 @@ PERFTEST_CASE(Signals, NoSignalAfterClose, "signals.no_signal_after_close",
   const int before = g_caught.count.load();
   Touch(8);
   EXPECT_EQ(WaitForSignals(before + 1, 50ms), before);
+}
+
+// A pinned group that cannot go on: hardware counters only (software events
+// always fit), so the case needs a core PMU with fewer counters than events.
+PERFTEST_CASE(Signals, PinnedErrorPollErrAndSigio, "signals.pinned_error_pollerr",
+              "kernel/events/core.c merge_sched_in(): a pinned group left INACTIVE -> PERF_EVENT_STATE_ERROR, "
+              "'if (*perf_event_fasync(event)) event->pending_kill = POLL_ERR' and a wakeup (perf_pending_irq() -> "
+              "perf_event_wakeup() -> kill_fasync()); perf_poll(): 'state == PERF_EVENT_STATE_ERROR && "
+              "attr.pinned' -> EPOLLERR (Linux 6.16+; EPOLLHUP/POLL_HUP since 6.15's f4b07fd62d4d, nothing before)") {
+  perf_event_attr pinned = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS);
+  pinned.exclude_kernel = 1;
+  pinned.exclude_hv = 1;
+  if (auto why = NoHardwareFor(backend(), pinned)) PERFTEST_SKIP(why->first, why->second);
+  pinned.pinned = 1;
+  pinned.disabled = 1;
+  const int sig = SIGRTMIN + 3;
+  Catch(sig);
+  std::vector<Event> evs;
+  std::optional<size_t> erred;
+  std::vector<std::byte> buf(64);
+  // More pinned events than counters: enabled one by one, one finds none left.
+  for (int i = 0; i < 72 && !erred; ++i) {
+    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), pinned));
+    Own(ev);
+    ASSERT_THAT(backend().Fcntl(ev.fd(), F_SETSIG, sig), Succeeds());
+    ASSERT_OK(ev.Enable());
+    ASSERT_OK(backend().RunWorkload(Workload::Spin(1ms)));
+    ASSERT_OK_AND_ASSIGN(size_t n, backend().Read(ev.fd(), buf.data(), buf.size()));
+    if (n == 0) erred = evs.size();  // __perf_read(): EOF in the ERROR state
+    evs.push_back(std::move(ev));
+  }
+  ASSERT_TRUE(erred.has_value()) << "more pinned events than counters: one must fail to go on";
+  const Event& err = evs[*erred];
+  ASSERT_GE(WaitForSignals(1), 1) << "the ERROR transition signals the fasync owner";
+  EXPECT_EQ(g_caught.signo.load(), sig);
+  EXPECT_EQ(g_caught.last_code.load(), POLL_ERR);
+  EXPECT_EQ(g_caught.last_band.load(), POLLERR) << "fs/fcntl.c band_table[POLL_ERR - 1]";
+  EXPECT_EQ(g_caught.last_fd.load(), err.fd());
+  EXPECT_EQ(PollNow(err), POLLERR) << "no buffer, yet POLLERR rather than POLLHUP: the ERROR check comes first";
+  EXPECT_EQ(PollNow(evs[0]), POLLHUP) << "a running event without a buffer";
+  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), err.fd(), 1));
+  EXPECT_EQ(PollNow(err), POLLERR) << "with a buffer as well";
 }
 
 // sigtrap on a write breakpoint: SIGTRAP to the task, synchronous.
