@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -228,6 +229,44 @@ TEST_F(SignalsModel, PinnedErrorSignalsPollErr) {
   Enable(err);
   EXPECT_EQ(g_count.load(), 2);
   EXPECT_EQ(g_code.load(), POLL_ERR);
+}
+
+// F_SETOWN another process (or, negative, its group): the mock sends it a real
+// SIGIO (send_sigio() to that owner); this process gets none.
+TEST_F(SignalsModel, SigioToAnotherProcess) {
+  for (const bool group : {false, true}) {
+    sigset_t io;
+    sigemptyset(&io);
+    sigaddset(&io, SIGIO);
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::setpgid(0, 0);
+      ::sigprocmask(SIG_BLOCK, &io, nullptr);
+      char c = 'r';
+      (void)!::write(ready[1], &c, 1);
+      const timespec limit{2, 0};
+      ::_exit(::sigtimedwait(&io, nullptr, &limit) == SIGIO ? 0 : 1);
+    }
+    ::setpgid(child, child);
+    char c = 0;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1);
+    ::close(ready[0]);
+    ::close(ready[1]);
+    Catch(SIGIO);
+    const int fd = Sampler();
+    ASSERT_OK(b().Fcntl(fd, F_SETOWN, group ? -child : child));
+    ASSERT_OK(b().Fcntl(fd, F_SETFL, O_ASYNC));
+    Enable(fd);
+    Run(Workload::TouchPages(1));
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << (group ? "group" : "pid") << " owner got no SIGIO";
+    EXPECT_EQ(g_count.load(), 0) << "not the owner";
+    ASSERT_OK(b().Close(fd));
+  }
 }
 
 }  // namespace

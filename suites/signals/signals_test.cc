@@ -22,13 +22,17 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "harness/attr.h"
@@ -404,6 +408,100 @@ PERFTEST_CASE(Signals, NoSignalAfterClose, "signals.no_signal_after_close",
   const int before = g_caught.count.load();
   Touch(8);
   EXPECT_EQ(WaitForSignals(before + 1, 50ms), before);
+}
+
+// A real process that counts the SIGIOs it receives: the F_SETOWN target
+// other than this process. Its own process group (so F_SETOWN -pgid names it
+// alone), SIGKILL when this process dies, killed and reaped by the destructor.
+class SigioWatcher {
+ public:
+  // Forks the watcher; pid() is -1 when fork(2)/pipe(2) failed.
+  SigioWatcher() {
+    int down[2], up[2];
+    if (::pipe2(down, O_CLOEXEC) != 0) return;
+    if (::pipe2(up, O_CLOEXEC) != 0) {
+      ::close(down[0]);
+      ::close(down[1]);
+      return;
+    }
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      struct sigaction sa {};
+      sa.sa_sigaction = Record;
+      sa.sa_flags = SA_SIGINFO | SA_RESTART;
+      sigemptyset(&sa.sa_mask);
+      ::sigaction(SIGIO, &sa, nullptr);
+      g_caught.count.store(0);
+      char c = 'r';
+      (void)!::write(up[1], &c, 1);                 // ready: the handler is in place
+      while (::read(down[0], &c, 1) < 0 && errno == EINTR) {}  // the parent's "report"
+      const int report[2] = {g_caught.count.load(), g_caught.signo.load()};
+      (void)!::write(up[1], report, sizeof report);
+      ::_exit(0);
+    }
+    if (pid_ > 0) ::setpgid(pid_, pid_);  // also from here: no race with F_SETOWN -pid
+    ::close(down[0]);
+    ::close(up[1]);
+    down_ = down[1];
+    up_ = up[0];
+    char c = 0;
+    if (pid_ < 0 || ::read(up_, &c, 1) != 1) pid_ = -1;
+  }
+  ~SigioWatcher() {
+    if (pid_ > 0) {
+      ::kill(-pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (down_ >= 0) ::close(down_);
+    if (up_ >= 0) ::close(up_);
+  }
+  SigioWatcher(const SigioWatcher&) = delete;
+  SigioWatcher& operator=(const SigioWatcher&) = delete;
+  pid_t pid() const { return pid_; }
+  // Waits until the watcher counted `n` SIGIOs or `limit` passed (it reports
+  // once, so the caller gives signals time first). Returns {count, last signo}.
+  std::pair<int, int> Report(std::chrono::milliseconds settle = 50ms) {
+    timespec ts{0, static_cast<long>(std::chrono::nanoseconds(settle).count())};
+    ::nanosleep(&ts, nullptr);
+    int report[2] = {-1, 0};
+    char c = 'q';
+    if (::write(down_, &c, 1) != 1 || ::read(up_, report, sizeof report) != sizeof report) return {-1, 0};
+    return {report[0], report[1]};
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int down_ = -1, up_ = -1;
+};
+
+PERFTEST_CASE(Signals, SigioToOtherProcess, "signals.sigio_other_owner",
+              "fcntl(2) F_SETOWN: 'a process ID or process group ID ... negative to specify a process group'; "
+              "fs/fcntl.c f_setown() -> send_sigio() -> send_sigio_to_task() for the owner pid, or each task of the "
+              "group (do_each_pid_task(PIDTYPE_PGID)); kernel/events/core.c perf_event_wakeup() -> kill_fasync()") {
+  for (const bool group : {false, true}) {
+    SCOPED_TRACE(group ? "F_SETOWN -pgid" : "F_SETOWN pid");
+    Catch(SIGIO);
+    SigioWatcher watcher;
+    ASSERT_GT(watcher.pid(), 0) << "fork(2): " << std::strerror(errno);
+    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler(1, 1)));
+    ASSERT_THAT(backend().Fcntl(ev.fd(), F_SETOWN, group ? -watcher.pid() : watcher.pid()), Succeeds());
+    // F_GETOWN_EX: F_GETOWN would return the group as a negative number, which reads as a failed call.
+    f_owner_ex owner{};
+    ASSERT_THAT(backend().Fcntl(ev.fd(), F_GETOWN_EX, reinterpret_cast<long>(&owner)), Succeeds());
+    EXPECT_EQ(owner.type, group ? F_OWNER_PGRP : F_OWNER_PID);
+    EXPECT_EQ(owner.pid, watcher.pid());
+    ASSERT_OK_AND_ASSIGN(int fl, backend().Fcntl(ev.fd(), F_GETFL, 0));
+    ASSERT_THAT(backend().Fcntl(ev.fd(), F_SETFL, fl | O_ASYNC), Succeeds());
+    ASSERT_OK(ev.Enable());
+    Touch(3);
+    ASSERT_OK(ev.Disable());
+    const auto [count, signo] = watcher.Report();
+    EXPECT_GE(count, 1) << "the owner gets SIGIO for the overflows of an event it does not monitor";
+    EXPECT_EQ(signo, SIGIO);
+    EXPECT_EQ(WaitForSignals(1, 20ms), 0) << "this process is not the owner: no SIGIO here";
+  }
 }
 
 // A pinned group that cannot go on: hardware counters only (software events
