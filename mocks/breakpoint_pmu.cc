@@ -67,4 +67,8 @@ void BreakpointCopyAttr(const perf_event_attr& from, perf_event_attr* to) {
   to->disabled = from.disabled;
 }
 
+BreakpointSlot SlotOf(uint32_t bp_type) {
+  return (bp_type & HW_BREAKPOINT_RW) != 0 ? BreakpointSlot::kData : BreakpointSlot::kInst;
+}
+
 }  // namespace perftest::mock

@@ -34,6 +34,13 @@ namespace perftest::mock {
 
 enum class BreakpointArch { kX86_64 };
 
+// kernel/events/hw_breakpoint.c find_slot_idx(): a breakpoint with any
+// HW_BREAKPOINT_RW bit takes a data slot (TYPE_DATA), else an instruction slot
+// (TYPE_INST). Whether the two share registers is the arch's (profile
+// hw_watchpoint_slots).
+enum class BreakpointSlot { kInst, kData };
+BreakpointSlot SlotOf(uint32_t bp_type);
+
 enum class Access { kRead, kWrite, kExecute };
 
 // Validates bp_type/bp_len/bp_addr. Errors: EINVAL, EOPNOTSUPP as above.

@@ -159,5 +159,43 @@ TEST_F(BreakpointPmu, ModifyAttributes) {
   EXPECT_THAT(b().Ioctl(fd, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, reinterpret_cast<uintptr_t>(&other)), SucceedsWith(0));
 }
 
+// kernel/events/hw_breakpoint.c: slots are accounted per find_slot_idx()
+// type. x86 (mixed registers): execute breakpoints and watchpoints share the 4
+// debug registers; arm64: the BRPs for TYPE_INST and the WRPs for TYPE_DATA.
+TEST_F(BreakpointPmu, SlotPoolsPerType) {
+  const uint64_t code = 0x400000;
+  auto fill = [&](uint32_t type, int n) {
+    std::vector<int> fds;
+    for (int i = 0; i < n; ++i) {
+      const uint64_t addr = type == HW_BREAKPOINT_X ? code + 16 * i : reinterpret_cast<uint64_t>(&g_var[i % 8]);
+      fds.push_back(MustOpen(Bp(type, addr, type == HW_BREAKPOINT_X ? sizeof(long) : HW_BREAKPOINT_LEN_8)));
+    }
+    return fds;
+  };
+  // sw-only (x86_64): one pool of 4.
+  fill(HW_BREAKPOINT_W, 3);
+  fill(HW_BREAKPOINT_X, 1);
+  EXPECT_THAT(Open(Bp(HW_BREAKPOINT_X, code + 0x100, sizeof(long))), FailsWithErrno(ENOSPC)) << "mixed registers";
+  EXPECT_THAT(Open(Bp(HW_BREAKPOINT_W, reinterpret_cast<uint64_t>(&g_var[7]), 8)), FailsWithErrno(ENOSPC));
+
+  Result<MockProfile> arm = LoadProfile("arm64-pmuv3");
+  ASSERT_OK(arm);
+  ASSERT_EQ(arm->hw_breakpoint_slots, 6u);
+  ASSERT_EQ(arm->hw_watchpoint_slots, 4u);
+  Remake(*arm);
+  fill(HW_BREAKPOINT_W, 4);
+  EXPECT_THAT(Open(Bp(HW_BREAKPOINT_RW, reinterpret_cast<uint64_t>(&g_var[5]), 8)), FailsWithErrno(ENOSPC))
+      << "the 4 WRPs are taken";
+  fill(HW_BREAKPOINT_X, 6);  // the BRPs are a pool of their own
+  EXPECT_THAT(Open(Bp(HW_BREAKPOINT_X, code + 0x200, sizeof(long))), FailsWithErrno(ENOSPC)) << "6 BRPs";
+}
+
+TEST(BreakpointModel, SlotTypeOfBpType) {
+  EXPECT_EQ(mock::SlotOf(HW_BREAKPOINT_X), mock::BreakpointSlot::kInst);
+  EXPECT_EQ(mock::SlotOf(HW_BREAKPOINT_R), mock::BreakpointSlot::kData);
+  EXPECT_EQ(mock::SlotOf(HW_BREAKPOINT_W), mock::BreakpointSlot::kData);
+  EXPECT_EQ(mock::SlotOf(HW_BREAKPOINT_RW), mock::BreakpointSlot::kData);
+}
+
 }  // namespace
 }  // namespace perftest

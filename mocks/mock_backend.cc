@@ -128,19 +128,25 @@ int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
     *why = "bp_type EMPTY or INVALID (reserve_bp_slot())";
     return EINVAL;
   }
-  // Slots: per CPU, CPU-wide breakpoints + the task's (those that may run there) + this one.
+  // Slots: per CPU and slot type, CPU-wide breakpoints + the task's (those that may run there) + this one.
   auto on_cpu = [](const MockEvent& e, int cpu) { return e.cpu == -1 || e.cpu == cpu; };
+  const BreakpointSlot type = SlotOf(a.bp_type);
+  const bool per_type = profile_.hw_watchpoint_slots.has_value();  // else one pool (mixed registers)
+  const uint32_t slots =
+      per_type && type == BreakpointSlot::kData ? *profile_.hw_watchpoint_slots : profile_.hw_breakpoint_slots;
   for (int cpu = 0; cpu < profile_.ncpus; ++cpu) {
     if (!on_cpu(ev, cpu)) continue;
     uint32_t cpu_wide = 0, task = 0;
     for (const auto& e : events_) {
       if (e->pmu != PmuId::kBreakpoint || e->parent != nullptr) continue;
+      if (per_type && SlotOf(e->attr.bp_type) != type) continue;
       if (e->pid == -1 && e->cpu == cpu) ++cpu_wide;
       if (e->pid != -1 && on_cpu(*e, cpu)) ++task;  // one simulated task
     }
-    if (cpu_wide + task + 1 > profile_.hw_breakpoint_slots) {
-      *why = fmt::format("CPU {} has {} breakpoint slots, {} CPU-wide and {} of the task in use", cpu,
-                         profile_.hw_breakpoint_slots, cpu_wide, task);
+    if (cpu_wide + task + 1 > slots) {
+      *why = fmt::format("CPU {} has {} {} slots, {} CPU-wide and {} of the task in use", cpu, slots,
+                         !per_type ? "breakpoint" : type == BreakpointSlot::kData ? "watchpoint" : "breakpoint",
+                         cpu_wide, task);
       return ENOSPC;
     }
   }

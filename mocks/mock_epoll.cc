@@ -22,11 +22,14 @@
 
 namespace perftest::mock {
 
-// perf_poll(): EPOLLHUP without a buffer; is_event_hup() (task exited, no live
-// copies): EPOLLHUP alone; else rb->poll, taken.
+// perf_poll(): is_event_hup() (task exited, no live copies): EPOLLHUP alone;
+// a pinned event in the ERROR state: EPOLLERR alone, buffer or not (Linux
+// 6.16+; EPOLLHUP before); EPOLLHUP without a buffer; else rb->poll, taken.
 uint32_t MockBackend::PerfPoll(MockEvent& ev) {
   const bool hup = ev.exited && ev.children.empty();
-  return ev.rb != nullptr && !hup ? ev.rb->TakePoll() : EPOLLHUP;
+  if (hup) return EPOLLHUP;
+  if (ev.error && ev.attr.pinned) return EPOLLERR;
+  return ev.rb != nullptr ? ev.rb->TakePoll() : EPOLLHUP;
 }
 
 Result<int> MockBackend::EpollCreate() {

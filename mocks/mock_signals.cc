@@ -8,8 +8,9 @@
 // with si_band and si_fd, and TRAP_PERF with si_addr/si_perf_* arrive exactly
 // as from the kernel, and synchronously: before the workload step that
 // overflowed returns. Only the main simulated task's events (and copies of
-// them whose owner is this process) signal: a simulated child has no real
-// process to signal.
+// them) signal: a simulated child has no real process to signal. An owner
+// that is another real process or process group (F_SETOWN pid or -pgrp) gets
+// a real signal too, with the siginfo a process may send (SignalOther()).
 //
 // The fasync state is modelled per event (MockEvent::async, owner, signum):
 // the memfd behind the fd cannot hold it (setfl() drops O_ASYNC on a file
@@ -51,9 +52,48 @@ namespace {
 // asm-generic/siginfo.h TRAP_PERF_FLAG_ASYNC.
 constexpr uint32_t kTrapPerfFlagAsync = 1u << 0;
 
+// fs/fcntl.c band_table[reason - POLL_IN]: POLL_IN -> EPOLLIN | EPOLLRDNORM,
+// POLL_ERR -> EPOLLERR, POLL_HUP -> EPOLLHUP | EPOLLERR.
+long BandOf(int reason) {
+  if (reason == POLL_HUP) return POLLHUP | POLLERR;
+  if (reason == POLL_ERR) return POLLERR;
+  return POLLIN | POLLRDNORM;
+}
+
 void QueueToSelf(int sig, siginfo_t* info) {
   info->si_signo = sig;
   ::syscall(SYS_rt_tgsigqueueinfo, ::getpid(), ::gettid(), sig, info);
+}
+
+// send_sigio() to an owner that is not this thread/process/group: a real
+// signal to that process (F_OWNER_PID, F_OWNER_TID: the thread of this
+// process or another one) or group (F_OWNER_PGRP: every member). The
+// siginfo cannot be the kernel's: a process may queue only si_code < 0 to
+// another (do_rt_sigqueueinfo()), so SIGIO without F_SETSIG arrives as
+// kill(2) sends it (SI_USER, not SI_KERNEL) and an F_SETSIG signal with
+// si_code SI_QUEUE (not POLL_*), carrying the kernel's si_band and si_fd.
+void SignalOther(int owner_type, pid_t owner, int sig, int reason, int fd) {
+  if (sig <= 0) {
+    if (owner_type == F_OWNER_PGRP) {
+      ::killpg(owner, SIGIO);
+    } else if (owner_type == F_OWNER_TID) {
+      if (::syscall(SYS_tgkill, ::getpid(), owner, SIGIO) != 0) ::kill(owner, SIGIO);  // another process's thread
+    } else {
+      ::kill(owner, SIGIO);
+    }
+    return;
+  }
+  siginfo_t info;
+  std::memset(&info, 0, sizeof info);
+  info.si_signo = sig;
+  info.si_code = SI_QUEUE;
+  info.si_band = BandOf(reason);
+  info.si_fd = fd;
+  if (owner_type == F_OWNER_PGRP) {
+    ::kill(-owner, sig);  // a group cannot be sigqueue'd: plain delivery to each member
+  } else {
+    ::syscall(SYS_rt_sigqueueinfo, owner, sig, &info);
+  }
 }
 
 }  // namespace
@@ -112,8 +152,11 @@ void MockBackend::SignalOverflow(MockEvent& ev, int reason) {
   const bool to_us = (owner_event.owner_type == F_OWNER_TID && owner_event.owner == ::gettid()) ||
                      (owner_event.owner_type == F_OWNER_PID && owner_event.owner == ::getpid()) ||
                      (owner_event.owner_type == F_OWNER_PGRP && owner_event.owner == ::getpgrp());
-  if (!to_us) return;  // another real process: not modelled
   const int sig = owner_event.signum;
+  if (!to_us) {
+    SignalOther(owner_event.owner_type, owner_event.owner, sig, reason, fd);
+    return;
+  }
   siginfo_t info;
   std::memset(&info, 0, sizeof info);
   if (sig <= 0) {
@@ -122,8 +165,7 @@ void MockBackend::SignalOverflow(MockEvent& ev, int reason) {
     return;
   }
   info.si_code = reason;
-  // band_table[]: POLL_IN -> EPOLLIN | EPOLLRDNORM, POLL_HUP -> EPOLLHUP | EPOLLERR.
-  info.si_band = reason == POLL_HUP ? (POLLHUP | POLLERR) : (POLLIN | POLLRDNORM);
+  info.si_band = BandOf(reason);
   info.si_fd = fd;
   QueueToSelf(sig, &info);
 }

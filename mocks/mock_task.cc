@@ -172,6 +172,10 @@ void MockBackend::ScheduleCoreGroups() {
     if (l->attr.pinned) {
       l->enabled = false;  // ERROR < OFF: no enabled time, not schedulable
       l->error = true;
+      // Linux 6.16+: "if (*perf_event_fasync(event)) event->pending_kill =
+      // POLL_ERR;" then the wakeup (pending_irq -> perf_event_wakeup() ->
+      // kill_fasync(SIGIO, POLL_ERR)); perf_poll() says EPOLLERR (PerfPoll()).
+      SignalOverflow(*l, POLL_ERR);
     }
   }
 }

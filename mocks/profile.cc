@@ -145,7 +145,7 @@ const std::set<std::string>& KnownKeys() {
       "name",      "arch",         "description",     "provenance", "ncpus",  "page_size",
       "perf_event_paranoid", "max_sample_rate", "max_stack", "max_contexts_per_stack", "mlock_kb",
       "hz",        "attr_size",    "privileged",      "memlock_rlimit_kb",    "pmus",
-      "tracepoints", "hw_breakpoint_slots", "cpu_mhz", "hardware", "clock_pmu_types", "attr_aux_action",
+      "tracepoints", "hw_breakpoint_slots", "hw_watchpoint_slots", "cpu_mhz", "hardware", "clock_pmu_types", "attr_aux_action",
       "sched_clock_counter"};
   return keys;
 }
@@ -266,6 +266,11 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
     }
   }
   r.Int(root, "hw_breakpoint_slots", &p.hw_breakpoint_slots, 0, 64, /*required=*/false);
+  if (root.contains("hw_watchpoint_slots")) {
+    uint32_t wrps = 0;
+    r.Int(root, "hw_watchpoint_slots", &wrps, 0, 64, /*required=*/true);
+    p.hw_watchpoint_slots = wrps;
+  }
   r.Int(root, "cpu_mhz", &p.cpu_mhz, 1, 100000, /*required=*/false);
   if (const Json* tps = r.Find(root, "tracepoints", "tracepoints", /*required=*/false); tps != nullptr && r.ok()) {
     if (!tps->is_object()) r.Fail("tracepoints", fmt::format("expected an object of ids, got {}", tps->type_name()));

@@ -28,6 +28,12 @@
 //     the simulated tracefs events/<system>/<event>/id; only tracepoints the
 //     model fires (mocks/tracepoint_pmu.h) may be listed,
 //   hw_breakpoint_slots (default 4; HBP_NUM, the debug registers for breakpoints),
+//   hw_watchpoint_slots (default none): without it, instruction breakpoints and
+//     data watchpoints share the hw_breakpoint_slots (x86:
+//     CONFIG_HAVE_MIXED_BREAKPOINTS_REGS, kernel/events/hw_breakpoint.c
+//     find_slot_idx() maps both to one slot type); with it, the slots are
+//     accounted per type (hw_breakpoint_slots(TYPE_INST) and (TYPE_DATA): arm64's
+//     BRPs and WRPs from ID_AA64DFR0_EL1) and this is the data watchpoints' count,
 //   cpu_mhz (default 1000; the simulated CPU clock: Workload::Instructions(n)
 //     takes n cycles, one instruction per cycle).
 //   hardware (required with a core PMU): {gp_counters, fixed_counters,
@@ -65,6 +71,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,6 +113,7 @@ struct MockProfile {
   std::vector<Pmu> pmus;
   std::map<std::string, uint64_t> tracepoints;  // "system:event" -> tracefs id
   uint32_t hw_breakpoint_slots = 4;
+  std::optional<uint32_t> hw_watchpoint_slots;  // set: separate TYPE_INST/TYPE_DATA pools
   uint32_t cpu_mhz = 1000;  // the simulated CPU's clock; it retires one instruction per cycle
   bool has_hardware = false;        // a core PMU is listed
   uint32_t core_pmu_type = PERF_TYPE_RAW;  // its sysfs type

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -190,6 +191,82 @@ TEST_F(SignalsModel, EpollAddPollsOnce) {
   EXPECT_EQ(out[0].events, static_cast<uint32_t>(EPOLLHUP));
   ASSERT_OK(b().Close(*ep));
   EXPECT_THAT(b().EpollWait(*ep, out, 0), FailsWithErrno(EBADF));
+}
+
+// merge_sched_in() (Linux 6.16+): a pinned group that cannot go on goes to
+// ERROR, its fasync owner gets POLL_ERR (si_band POLLERR) and perf_poll() says
+// EPOLLERR, with or without a buffer.
+TEST_F(SignalsModel, PinnedErrorSignalsPollErr) {
+  Result<MockProfile> p = LoadProfile("x86_64-intel");
+  ASSERT_OK(p);
+  Remake(*p);
+  const int sig = SIGRTMIN + 5;
+  Catch(sig);
+  perf_event_attr a = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS);
+  a.pinned = 1;
+  a.disabled = 1;
+  std::vector<int> fds;
+  for (uint32_t i = 0; i <= p->hardware.gp_counters; ++i) {
+    fds.push_back(MustOpen(a));
+    Own(fds.back());
+    ASSERT_OK(b().Fcntl(fds.back(), F_SETSIG, sig));
+    Enable(fds.back());
+  }
+  const int err = fds.back();  // one more than the general-purpose counters
+  EXPECT_EQ(g_count.load(), 1);
+  EXPECT_EQ(g_signo.load(), sig);
+  EXPECT_EQ(g_code.load(), POLL_ERR);
+  EXPECT_EQ(g_band.load(), POLLERR);
+  EXPECT_EQ(g_fd.load(), err);
+  pollfd pf[2] = {{err, POLLIN, 0}, {fds[0], POLLIN, 0}};
+  EXPECT_OK(b().Poll(pf, 0));
+  EXPECT_EQ(pf[0].revents, POLLERR);
+  EXPECT_EQ(pf[1].revents, POLLHUP) << "running, no buffer";
+  std::optional<RingBuffer> rb = Map(err, 1);
+  EXPECT_OK(b().Poll(pf, 0));
+  EXPECT_EQ(pf[0].revents, POLLERR) << "a buffer does not change it";
+  // _perf_event_enable() clears ERROR; ctx_resched() finds no counter again: ERROR, signalled again.
+  Enable(err);
+  EXPECT_EQ(g_count.load(), 2);
+  EXPECT_EQ(g_code.load(), POLL_ERR);
+}
+
+// F_SETOWN another process (or, negative, its group): the mock sends it a real
+// SIGIO (send_sigio() to that owner); this process gets none.
+TEST_F(SignalsModel, SigioToAnotherProcess) {
+  for (const bool group : {false, true}) {
+    sigset_t io;
+    sigemptyset(&io);
+    sigaddset(&io, SIGIO);
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      ::setpgid(0, 0);
+      ::sigprocmask(SIG_BLOCK, &io, nullptr);
+      char c = 'r';
+      (void)!::write(ready[1], &c, 1);
+      const timespec limit{2, 0};
+      ::_exit(::sigtimedwait(&io, nullptr, &limit) == SIGIO ? 0 : 1);
+    }
+    ::setpgid(child, child);
+    char c = 0;
+    ASSERT_EQ(::read(ready[0], &c, 1), 1);
+    ::close(ready[0]);
+    ::close(ready[1]);
+    Catch(SIGIO);
+    const int fd = Sampler();
+    ASSERT_OK(b().Fcntl(fd, F_SETOWN, group ? -child : child));
+    ASSERT_OK(b().Fcntl(fd, F_SETFL, O_ASYNC));
+    Enable(fd);
+    Run(Workload::TouchPages(1));
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << (group ? "group" : "pid") << " owner got no SIGIO";
+    EXPECT_EQ(g_count.load(), 0) << "not the owner";
+    ASSERT_OK(b().Close(fd));
+  }
 }
 
 }  // namespace

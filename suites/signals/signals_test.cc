@@ -22,13 +22,17 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "harness/attr.h"
@@ -37,6 +41,7 @@
 #include "harness/siginfo_perf.h"
 #include "harness/syscall_matchers.h"
 #include "harness/task.h"
+#include "suites/common/hardware.h"
 #include "suites/common/suite.h"
 
 namespace perftest {
@@ -403,6 +408,142 @@ PERFTEST_CASE(Signals, NoSignalAfterClose, "signals.no_signal_after_close",
   const int before = g_caught.count.load();
   Touch(8);
   EXPECT_EQ(WaitForSignals(before + 1, 50ms), before);
+}
+
+// A real process that counts the SIGIOs it receives: the F_SETOWN target
+// other than this process. Its own process group (so F_SETOWN -pgid names it
+// alone), SIGKILL when this process dies, killed and reaped by the destructor.
+class SigioWatcher {
+ public:
+  // Forks the watcher; pid() is -1 when fork(2)/pipe(2) failed.
+  SigioWatcher() {
+    int down[2], up[2];
+    if (::pipe2(down, O_CLOEXEC) != 0) return;
+    if (::pipe2(up, O_CLOEXEC) != 0) {
+      ::close(down[0]);
+      ::close(down[1]);
+      return;
+    }
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      struct sigaction sa {};
+      sa.sa_sigaction = Record;
+      sa.sa_flags = SA_SIGINFO | SA_RESTART;
+      sigemptyset(&sa.sa_mask);
+      ::sigaction(SIGIO, &sa, nullptr);
+      g_caught.count.store(0);
+      char c = 'r';
+      (void)!::write(up[1], &c, 1);                 // ready: the handler is in place
+      while (::read(down[0], &c, 1) < 0 && errno == EINTR) {}  // the parent's "report"
+      const int report[2] = {g_caught.count.load(), g_caught.signo.load()};
+      (void)!::write(up[1], report, sizeof report);
+      ::_exit(0);
+    }
+    if (pid_ > 0) ::setpgid(pid_, pid_);  // also from here: no race with F_SETOWN -pid
+    ::close(down[0]);
+    ::close(up[1]);
+    down_ = down[1];
+    up_ = up[0];
+    char c = 0;
+    if (pid_ < 0 || ::read(up_, &c, 1) != 1) pid_ = -1;
+  }
+  ~SigioWatcher() {
+    if (pid_ > 0) {
+      ::kill(-pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (down_ >= 0) ::close(down_);
+    if (up_ >= 0) ::close(up_);
+  }
+  SigioWatcher(const SigioWatcher&) = delete;
+  SigioWatcher& operator=(const SigioWatcher&) = delete;
+  pid_t pid() const { return pid_; }
+  // Waits until the watcher counted `n` SIGIOs or `limit` passed (it reports
+  // once, so the caller gives signals time first). Returns {count, last signo}.
+  std::pair<int, int> Report(std::chrono::milliseconds settle = 50ms) {
+    timespec ts{0, static_cast<long>(std::chrono::nanoseconds(settle).count())};
+    ::nanosleep(&ts, nullptr);
+    int report[2] = {-1, 0};
+    char c = 'q';
+    if (::write(down_, &c, 1) != 1 || ::read(up_, report, sizeof report) != sizeof report) return {-1, 0};
+    return {report[0], report[1]};
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int down_ = -1, up_ = -1;
+};
+
+PERFTEST_CASE(Signals, SigioToOtherProcess, "signals.sigio_other_owner",
+              "fcntl(2) F_SETOWN: 'a process ID or process group ID ... negative to specify a process group'; "
+              "fs/fcntl.c f_setown() -> send_sigio() -> send_sigio_to_task() for the owner pid, or each task of the "
+              "group (do_each_pid_task(PIDTYPE_PGID)); kernel/events/core.c perf_event_wakeup() -> kill_fasync()") {
+  for (const bool group : {false, true}) {
+    SCOPED_TRACE(group ? "F_SETOWN -pgid" : "F_SETOWN pid");
+    Catch(SIGIO);
+    SigioWatcher watcher;
+    ASSERT_GT(watcher.pid(), 0) << "fork(2): " << std::strerror(errno);
+    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), FaultSampler(1, 1)));
+    ASSERT_THAT(backend().Fcntl(ev.fd(), F_SETOWN, group ? -watcher.pid() : watcher.pid()), Succeeds());
+    // F_GETOWN_EX: F_GETOWN would return the group as a negative number, which reads as a failed call.
+    f_owner_ex owner{};
+    ASSERT_THAT(backend().Fcntl(ev.fd(), F_GETOWN_EX, reinterpret_cast<long>(&owner)), Succeeds());
+    EXPECT_EQ(owner.type, group ? F_OWNER_PGRP : F_OWNER_PID);
+    EXPECT_EQ(owner.pid, watcher.pid());
+    ASSERT_OK_AND_ASSIGN(int fl, backend().Fcntl(ev.fd(), F_GETFL, 0));
+    ASSERT_THAT(backend().Fcntl(ev.fd(), F_SETFL, fl | O_ASYNC), Succeeds());
+    ASSERT_OK(ev.Enable());
+    Touch(3);
+    ASSERT_OK(ev.Disable());
+    const auto [count, signo] = watcher.Report();
+    EXPECT_GE(count, 1) << "the owner gets SIGIO for the overflows of an event it does not monitor";
+    EXPECT_EQ(signo, SIGIO);
+    EXPECT_EQ(WaitForSignals(1, 20ms), 0) << "this process is not the owner: no SIGIO here";
+  }
+}
+
+// A pinned group that cannot go on: hardware counters only (software events
+// always fit), so the case needs a core PMU with fewer counters than events.
+PERFTEST_CASE(Signals, PinnedErrorPollErrAndSigio, "signals.pinned_error_pollerr",
+              "kernel/events/core.c merge_sched_in(): a pinned group left INACTIVE -> PERF_EVENT_STATE_ERROR, "
+              "'if (*perf_event_fasync(event)) event->pending_kill = POLL_ERR' and a wakeup (perf_pending_irq() -> "
+              "perf_event_wakeup() -> kill_fasync()); perf_poll(): 'state == PERF_EVENT_STATE_ERROR && "
+              "attr.pinned' -> EPOLLERR (Linux 6.16+; EPOLLHUP/POLL_HUP since 6.15's f4b07fd62d4d, nothing before)") {
+  perf_event_attr pinned = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS);
+  pinned.exclude_kernel = 1;
+  pinned.exclude_hv = 1;
+  if (auto why = NoHardwareFor(backend(), pinned)) PERFTEST_SKIP(why->first, why->second);
+  pinned.pinned = 1;
+  pinned.disabled = 1;
+  const int sig = SIGRTMIN + 3;
+  Catch(sig);
+  std::vector<Event> evs;
+  std::optional<size_t> erred;
+  std::vector<std::byte> buf(64);
+  // More pinned events than counters: enabled one by one, one finds none left.
+  for (int i = 0; i < 72 && !erred; ++i) {
+    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), pinned));
+    Own(ev);
+    ASSERT_THAT(backend().Fcntl(ev.fd(), F_SETSIG, sig), Succeeds());
+    ASSERT_OK(ev.Enable());
+    ASSERT_OK(backend().RunWorkload(Workload::Spin(1ms)));
+    ASSERT_OK_AND_ASSIGN(size_t n, backend().Read(ev.fd(), buf.data(), buf.size()));
+    if (n == 0) erred = evs.size();  // __perf_read(): EOF in the ERROR state
+    evs.push_back(std::move(ev));
+  }
+  ASSERT_TRUE(erred.has_value()) << "more pinned events than counters: one must fail to go on";
+  const Event& err = evs[*erred];
+  ASSERT_GE(WaitForSignals(1), 1) << "the ERROR transition signals the fasync owner";
+  EXPECT_EQ(g_caught.signo.load(), sig);
+  EXPECT_EQ(g_caught.last_code.load(), POLL_ERR);
+  EXPECT_EQ(g_caught.last_band.load(), POLLERR) << "fs/fcntl.c band_table[POLL_ERR - 1]";
+  EXPECT_EQ(g_caught.last_fd.load(), err.fd());
+  EXPECT_EQ(PollNow(err), POLLERR) << "no buffer, yet POLLERR rather than POLLHUP: the ERROR check comes first";
+  EXPECT_EQ(PollNow(evs[0]), POLLHUP) << "a running event without a buffer";
+  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), err.fd(), 1));
+  EXPECT_EQ(PollNow(err), POLLERR) << "with a buffer as well";
 }
 
 // sigtrap on a write breakpoint: SIGTRAP to the task, synchronous.
