@@ -180,14 +180,25 @@ const FlowInput& Flow(uint64_t millions) {
   return in;
 }
 
-uint64_t OurFlowInsns(const FlowInput& in, BlockCache* cache, bool per_insn, uint64_t* checksum) {
+struct FlowStats {
+  uint64_t blocks = 0, events = 0, syncs = 0;
+};
+
+uint64_t OurFlowInsns(const FlowInput& in, BlockCache* cache, bool per_insn, uint64_t* checksum,
+                      FlowStats* stats = nullptr) {
   FlowDecoder decoder(in.trace.trace, &in.image,
                       FlowDecoder::Options{.packets = {.block_packets = false}, .cache = cache});
   uint64_t insns = 0, sum = 0;
+  FlowStats st;
   while (decoder.SyncForward().ok()) {
+    ++st.syncs;
     FlowStep step;
     while (decoder.Next(&step) == 0) {
-      if (step.kind != FlowStep::kBlock) continue;
+      if (step.kind != FlowStep::kBlock) {
+        ++st.events;
+        continue;
+      }
+      ++st.blocks;
       insns += step.block.ninsn;
       if (per_insn) {
         for (BlockInsns it(step.block); it.ok(); it.Advance()) sum += it.ip();
@@ -197,6 +208,7 @@ uint64_t OurFlowInsns(const FlowInput& in, BlockCache* cache, bool per_insn, uin
     }
   }
   *checksum = sum;
+  if (stats != nullptr) *stats = st;
   return insns;
 }
 
@@ -255,12 +267,18 @@ void BM_PtFlowDecode(benchmark::State& state) {
   // Like libipt's, the block cache lives with the image, across decoders.
   BlockCache cache(&in.image);
   uint64_t insns = 0, sum = 0;
+  FlowStats stats;
   for (auto _ : state) {
-    insns = OurFlowInsns(in, &cache, false, &sum);
+    insns = OurFlowInsns(in, &cache, false, &sum, &stats);
     benchmark::DoNotOptimize(sum);
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * insns));
   state.counters["insns"] = static_cast<double>(insns);
+  state.counters["blocks"] = static_cast<double>(stats.blocks);
+  state.counters["events"] = static_cast<double>(stats.events);
+  state.counters["trace_bytes"] = static_cast<double>(in.trace.trace.size());
+  state.counters["cached_blocks"] = static_cast<double>(cache.size());
+  state.counters["finds/iter"] = static_cast<double>(cache.hits() + cache.decoded()) / static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_PtFlowDecode)->Arg(4)->Unit(benchmark::kMillisecond);
 

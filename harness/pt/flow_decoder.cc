@@ -149,7 +149,7 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         }
         return 0;
       case PacketType::kFup:
-        if (!last_ip_.Update(p).ok()) return Fail(EBADMSG, "bad FUP in PSB+");
+        if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad FUP in PSB+");
         have_fup = p.ipbytes() != 0;
         fup_ip = last_ip_.raw();
         break;
@@ -209,7 +209,7 @@ int FlowDecoder::FetchControl() {
       case PacketType::kTip:
       case PacketType::kTipPge:
       case PacketType::kTipPgd:
-        if (!last_ip_.Update(p).ok()) return Fail(EBADMSG, "bad IP packet");
+        if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad IP packet");
         ctl_ = p.type == PacketType::kTip ? Ctl::kTip : p.type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
         ctl_suppressed_ = p.ipbytes() == 0;
         ctl_ip_ = last_ip_.raw();
@@ -217,7 +217,7 @@ int FlowDecoder::FetchControl() {
         steps_without_packet_ = 0;
         return 0;
       case PacketType::kFup: {
-        if (!last_ip_.Update(p).ok()) return Fail(EBADMSG, "bad FUP");
+        if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad FUP");
         if (p.ipbytes() == 0) return Fail(EBADMSG, fmt::format("FUP at {:#x} without an IP", p.offset));
         ctl_from_ = last_ip_.raw();
         ctl_offset_ = p.offset;
@@ -227,7 +227,7 @@ int FlowDecoder::FetchControl() {
           Packet q;
           if (const int err = ReadPacket(&q)) return err;
           if (q.type == PacketType::kTip || q.type == PacketType::kTipPgd) {
-            if (!last_ip_.Update(q).ok()) return Fail(EBADMSG, "bad IP packet");
+            if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad IP packet");
             ctl_ = q.type == PacketType::kTip ? Ctl::kAsync : Ctl::kAsyncDisable;
             ctl_suppressed_ = q.ipbytes() == 0;
             ctl_ip_ = last_ip_.raw();
@@ -285,7 +285,7 @@ int FlowDecoder::FetchControl() {
             break;
           }
           if (q.type == PacketType::kFup) {
-            if (!last_ip_.Update(q).ok()) return Fail(EBADMSG, "bad FUP");
+            if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
             e.ip_suppressed = q.ipbytes() == 0;
             e.ip = last_ip_.raw();
           } else {
@@ -317,7 +317,7 @@ int FlowDecoder::FetchControl() {
         }
         ctl_ = Ctl::kOverflow;
         if (q.type == PacketType::kFup) {
-          if (!last_ip_.Update(q).ok()) return Fail(EBADMSG, "bad FUP");
+          if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
           ctl_suppressed_ = q.ipbytes() == 0;
           ctl_ip_ = last_ip_.raw();
         } else {
@@ -729,12 +729,15 @@ int FlowDecoder::Next(FlowStep* step) {
         cache_->block(link_block_ - 1).next[link_k_] = bi + 1;
     }
     hint_ = link_block_ = 0;
-    const Block* b = &cache_->block(bi);
+    // A copy: the stores to `step` below could alias the cache, and would
+    // make the compiler load the block's fields again after each.
+    const Block blk = cache_->block(bi);
+    const Block* const b = &blk;
     // Start loading both possible successors while this block is handled:
     // the walk is bound by these loads.
     if (b->next[0] != 0) __builtin_prefetch(&cache_->block(b->next[0] - 1));
     if (b->next[1] != 0) __builtin_prefetch(&cache_->block(b->next[1] - 1));
-    if (b->ninsn() == 0) {
+    if (b->ninsn() == 0) [[unlikely]] {
       synced_ = false;
       return Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
                                               : fmt::format("invalid instruction at {:#x}", ip_));
@@ -762,12 +765,13 @@ int FlowDecoder::Next(FlowStep* step) {
       }
     }
 
+    const Insn last = b->last();
     out.ninsn = b->ninsn();
     out.end_ip = b->end();
     out.truncated = false;
-    out.last = b->last();
-    last_direct_ = b->last().branch == BranchClass::kDirectJump || b->last().branch == BranchClass::kDirectCall;
-    if (b->error() != 0) {
+    out.last = last;
+    last_direct_ = last.branch == BranchClass::kDirectJump || last.branch == BranchClass::kDirectCall;
+    if (((b->bits >> 27) & 0x3) != 0) [[unlikely]] {
       // The block stops before an instruction that cannot be decoded: the
       // error comes after the block.
       ip_ = b->end();
@@ -777,10 +781,10 @@ int FlowDecoder::Next(FlowStep* step) {
       return 0;
     }
     // The common case inline: a conditional branch with a TNT bit at hand.
-    if (b->branch() == BranchClass::kCondJump && tnt_count_ != 0 && b->error() == 0) [[likely]] {
+    if (last.branch == BranchClass::kCondJump && tnt_count_ != 0) [[likely]] {
       --tnt_count_;
       const int taken = static_cast<int>((tnt_bits_ >> tnt_count_) & 1);
-      ip_ = taken ? b->target() : b->end();
+      ip_ = taken ? last.target : b->end();
       if (b->next[taken] != 0) {
         hint_ = b->next[taken];
       } else {
