@@ -96,6 +96,9 @@ class BlockCache {
     d = index + 1;
     return index;
   }
+  // True if the image changed since the last CheckGeneration() (which will
+  // then empty the cache).
+  bool Stale() const { return image_->generation() != generation_; }
   // Empties the cache if the image changed since the last call; true if it did.
   bool CheckGeneration() {
     if (image_->generation() == generation_) [[likely]] return false;
