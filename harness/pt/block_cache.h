@@ -79,21 +79,23 @@ class BlockCache {
   // The index of the block at (ip, mode), decoding it on a miss. Call
   // CheckGeneration() first when the image may have changed.
   //
-  // A small direct-mapped table (16 KiB, L1-resident) of recently found
+  // A small direct-mapped table (32 KiB, mostly L1-resident) of recently found
   // blocks sits in front of the hash table, whose slots are spread over
   // megabytes for a large program: a hit there costs one load of the block,
   // which the caller needs anyway.
   uint32_t Find(uint64_t ip, ExecMode mode) {
-    uint32_t& d = direct_[DirectIndex(ip)];
-    if (d != 0) {
-      const Block& b = blocks_[d - 1];
+    uint64_t& d = direct_[DirectIndex(ip)];
+    // The entry's tag (IP bits 31:0) must match before the block is loaded.
+    if ((d >> 32) == (ip & 0xffffffff) && static_cast<uint32_t>(d) != 0) {
+      const uint32_t index = static_cast<uint32_t>(d) - 1;
+      const Block& b = blocks_[index];
       if (b.ip == ip && b.mode() == mode) [[likely]] {
         ++hits_;
-        return d - 1;
+        return index;
       }
     }
     const uint32_t index = FindSlow(ip, mode);
-    d = index + 1;
+    d = (ip << 32) | (index + 1);
     return index;
   }
   // True if the image changed since the last CheckGeneration() (which will
@@ -132,7 +134,7 @@ class BlockCache {
   };
   const Image* image_;
   InsnClassifier classifier_;
-  std::vector<uint32_t> direct_;  // block index + 1 by DirectIndex(ip), 0 = empty
+  std::vector<uint64_t> direct_;  // by DirectIndex(ip): IP[31:0] << 32 | block index + 1 (0 = empty)
   std::vector<Slot> slots_;
   std::vector<Block> blocks_;
   std::vector<uint8_t> lengths_;

@@ -727,6 +727,11 @@ int FlowDecoder::Next(FlowStep* step) {
   }
   if (blk.next[taken] != 0) {
     hint_ = blk.next[taken];
+    // The next block is known (and was prefetched a step ago): start loading
+    // its successors too, two steps ahead of their use.
+    const Block& nb = cache_->block(hint_ - 1);
+    if (nb.next[0] != 0) __builtin_prefetch(&cache_->block(nb.next[0] - 1));
+    if (nb.next[1] != 0) __builtin_prefetch(&cache_->block(nb.next[1] - 1));
   } else {
     link_block_ = bi + 1;
     link_k_ = static_cast<uint8_t>(taken);
