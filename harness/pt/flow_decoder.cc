@@ -669,8 +669,8 @@ int FlowDecoder::Next(FlowStep* step) {
   }
   // From here on the step is this block.
   hint_ = link_block_ = 0;
-  if (blk.next[0] != 0) __builtin_prefetch(&cache_->block(blk.next[0] - 1));
-  if (blk.next[1] != 0) __builtin_prefetch(&cache_->block(blk.next[1] - 1));
+  cache_->Prefetch(blk.next[0]);
+  cache_->Prefetch(blk.next[1]);
   FlowBlock& out = step->block;
   step->kind = FlowStep::kBlock;
   out.ip = blk.ip;
@@ -730,8 +730,8 @@ int FlowDecoder::Next(FlowStep* step) {
     // The next block is known (and was prefetched a step ago): start loading
     // its successors too, two steps ahead of their use.
     const Block& nb = cache_->block(hint_ - 1);
-    if (nb.next[0] != 0) __builtin_prefetch(&cache_->block(nb.next[0] - 1));
-    if (nb.next[1] != 0) __builtin_prefetch(&cache_->block(nb.next[1] - 1));
+    cache_->Prefetch(nb.next[0]);
+    cache_->Prefetch(nb.next[1]);
   } else {
     link_block_ = bi + 1;
     link_k_ = static_cast<uint8_t>(taken);
@@ -885,8 +885,8 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     const Block* const b = &blk;
     // Start loading both possible successors while this block is handled:
     // the walk is bound by these loads.
-    if (b->next[0] != 0) __builtin_prefetch(&cache_->block(b->next[0] - 1));
-    if (b->next[1] != 0) __builtin_prefetch(&cache_->block(b->next[1] - 1));
+    cache_->Prefetch(b->next[0]);
+    cache_->Prefetch(b->next[1]);
     if (b->ninsn() == 0) [[unlikely]] {
       synced_ = false;
       return Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
