@@ -4,6 +4,12 @@
 //   build/bin/bench_pt --benchmark_min_time=0.5
 //   ./perftest bench pt        # bytes/s of each benchmark / BM_Baseline_LibiptPktNext
 //
+// On a shared (loaded) machine the two decoders' speeds drift with the load
+// between benchmarks; take medians of interleaved repetitions, so that both
+// see the same load:
+//   ./perftest bench pt -- --benchmark_repetitions=7 --benchmark_enable_random_interleaving=true \
+//       --benchmark_report_aggregates_only=true
+//
 // The trace: 8 MiB from testing/trace_generator.h RealisticTrace() — what
 // perf records from a user program with intel_pt/cyc,mtc/: PSB+ (PSB, TSC,
 // TMA, CBR, MODE.Exec, FUP, PSBEND) every 4 KiB, then mostly TNT-8 and TIP
@@ -160,7 +166,8 @@ BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
 // (compressed), SYSCALLs (TIP.PGD/TIP.PGE), interrupts (FUP+TIP,
 // FUP+TIP.PGD), OVF; PSB+ every 4 KiB, MTC and CYC on.
 //
-//   BM_PtFlowDecode/N             FlowDecoder::Next(), blocks (as pt_blk_next)
+//   BM_PtFlowDecode/N             FlowDecoder::Next(), blocks (as pt_blk_next); counters: blocks
+//                                 and events per pass, cached blocks, cache lookups per pass
 //   BM_PtFlowInsns/N              the same, visiting every instruction (BlockInsns)
 //   BM_Baseline_LibiptBlkNext/N   pt_blk_next + pt_blk_event
 
