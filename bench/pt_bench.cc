@@ -4,6 +4,12 @@
 //   build/bin/bench_pt --benchmark_min_time=0.5
 //   ./perftest bench pt        # bytes/s of each benchmark / BM_Baseline_LibiptPktNext
 //
+// On a shared (loaded) machine the two decoders' speeds drift with the load
+// between benchmarks; take medians of interleaved repetitions, so that both
+// see the same load:
+//   ./perftest bench pt -- --benchmark_repetitions=7 --benchmark_enable_random_interleaving=true \
+//       --benchmark_report_aggregates_only=true
+//
 // The trace: 8 MiB from testing/trace_generator.h RealisticTrace() — what
 // perf records from a user program with intel_pt/cyc,mtc/: PSB+ (PSB, TSC,
 // TMA, CBR, MODE.Exec, FUP, PSBEND) every 4 KiB, then mostly TNT-8 and TIP
@@ -160,7 +166,8 @@ BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
 // (compressed), SYSCALLs (TIP.PGD/TIP.PGE), interrupts (FUP+TIP,
 // FUP+TIP.PGD), OVF; PSB+ every 4 KiB, MTC and CYC on.
 //
-//   BM_PtFlowDecode/N             FlowDecoder::Next(), blocks (as pt_blk_next)
+//   BM_PtFlowDecode/N             FlowDecoder::Next(), blocks (as pt_blk_next); counters: blocks
+//                                 and events per pass, cached blocks, cache lookups per pass
 //   BM_PtFlowInsns/N              the same, visiting every instruction (BlockInsns)
 //   BM_Baseline_LibiptBlkNext/N   pt_blk_next + pt_blk_event
 
@@ -180,14 +187,25 @@ const FlowInput& Flow(uint64_t millions) {
   return in;
 }
 
-uint64_t OurFlowInsns(const FlowInput& in, BlockCache* cache, bool per_insn, uint64_t* checksum) {
+struct FlowStats {
+  uint64_t blocks = 0, events = 0, syncs = 0;
+};
+
+uint64_t OurFlowInsns(const FlowInput& in, BlockCache* cache, bool per_insn, uint64_t* checksum,
+                      FlowStats* stats = nullptr) {
   FlowDecoder decoder(in.trace.trace, &in.image,
                       FlowDecoder::Options{.packets = {.block_packets = false}, .cache = cache});
   uint64_t insns = 0, sum = 0;
+  FlowStats st;
   while (decoder.SyncForward().ok()) {
+    ++st.syncs;
     FlowStep step;
     while (decoder.Next(&step) == 0) {
-      if (step.kind != FlowStep::kBlock) continue;
+      if (step.kind != FlowStep::kBlock) {
+        ++st.events;
+        continue;
+      }
+      ++st.blocks;
       insns += step.block.ninsn;
       if (per_insn) {
         for (BlockInsns it(step.block); it.ok(); it.Advance()) sum += it.ip();
@@ -197,6 +215,7 @@ uint64_t OurFlowInsns(const FlowInput& in, BlockCache* cache, bool per_insn, uin
     }
   }
   *checksum = sum;
+  if (stats != nullptr) *stats = st;
   return insns;
 }
 
@@ -255,12 +274,18 @@ void BM_PtFlowDecode(benchmark::State& state) {
   // Like libipt's, the block cache lives with the image, across decoders.
   BlockCache cache(&in.image);
   uint64_t insns = 0, sum = 0;
+  FlowStats stats;
   for (auto _ : state) {
-    insns = OurFlowInsns(in, &cache, false, &sum);
+    insns = OurFlowInsns(in, &cache, false, &sum, &stats);
     benchmark::DoNotOptimize(sum);
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * insns));
   state.counters["insns"] = static_cast<double>(insns);
+  state.counters["blocks"] = static_cast<double>(stats.blocks);
+  state.counters["events"] = static_cast<double>(stats.events);
+  state.counters["trace_bytes"] = static_cast<double>(in.trace.trace.size());
+  state.counters["cached_blocks"] = static_cast<double>(cache.size());
+  state.counters["finds/iter"] = static_cast<double>(cache.hits() + cache.decoded()) / static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_PtFlowDecode)->Arg(4)->Unit(benchmark::kMillisecond);
 

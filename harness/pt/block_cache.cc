@@ -13,12 +13,13 @@ constexpr size_t kMaxInsnBytes = 15;
 
 void BlockCache::Reset() {
   std::fill(slots_.begin(), slots_.end(), Slot{0, 0, 0});
+  std::fill(direct_.begin(), direct_.end(), 0);
   blocks_.clear();
   lengths_.clear();
   generation_ = image_->generation();
 }
 
-uint32_t BlockCache::Find(uint64_t ip, ExecMode mode) {
+uint32_t BlockCache::FindSlow(uint64_t ip, ExecMode mode) {
   const size_t mask = slots_.size() - 1;
   for (size_t i = Hash(ip) & mask;; i = (i + 1) & mask) {
     const Slot& s = slots_[i];

@@ -74,11 +74,33 @@ class BlockCache {
   };
   static_assert(sizeof(Block) == 32);
 
-  explicit BlockCache(const Image* image) : image_(image) { slots_.resize(1024); }
+  explicit BlockCache(const Image* image) : image_(image), direct_(kDirectSize, 0) { slots_.resize(1024); }
 
   // The index of the block at (ip, mode), decoding it on a miss. Call
   // CheckGeneration() first when the image may have changed.
-  uint32_t Find(uint64_t ip, ExecMode mode);
+  //
+  // A small direct-mapped table (32 KiB, mostly L1-resident) of recently found
+  // blocks sits in front of the hash table, whose slots are spread over
+  // megabytes for a large program: a hit there costs one load of the block,
+  // which the caller needs anyway.
+  uint32_t Find(uint64_t ip, ExecMode mode) {
+    uint64_t& d = direct_[DirectIndex(ip)];
+    // The entry's tag (IP bits 31:0) must match before the block is loaded.
+    if ((d >> 32) == (ip & 0xffffffff) && static_cast<uint32_t>(d) != 0) {
+      const uint32_t index = static_cast<uint32_t>(d) - 1;
+      const Block& b = blocks_[index];
+      if (b.ip == ip && b.mode() == mode) [[likely]] {
+        ++hits_;
+        return index;
+      }
+    }
+    const uint32_t index = FindSlow(ip, mode);
+    d = (ip << 32) | (index + 1);
+    return index;
+  }
+  // True if the image changed since the last CheckGeneration() (which will
+  // then empty the cache).
+  bool Stale() const { return image_->generation() != generation_; }
   // Empties the cache if the image changed since the last call; true if it did.
   bool CheckGeneration() {
     if (image_->generation() == generation_) [[likely]] return false;
@@ -87,6 +109,12 @@ class BlockCache {
   }
 
   const Block& block(uint32_t index) const { return blocks_[index]; }
+  // Starts loading the block of a successor link (index + 1); a no-op for
+  // 0, without a branch (a prefetch of any address is harmless).
+  void Prefetch(uint32_t link) const {
+    const uintptr_t base = reinterpret_cast<uintptr_t>(blocks_.data());
+    __builtin_prefetch(reinterpret_cast<const void*>(base + (uintptr_t{link} - 1) * sizeof(Block)));
+  }
   Block& block(uint32_t index) { return blocks_[index]; }
   const uint8_t* lengths(const Block& b) const { return lengths_.data() + b.lengths; }
   size_t size() const { return blocks_.size(); }
@@ -96,9 +124,14 @@ class BlockCache {
   uint64_t hits() const { return hits_; }        // Find() hits
 
  private:
+  uint32_t FindSlow(uint64_t ip, ExecMode mode);
   uint32_t Decode(uint64_t ip, ExecMode mode);
   void Reset();
   static size_t Hash(uint64_t ip) { return static_cast<size_t>((ip * 0x9e3779b97f4a7c15ull) >> 40); }
+  static constexpr size_t kDirectSize = 4096;
+  static size_t DirectIndex(uint64_t ip) {
+    return static_cast<size_t>((ip * 0x9e3779b97f4a7c15ull) >> 52) & (kDirectSize - 1);
+  }
 
   struct Slot {
     uint64_t ip;
@@ -107,6 +140,7 @@ class BlockCache {
   };
   const Image* image_;
   InsnClassifier classifier_;
+  std::vector<uint64_t> direct_;  // by DirectIndex(ip): IP[31:0] << 32 | block index + 1 (0 = empty)
   std::vector<Slot> slots_;
   std::vector<Block> blocks_;
   std::vector<uint8_t> lengths_;

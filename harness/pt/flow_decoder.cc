@@ -60,19 +60,23 @@ FlowDecoder::FlowDecoder(std::span<const uint8_t> trace, const Image* image, Opt
 // ---------------------------------------------------------------------------
 // Packets
 
-int FlowDecoder::ReadPacket(Packet* p) {
-  if (have_unread_) {
+// A packet error at the decoder's position (out of line: ReadPacket is inlined).
+__attribute__((noinline, cold)) int FlowDecoder::FailPacket(int err) {
+  error_offset_ = packets_.offset();
+  error_ip_ = ip_;
+  error_message_ = fmt::format("{} at offset {:#x}", PacketDecoder::ErrorDescription(err), error_offset_);
+  return err;
+}
+
+inline __attribute__((always_inline)) int FlowDecoder::ReadPacket(Packet* p) {
+  if (have_unread_) [[unlikely]] {
     *p = unread_;
     have_unread_ = false;
     return 0;
   }
   const int err = packets_.Next(*p);
-  if (err != 0) [[unlikely]] {
-    error_offset_ = packets_.offset();
-    error_ip_ = ip_;
-    error_message_ = fmt::format("{} at offset {:#x}", PacketDecoder::ErrorDescription(err), error_offset_);
-  }
-  return err;
+  if (err != 0) [[unlikely]] return FailPacket(err);
+  return 0;
 }
 
 void FlowDecoder::Unread(const Packet& p) {
@@ -90,6 +94,17 @@ int FlowDecoder::Fail(int err, std::string message) {
 void FlowDecoder::Queue(FlowEvent e) {
   e.time = time_;
   events_.push_back(e);
+}
+
+// CYC (Timing() for the most frequent timing packet, inline).
+inline void FlowDecoder::TimingCyc(const Packet& p) {
+  const uint64_t cycles = p.cyc();
+  time_.cyc += cycles;
+  cyc_since_ += cycles;
+  if (options_.max_nonturbo_ratio != 0 && time_.cbr != 0 && tsc_base_ != 0) {
+    const uint64_t est = tsc_mtc_ + cyc_since_ * options_.max_nonturbo_ratio / time_.cbr;
+    time_.tsc = std::max(time_.tsc, est);
+  }
 }
 
 void FlowDecoder::Timing(const Packet& p) {
@@ -115,16 +130,9 @@ void FlowDecoder::Timing(const Packet& p) {
         cyc_since_ = 0;
       }
       break;
-    case PacketType::kCyc: {
-      const uint64_t cycles = p.cyc();
-      time_.cyc += cycles;
-      cyc_since_ += cycles;
-      if (options_.max_nonturbo_ratio != 0 && time_.cbr != 0 && tsc_base_ != 0) {
-        const uint64_t est = tsc_mtc_ + cyc_since_ * options_.max_nonturbo_ratio / time_.cbr;
-        time_.tsc = std::max(time_.tsc, est);
-      }
+    case PacketType::kCyc:
+      TimingCyc(p);
       break;
-    }
     case PacketType::kCbr:
       time_.cbr = p.cbr();
       break;
@@ -149,7 +157,7 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         }
         return 0;
       case PacketType::kFup:
-        if (!last_ip_.Update(p).ok()) return Fail(EBADMSG, "bad FUP in PSB+");
+        if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad FUP in PSB+");
         have_fup = p.ipbytes() != 0;
         fup_ip = last_ip_.raw();
         break;
@@ -209,7 +217,7 @@ int FlowDecoder::FetchControl() {
       case PacketType::kTip:
       case PacketType::kTipPge:
       case PacketType::kTipPgd:
-        if (!last_ip_.Update(p).ok()) return Fail(EBADMSG, "bad IP packet");
+        if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad IP packet");
         ctl_ = p.type == PacketType::kTip ? Ctl::kTip : p.type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
         ctl_suppressed_ = p.ipbytes() == 0;
         ctl_ip_ = last_ip_.raw();
@@ -217,7 +225,7 @@ int FlowDecoder::FetchControl() {
         steps_without_packet_ = 0;
         return 0;
       case PacketType::kFup: {
-        if (!last_ip_.Update(p).ok()) return Fail(EBADMSG, "bad FUP");
+        if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad FUP");
         if (p.ipbytes() == 0) return Fail(EBADMSG, fmt::format("FUP at {:#x} without an IP", p.offset));
         ctl_from_ = last_ip_.raw();
         ctl_offset_ = p.offset;
@@ -227,7 +235,7 @@ int FlowDecoder::FetchControl() {
           Packet q;
           if (const int err = ReadPacket(&q)) return err;
           if (q.type == PacketType::kTip || q.type == PacketType::kTipPgd) {
-            if (!last_ip_.Update(q).ok()) return Fail(EBADMSG, "bad IP packet");
+            if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad IP packet");
             ctl_ = q.type == PacketType::kTip ? Ctl::kAsync : Ctl::kAsyncDisable;
             ctl_suppressed_ = q.ipbytes() == 0;
             ctl_ip_ = last_ip_.raw();
@@ -285,7 +293,7 @@ int FlowDecoder::FetchControl() {
             break;
           }
           if (q.type == PacketType::kFup) {
-            if (!last_ip_.Update(q).ok()) return Fail(EBADMSG, "bad FUP");
+            if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
             e.ip_suppressed = q.ipbytes() == 0;
             e.ip = last_ip_.raw();
           } else {
@@ -317,7 +325,7 @@ int FlowDecoder::FetchControl() {
         }
         ctl_ = Ctl::kOverflow;
         if (q.type == PacketType::kFup) {
-          if (!last_ip_.Update(q).ok()) return Fail(EBADMSG, "bad FUP");
+          if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
           ctl_suppressed_ = q.ipbytes() == 0;
           ctl_ip_ = last_ip_.raw();
         } else {
@@ -360,10 +368,12 @@ int FlowDecoder::FetchControl() {
         Timing(p);
         Queue(FlowEvent{.type = FlowEvent::Type::kCbr, .ip_suppressed = true, .payload = p.cbr(), .offset = p.offset});
         break;
+      case PacketType::kCyc:
+        TimingCyc(p);
+        break;
       case PacketType::kTsc:
       case PacketType::kTma:
       case PacketType::kMtc:
-      case PacketType::kCyc:
         Timing(p);
         break;
       default:  // PAD, PSBEND, PEBS blocks
@@ -424,6 +434,24 @@ int FlowDecoder::NeedControl() {
 // (the end of the trace, or a packet cut by it, is none).
 int FlowDecoder::CheckAhead() {
   if (have_unread_) return 0;
+  // The common case without copying the packet decoder: the packets ahead
+  // are fast-path packets (PacketDecoder::Next() would decode them the
+  // same way: synchronized, outside a PEBS block, 9 bytes readable).
+  if (packets_.synced() && packets_.block_item_bytes() == 0) {
+    const std::span<const uint8_t> trace = packets_.trace();
+    for (uint64_t off = packets_.offset(); off + 9 <= trace.size();) {
+      Packet q;
+      unsigned size;
+      if (!internal::FastDecode(trace.data(), off, q, size)) break;  // the careful way, below
+      switch (q.type) {
+        case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
+          off += size;
+          continue;
+        default:
+          return 0;
+      }
+    }
+  }
   PacketDecoder ahead = packets_;
   for (;;) {
     Packet q;
@@ -590,7 +618,129 @@ int FlowDecoder::TakeTip(uint64_t*) {
   return Fail(EBADMSG, fmt::format("branch at {:#x}: no TIP", ip_));
 }
 
+// Writes b.last() into `x` field by field: built in a local and copied, the
+// Insn is written with narrow stores and read back with wide loads, a
+// store-forwarding stall on every block.
+inline void StoreLast(Insn& x, const BlockCache::Block& b) {
+  const uint8_t length = b.last_length();
+  const BranchClass branch = b.branch();
+  x.ip = b.end() - length;
+  x.target = (branch == BranchClass::kCondJump || branch == BranchClass::kDirectJump ||
+              branch == BranchClass::kDirectCall) ? b.target() : 0;
+  x.length = length;
+  x.branch = branch;
+  x.far = b.far();
+  x.mode = b.mode();
+}
+
+// The common steps, with nothing pending: a block from the hint whose
+// branch is a conditional branch with a TNT bit at hand, a direct jump or
+// call, or a compressed return. Does exactly what NextSlow() would (which
+// takes everything else), in a small function that touches the block once.
 int FlowDecoder::Next(FlowStep* step) {
+  if (!enabled_ || !synced_ || deferred_error_ != 0 || event_head_ != events_.size() || hint_ == 0 ||
+      mode_ == ExecMode::kInvalid || !(ctl_ == Ctl::kNone ? tnt_count_ != 0 : ctl_ == Ctl::kTip)) [[unlikely]] {
+    return NextSlow(step);
+  }
+  const uint32_t bi = hint_ - 1;
+  const Block blk = cache_->block(bi);
+  if (blk.ip != ip_ || blk.mode() != mode_ || (blk.bits & 0x1fff) == 0 || ((blk.bits >> 27) & 0x3) != 0 ||
+      cache_->Stale()) [[unlikely]] {
+    return NextSlow(step);
+  }
+  const BranchClass branch = blk.branch();
+  const bool have_tnt = tnt_count_ != 0;
+  uint32_t taken = 0;
+  switch (branch) {
+    case BranchClass::kCondJump:
+      if (!have_tnt) return NextSlow(step);
+      taken = static_cast<uint32_t>((tnt_bits_ >> (tnt_count_ - 1)) & 1);
+      break;
+    case BranchClass::kDirectJump:
+    case BranchClass::kDirectCall:
+      if (steps_without_packet_ >= options_.max_steps_without_packet) return NextSlow(step);
+      break;
+    case BranchClass::kReturn:
+      // A compressed return: a taken TNT bit and a return address at hand.
+      if (!have_tnt || ((tnt_bits_ >> (tnt_count_ - 1)) & 1) == 0 || ret_count_ == 0) return NextSlow(step);
+      break;
+    default:
+      return NextSlow(step);
+  }
+  // From here on the step is this block.
+  hint_ = link_block_ = 0;
+  cache_->Prefetch(blk.next[0]);
+  cache_->Prefetch(blk.next[1]);
+  FlowBlock& out = step->block;
+  step->kind = FlowStep::kBlock;
+  out.ip = blk.ip;
+  out.mode = blk.mode();
+  out.lengths = cache_->lengths(blk);
+  out.time = time_;
+  const uint64_t target = blk.target();  // for the direct branches
+  out.ninsn = blk.ninsn();
+  out.end_ip = blk.end();
+  out.truncated = false;
+  StoreLast(out.last, blk);
+  last_direct_ = branch == BranchClass::kDirectJump || branch == BranchClass::kDirectCall;
+  switch (branch) {
+    case BranchClass::kCondJump:
+      --tnt_count_;
+      ip_ = taken ? target : blk.end();
+      break;
+    case BranchClass::kDirectCall:
+      if (target != blk.end()) {
+        ret_top_ = (ret_top_ + 1) % kRetStackSize;
+        retstack_[ret_top_] = blk.end();
+        ret_block_[ret_top_] = bi;
+        if (ret_count_ < kRetStackSize) ++ret_count_;
+      }
+      [[fallthrough]];
+    case BranchClass::kDirectJump:
+      ip_ = target;
+      taken = 1;
+      ++steps_without_packet_;
+      break;
+    default: {  // kReturn, compressed
+      --tnt_count_;
+      ip_ = retstack_[ret_top_];
+      const uint32_t call = ret_block_[ret_top_];
+      ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
+      --ret_count_;
+      if (call < cache_->size() && cache_->block(call).end() == ip_) {
+        const uint32_t next = cache_->block(call).next[0];
+        if (next != 0) {
+          hint_ = next;
+        } else {
+          link_block_ = call + 1;
+          link_k_ = 0;
+          link_ip_ = ip_;
+        }
+      } else {
+        hint_ = blk.next[1];
+        link_block_ = bi + 1;
+        link_k_ = 1;
+        link_ip_ = ip_;
+      }
+      return 0;
+    }
+  }
+  if (blk.next[taken] != 0) {
+    hint_ = blk.next[taken];
+    // The next block is known (and was prefetched a step ago): start loading
+    // its successors too, two steps ahead of their use.
+    const Block& nb = cache_->block(hint_ - 1);
+    cache_->Prefetch(nb.next[0]);
+    cache_->Prefetch(nb.next[1]);
+  } else {
+    link_block_ = bi + 1;
+    link_k_ = static_cast<uint8_t>(taken);
+    link_ip_ = ip_;
+  }
+  return 0;
+}
+
+int FlowDecoder::NextSlow(FlowStep* step) {
   for (;;) {
     if (event_head_ < events_.size()) {
       step->kind = FlowStep::kEvent;
@@ -729,12 +879,15 @@ int FlowDecoder::Next(FlowStep* step) {
         cache_->block(link_block_ - 1).next[link_k_] = bi + 1;
     }
     hint_ = link_block_ = 0;
-    const Block* b = &cache_->block(bi);
+    // A copy: the stores to `step` below could alias the cache, and would
+    // make the compiler load the block's fields again after each.
+    const Block blk = cache_->block(bi);
+    const Block* const b = &blk;
     // Start loading both possible successors while this block is handled:
     // the walk is bound by these loads.
-    if (b->next[0] != 0) __builtin_prefetch(&cache_->block(b->next[0] - 1));
-    if (b->next[1] != 0) __builtin_prefetch(&cache_->block(b->next[1] - 1));
-    if (b->ninsn() == 0) {
+    cache_->Prefetch(b->next[0]);
+    cache_->Prefetch(b->next[1]);
+    if (b->ninsn() == 0) [[unlikely]] {
       synced_ = false;
       return Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
                                               : fmt::format("invalid instruction at {:#x}", ip_));
@@ -762,12 +915,13 @@ int FlowDecoder::Next(FlowStep* step) {
       }
     }
 
+    const BranchClass last_branch = b->branch();
     out.ninsn = b->ninsn();
     out.end_ip = b->end();
     out.truncated = false;
-    out.last = b->last();
-    last_direct_ = b->last().branch == BranchClass::kDirectJump || b->last().branch == BranchClass::kDirectCall;
-    if (b->error() != 0) {
+    StoreLast(out.last, *b);
+    last_direct_ = last_branch == BranchClass::kDirectJump || last_branch == BranchClass::kDirectCall;
+    if (((b->bits >> 27) & 0x3) != 0) [[unlikely]] {
       // The block stops before an instruction that cannot be decoded: the
       // error comes after the block.
       ip_ = b->end();
@@ -777,7 +931,7 @@ int FlowDecoder::Next(FlowStep* step) {
       return 0;
     }
     // The common case inline: a conditional branch with a TNT bit at hand.
-    if (b->branch() == BranchClass::kCondJump && tnt_count_ != 0 && b->error() == 0) [[likely]] {
+    if (last_branch == BranchClass::kCondJump && tnt_count_ != 0) [[likely]] {
       --tnt_count_;
       const int taken = static_cast<int>((tnt_bits_ >> tnt_count_) & 1);
       ip_ = taken ? b->target() : b->end();

@@ -242,11 +242,13 @@ class FlowDecoder {
   int PeekAfterIp();
   int CheckAhead();
   int Resolve(uint32_t block);
+  int NextSlow(FlowStep* step);
   int TakeTip(uint64_t* target);
   int Fail(int err, std::string message);
   int FailPacket(int err);
   void Queue(FlowEvent e);
   void Timing(const Packet& p);
+  void TimingCyc(const Packet& p);
   Result<uint64_t> Start(Result<uint64_t> psb);
 
   PacketDecoder packets_;

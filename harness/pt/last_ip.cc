@@ -11,17 +11,6 @@ uint64_t SignExtend48(uint64_t v) {
 
 }  // namespace
 
-uint64_t LastIp::Decompress(uint64_t last, uint8_t ipbytes, uint64_t payload) {
-  switch (ipbytes) {
-    case 0b001: return (last & ~0xffffull) | (payload & 0xffffull);
-    case 0b010: return (last & ~0xffffffffull) | (payload & 0xffffffffull);
-    case 0b011: return SignExtend48(payload & 0xffffffffffffull);
-    case 0b100: return (last & ~0xffffffffffffull) | (payload & 0xffffffffffffull);
-    case 0b110: return payload;
-    default: return last;
-  }
-}
-
 Result<void> LastIp::Update(uint8_t ipbytes, uint64_t payload) {
   if (ipbytes == 0b000) {
     suppressed_ = true;

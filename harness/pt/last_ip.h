@@ -41,6 +41,19 @@ class LastIp {
   Result<void> Update(uint8_t ipbytes, uint64_t payload);
   // Same for a TIP, TIP.PGE, TIP.PGD or FUP packet; EINVAL for any other type.
   Result<void> Update(const Packet& packet);
+  // Update(ipbytes, payload) without the Result, inline, for decoders' hot
+  // paths: false (and no change) for the reserved IPBytes 101b and 111b.
+  bool UpdateInline(uint8_t ipbytes, uint64_t payload) {
+    if (ipbytes == 0b000) {
+      suppressed_ = true;
+      return true;
+    }
+    if ((ipbytes & 0b101) == 0b101) return false;  // 101b, 111b
+    ip_ = Decompress(ip_, ipbytes, payload);
+    have_ip_ = true;
+    suppressed_ = false;
+    return true;
+  }
 
   // The current IP. Errors: ENOENT if there has been no IP since the start
   // or the last Reset(); EADDRNOTAVAIL if the last IP packet suppressed it
@@ -54,7 +67,16 @@ class LastIp {
 
   // The IP that `ipbytes`/`payload` make from `last` (no error checking:
   // reserved IPBytes return `last`).
-  static uint64_t Decompress(uint64_t last, uint8_t ipbytes, uint64_t payload);
+  static uint64_t Decompress(uint64_t last, uint8_t ipbytes, uint64_t payload) {
+    switch (ipbytes) {
+      case 0b001: return (last & ~0xffffull) | (payload & 0xffffull);
+      case 0b010: return (last & ~0xffffffffull) | (payload & 0xffffffffull);
+      case 0b011: return static_cast<uint64_t>(static_cast<int64_t>(payload << 16) >> 16);
+      case 0b100: return (last & ~0xffffffffffffull) | (payload & 0xffffffffffffull);
+      case 0b110: return payload;
+      default: return last;
+    }
+  }
 
   // The shortest IPBytes (and its payload) that turns `last` into `ip`:
   // 001b/010b when the high 48/32 bits match, then 011b when `ip` is the

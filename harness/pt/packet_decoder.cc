@@ -418,7 +418,13 @@ size_t PacketDecoder::DecodeLanes(std::span<Packet> out, int& err) noexcept {
   // its byte distance from pos_, so no lane can run out of room.
   const uint64_t budget = std::min<uint64_t>(out.size(), static_cast<uint64_t>(end_ - pos_));
   const uint8_t* const limit_all = pos_ + budget;
-  const uint64_t spacing = std::max<uint64_t>(budget / (2 * kMaxLanes), 1);
+  // The PSB search from each bound starts `spacing` bytes on; when the last
+  // call found PSBs further apart than that (the trace's PSB period), it
+  // starts a little short of that distance instead (up to a quarter of the
+  // budget), so that it scans a few words rather than half a period. Only
+  // the lanes' lengths depend on it.
+  const uint64_t gap = psb_gap_ > 256 ? std::min<uint64_t>(psb_gap_ - 128, budget / kMaxLanes) : 0;
+  const uint64_t spacing = std::max<uint64_t>({budget / (2 * kMaxLanes), 1, gap});
   const uint8_t* bounds[kMaxLanes + 1];
   size_t nb = 0;
   bounds[nb++] = pos_;
@@ -428,6 +434,7 @@ size_t PacketDecoder::DecodeLanes(std::span<Packet> out, int& err) noexcept {
     if (!next || begin_ + *next > limit_all || begin_ + *next <= bounds[nb - 1]) break;
     bounds[nb++] = begin_ + *next;
   }
+  if (nb >= 3) psb_gap_ = static_cast<uint64_t>(bounds[2] - bounds[1]);
   if (nb == 1) bounds[nb++] = limit_all;  // no PSB in reach: one lane to the budget's end
   const size_t n = nb - 1;
   Lane lanes[kMaxLanes];

@@ -156,6 +156,7 @@ class PacketDecoder {
   Options options_;
   bool synced_ = false;
   uint8_t block_ = 0;  // BIP item size inside a PEBS block, else 0
+  uint64_t psb_gap_ = 0;  // Decode(): the distance between two PSBs it last found
 };
 
 inline int PacketDecoder::Next(Packet& packet) noexcept {
