@@ -10,6 +10,7 @@
 
 #include "harness/pt/image.h"
 #include "harness/pt/itrace.h"
+#include "harness/pt/itrace_log.h"
 
 namespace perftest::pt {
 
@@ -51,20 +52,44 @@ bool AddImage(Image* image, const std::string& spec, std::string* error) {
   }
   return true;
 }
+
+// TSC[:NAME], the TSC in C syntax.
+bool ParseExisting(const std::string& spec, ExistingEvent* out, std::string* error) {
+  const size_t colon = spec.find(':');
+  const std::string num = spec.substr(0, colon);
+  char* end = nullptr;
+  errno = 0;
+  out->time = std::strtoull(num.c_str(), &end, 0);
+  if (num.empty() || *end != '\0' || errno != 0) {
+    *error = fmt::format("--existing-event {}: bad time '{}' (expected TSC[:NAME])", spec, num);
+    return false;
+  }
+  if (colon != std::string::npos) {
+    out->name = spec.substr(colon + 1);
+    if (out->name.empty()) {
+      *error = fmt::format("--existing-event {}: empty name", spec);
+      return false;
+    }
+  }
+  return true;
+}
 }  // namespace
 
 void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd) {
   cmd->app = app.add_subcommand("decode", "decode the instruction flow and print itrace samples (like perf script --itrace)");
   cmd->app->add_option("FILE", cmd->file, "raw Intel PT trace bytes")->required();
   cmd->app->add_option("--itrace", cmd->itrace,
-                       "itrace letters (perf-intel-pt.txt): i[N[i|t|ns|us|ms]] b c r x w p e[-o-l] g[N] l[N] sN q qq; "
-                       "empty: cepwx");
+                       "itrace letters (perf-intel-pt.txt): i[N[i|t|ns|us|ms]] b c r x w p e[-o-l] d[+a-a+e+o] g[N] "
+                       "G[N] l[N] L[N] sN q qq; empty: cepwx");
   cmd->app->add_option("--image", cmd->images, "object code: ADDR:FILE[:OFFSET[:SIZE]] (repeatable)");
   cmd->app->add_option("--format", cmd->format, "text (perf script style) or json (JSON Lines)")
       ->check(CLI::IsMember({"text", "json"}));
   cmd->app->add_option("--tsc-hz", cmd->tsc_hz, "TSC frequency, for i periods in ns/us/ms (default 1 GHz)");
   cmd->app->add_option("--max-nonturbo-ratio", cmd->max_nonturbo_ratio,
                        "MSR_PLATFORM_INFO[15:8], to time CYC packets with CBR");
+  cmd->app->add_option("--existing-event", cmd->existing_events,
+                       "an event recorded with the trace, TSC[:NAME] (repeatable): G/L add call chain/branch stack");
+  cmd->app->add_option("--debug-log", cmd->debug_log, "the d log file (default intel_pt.log; d+o: stdout)");
 }
 
 int RunDecode(const DecodeCommand& cmd) {
@@ -88,10 +113,34 @@ int RunDecode(const DecodeCommand& cmd) {
       return kExitBadInput;
     }
   }
+  std::vector<ExistingEvent> existing;
+  for (const std::string& spec : cmd.existing_events) {
+    std::string error;
+    if (!ParseExisting(spec, &existing.emplace_back(), &error)) {
+      fmt::print(stderr, "perftest_pt decode: {}\n", error);
+      return kExitBadInput;
+    }
+  }
+  std::FILE* log_file = nullptr;
+  if (o->debug_log && !o->log_stdout) {
+    log_file = std::fopen(cmd.debug_log.c_str(), "w");
+    if (log_file == nullptr) {
+      fmt::print(stderr, "perftest_pt decode: cannot write the debug log {}: {}\n", cmd.debug_log, std::strerror(errno));
+      return kExitBadInput;
+    }
+  }
+  std::FILE* log_out = log_file != nullptr ? log_file : stdout;
+  ItraceLog log(trace, *o, [log_out](std::string_view s) { std::fwrite(s.data(), 1, s.size(), log_out); });
   FlowDecoder::Options d;
   d.max_nonturbo_ratio = cmd.max_nonturbo_ratio;
   ItraceSynth synth(*o);
-  const ItraceStats stats = SynthesizeItrace(trace, image, *o, d, &synth);
+  synth.SetExistingEvents(std::move(existing));
+  const ItraceStats stats = SynthesizeItrace(trace, image, *o, d, &synth, o->debug_log ? &log : nullptr);
+  if (o->debug_log) log.Finish();
+  if (log_file != nullptr && std::fclose(log_file) != 0) {
+    fmt::print(stderr, "perftest_pt decode: writing the debug log {}: {}\n", cmd.debug_log, std::strerror(errno));
+    return kExitBadInput;
+  }
   const bool json = cmd.format == "json";
   for (const ItraceSample& s : synth.samples()) fmt::print("{}\n", json ? ToJson(s) : ToText(s));
   if (json) {

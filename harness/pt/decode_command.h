@@ -1,11 +1,16 @@
 // `perftest_pt decode FILE --itrace=SPEC [--image ADDR:FILE[:OFFSET[:SIZE]]]...
-//                       [--format=text|json] [--tsc-hz=N] [--max-nonturbo-ratio=N]`
+//                       [--format=text|json] [--tsc-hz=N] [--max-nonturbo-ratio=N]
+//                       [--existing-event TSC[:NAME]]... [--debug-log FILE]`
 // (the runner's `perftest pt decode`): decodes the instruction flow of a raw
 // Intel PT trace over the given object code and prints the itrace samples
 // (itrace.h), one per line — perf script style text, or JSON Lines — then a
 // summary line ("# N instructions, N samples, N errors"; in JSON a final
 // {"summary":...} object). Exit status: 0 decoded (decode errors are part
 // of the output, as `e` samples), 2 bad arguments or unreadable files.
+// --existing-event: events recorded with the trace for G/L (itrace.h
+// "Existing events"). With `d` the debug log (itrace_log.h) goes to
+// --debug-log (default intel_pt.log, as perf), or to stdout before the
+// samples with d+o.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -22,6 +27,8 @@ struct DecodeCommand {
   std::string format = "text";
   uint64_t tsc_hz = 0;
   uint32_t max_nonturbo_ratio = 0;
+  std::vector<std::string> existing_events;
+  std::string debug_log = "intel_pt.log";
   CLI::App* app = nullptr;
 };
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/pt/itrace_log.h"
 #include "harness/pt/last_ip.h"
 #include "harness/pt/packet_decoder.h"
 
@@ -121,15 +122,32 @@ Result<ItraceOptions> ParseItrace(std::string_view spec) {
           i += 2;
         }
         break;
+      case 'd':
+        // perf's get_flags(): each flag a letter after + or -.
+        o.debug_log = true;
+        while (i + 1 < spec.size() && (spec[i] == '+' || spec[i] == '-')) {
+          const bool on = spec[i] == '+';
+          switch (spec[i + 1]) {
+            case 'a': o.log_perf_events = on; break;
+            case 'e': o.log_on_error = on; break;
+            case 'o': o.log_stdout = on; break;
+            default:
+              return Bad(spec, fmt::format("unknown debug log flag '{}{}' (d takes +a, -a, +e, +o)", spec[i], spec[i + 1]));
+          }
+          i += 2;
+        }
+        break;
       case 'g':
-        o.callchain = true;
+      case 'G':
+        (c == 'g' ? o.callchain : o.add_callchain) = true;
         if (Number(spec, &i, &n)) {
           if (n == 0 || n > 1024) return Bad(spec, fmt::format("call chain size {} not in 1..1024", n));
           o.callchain_size = static_cast<unsigned>(n);
         }
         break;
       case 'l':
-        o.last_branch = true;
+      case 'L':
+        (c == 'l' ? o.last_branch : o.add_last_branch) = true;
         if (Number(spec, &i, &n)) {
           if (n == 0 || n > 1024) return Bad(spec, fmt::format("last branch size {} not in 1..1024", n));
           o.last_branch_size = static_cast<unsigned>(n);
@@ -143,7 +161,7 @@ Result<ItraceOptions> ParseItrace(std::string_view spec) {
         if (o.quick >= 2) return Bad(spec, "at most 'qq'");
         ++o.quick;
         break;
-      case 'd': case 'G': case 'L': case 'o': case 'f': case 'm': case 't': case 'T': case 'I': case 'Z':
+      case 'o': case 'f': case 'm': case 't': case 'T': case 'I': case 'Z':
         return Bad(spec, fmt::format("itrace letter '{}' is not supported by perftest", c));
       default:
         return Bad(spec, fmt::format("unknown itrace letter '{}'", c));
@@ -168,6 +186,11 @@ std::string ToText(const ItraceSample& s) {
     line += fmt::format("{} at offset {:#x} ip {:#x}: {}", ErrnoName(s.error), s.offset, s.ip, s.message);
   } else if (s.event == "instructions") {
     line += fmt::format("{:16x}", s.ip);
+  } else if (s.event == "psb") {
+    line += fmt::format("{:>6} {:16x} offs: {:#x}", "", s.ip, s.offset);
+  } else if (s.event != "ptwrite" && s.event != "cbr" && s.event != "mwait" && s.event != "pwre" &&
+             s.event != "pwrx" && s.event != "exstop" && s.event != "transactions") {
+    line += fmt::format("{:16x}", s.ip);  // an existing event
   } else {
     line += fmt::format("{:>6} {:16x} payload {:#x}", FlagString(s.flags), s.ip, s.payload);
   }
@@ -180,11 +203,12 @@ std::string ToText(const ItraceSample& s) {
 }
 
 std::string ToJson(const ItraceSample& s) {
-  std::string j = fmt::format(R"({{"event":"{}","time":{},"ip":{},"addr":{},"flags":"{}")", s.event, s.time, s.ip,
+  std::string j = fmt::format(R"({{"event":"{}","time":{},"ip":{},"addr":{},"flags":"{}")", JsonEscape(s.event), s.time, s.ip,
                               s.addr, FlagString(s.flags));
   if (s.period) j += fmt::format(R"(,"period":{})", s.period);
   if (s.cyc_count) j += fmt::format(R"(,"insn_count":{},"cyc_count":{})", s.insn_count, s.cyc_count);
   if (s.event != "instructions" && s.event != "branches") j += fmt::format(R"(,"payload":{})", s.payload);
+  if (s.event == "psb") j += fmt::format(R"(,"offset":{})", s.offset);
   if (s.event == "error")
     j += fmt::format(R"(,"errno":"{}","offset":{},"message":"{}")", ErrnoName(s.error), s.offset,
                      JsonEscape(s.message));
@@ -218,10 +242,48 @@ uint64_t ItraceSynth::PeriodTicks() const {
   return std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(o_.period) * static_cast<double>(hz) / 1e9));
 }
 
+void ItraceSynth::SetExistingEvents(std::vector<ExistingEvent> events) {
+  std::stable_sort(events.begin(), events.end(),
+                   [](const ExistingEvent& a, const ExistingEvent& b) { return a.time < b.time; });
+  existing_ = std::move(events);
+  next_existing_ = 0;
+}
+
+void ItraceSynth::OnPsb(uint64_t offset, uint64_t ip, uint64_t tsc) {
+  if (!o_.power) return;
+  ItraceSample s;
+  s.event = "psb";
+  s.ip = ip;
+  s.offset = offset;
+  s.payload = offset;
+  s.time = tsc;
+  Emit(std::move(s), false);
+}
+
+std::vector<uint64_t> ItraceSynth::CallChain(uint64_t ip) const {
+  std::vector<uint64_t> chain = {ip};
+  for (auto it = calls_.rbegin(); it != calls_.rend() && chain.size() < o_.callchain_size; ++it) chain.push_back(*it);
+  return chain;
+}
+
+void ItraceSynth::ExistingSample(uint64_t ip) {
+  const ExistingEvent& e = existing_[next_existing_++];
+  if (log_ != nullptr) log_->PerfEvent(e.name, e.time);
+  ItraceSample s;
+  s.event = e.name;
+  s.ip = ip;
+  s.time = e.time;
+  s.insn_index = insns_;
+  if (o_.add_callchain) s.callchain = CallChain(ip);
+  if (o_.add_last_branch) s.branch_stack.assign(lbr_all_.rbegin(), lbr_all_.rend());
+  Emit(std::move(s), false);
+}
+
 void ItraceSynth::OnSync(uint64_t) {
   have_pending_ = false;
   calls_.clear();
   lbr_.clear();
+  lbr_all_.clear();
 }
 
 void ItraceSynth::TakeBranch(uint64_t from, uint64_t to, uint32_t flags, const FlowTime& t) {
@@ -229,6 +291,10 @@ void ItraceSynth::TakeBranch(uint64_t from, uint64_t to, uint32_t flags, const F
   if (o_.last_branch) {
     lbr_.emplace_back(from, to);
     if (lbr_.size() > o_.last_branch_size) lbr_.erase(lbr_.begin());
+  }
+  if (o_.add_last_branch) {
+    lbr_all_.emplace_back(from, to);
+    if (lbr_all_.size() > o_.last_branch_size) lbr_all_.erase(lbr_all_.begin());
   }
   const bool want = o_.branches || (o_.calls && (flags & kFlagCall)) || (o_.returns && (flags & kFlagReturn));
   if (!want) return;
@@ -260,11 +326,7 @@ void ItraceSynth::InstructionSample(uint64_t ip, const FlowTime& t) {
     ipc_insns_i_ = insns_;
     ipc_cyc_i_ = t.cyc;
   }
-  if (o_.callchain) {
-    s.callchain.push_back(ip);
-    for (auto it = calls_.rbegin(); it != calls_.rend() && s.callchain.size() < o_.callchain_size; ++it)
-      s.callchain.push_back(*it);
-  }
+  if (o_.callchain) s.callchain = CallChain(ip);
   if (o_.last_branch) {
     s.branch_stack.assign(lbr_.rbegin(), lbr_.rend());
     lbr_.clear();
@@ -286,6 +348,19 @@ void ItraceSynth::OnBlock(const FlowBlock& b) {
     }
     have_pending_ = false;
   }
+  // Existing events due in this block, at the first instruction whose time
+  // estimate (the block's TSC + 1 tick per instruction since it changed)
+  // reaches theirs.
+  if (next_existing_ < existing_.size()) {
+    uint64_t est = b.time.tsc + (b.time.tsc == last_tsc_seen_ ? insns_since_tsc_ : 0);
+    if (existing_[next_existing_].time < est + b.ninsn) {
+      const uint64_t insns_at_block = insns_;
+      for (BlockInsns it(b); it.ok() && next_existing_ < existing_.size(); it.Advance(), ++est, ++insns_) {
+        while (next_existing_ < existing_.size() && existing_[next_existing_].time <= est) ExistingSample(it.ip());
+      }
+      insns_ = insns_at_block;
+    }
+  }
   if (o_.instructions) {
     const bool by_count = o_.period_unit == ItraceOptions::Unit::kInstructions;
     if (by_count && since_sample_ + b.ninsn < o_.period) {
@@ -293,14 +368,11 @@ void ItraceSynth::OnBlock(const FlowBlock& b) {
       insns_ += b.ninsn;
     } else {
       const uint64_t ticks = by_count ? 0 : PeriodTicks();
+      uint64_t since_tsc = b.time.tsc == last_tsc_seen_ ? insns_since_tsc_ : 0;
       for (BlockInsns it(b); it.ok(); it.Advance()) {
         ++insns_;
         ++since_sample_;
-        if (b.time.tsc != last_tsc_seen_) {
-          last_tsc_seen_ = b.time.tsc;
-          insns_since_tsc_ = 0;
-        }
-        const uint64_t est = b.time.tsc + insns_since_tsc_++;  // 1 tick per instruction
+        const uint64_t est = b.time.tsc + since_tsc++;  // 1 tick per instruction
         if (by_count ? since_sample_ >= o_.period : est - last_time_ >= ticks) {
           last_time_ = est;
           FlowTime t = b.time;
@@ -311,6 +383,13 @@ void ItraceSynth::OnBlock(const FlowBlock& b) {
     }
   } else {
     insns_ += b.ninsn;
+  }
+  {  // The time estimate: the block's TSC + 1 tick per instruction since it changed.
+    if (b.time.tsc != last_tsc_seen_) {
+      last_tsc_seen_ = b.time.tsc;
+      insns_since_tsc_ = 0;
+    }
+    insns_since_tsc_ += b.ninsn;
   }
   if (!b.truncated && b.last.ends_block()) {
     pending_ = b.last;
@@ -339,7 +418,10 @@ void ItraceSynth::OnEvent(const FlowEvent& e) {
     case T::kDisabled: {
       const uint32_t flags = (have_pending_ ? BranchFlags(pending_) : kFlagBranch) | kFlagTraceEnd;
       const uint64_t from = have_pending_ ? pending_.ip : 0;
-      if (have_pending_ && (flags & kFlagCall)) calls_.push_back(pending_.next_ip());
+      // A call into untraced code (TIP.PGD with the IP suppressed: a
+      // syscall, a call out of the filter range) returns unseen: not pushed
+      // (perf thread_stack__event pushes a call only with a to_ip).
+      if (have_pending_ && (flags & kFlagCall) && !e.ip_suppressed) calls_.push_back(pending_.next_ip());
       TakeBranch(from, e.ip_suppressed ? 0 : e.ip, flags, e.time);
       have_pending_ = false;
       break;
@@ -436,6 +518,8 @@ namespace {
 
 // q and qq: packets only (perf-intel-pt.txt "The q option").
 void Quick(std::span<const uint8_t> trace, const ItraceOptions& o, ItraceSynth* synth, ItraceStats* stats) {
+  const std::vector<PsbInfo> psbs = o.power ? FindPsbs(trace) : std::vector<PsbInfo>{};
+  size_t next_psb = 0;
   PacketDecoder d(trace, PacketDecoder::Options{.block_packets = true});
   LastIp last_ip;
   while (d.SyncForward().ok()) {
@@ -452,6 +536,8 @@ void Quick(std::span<const uint8_t> trace, const ItraceOptions& o, ItraceSynth* 
       }
       if (p.type == PacketType::kPsbEnd) {
         in_psb = false;
+        for (; next_psb < psbs.size() && psbs[next_psb].offset < p.offset; ++next_psb)
+          synth->OnPsb(psbs[next_psb].offset, psbs[next_psb].ip, psbs[next_psb].tsc);
         continue;
       }
       if (!p.is_ip()) continue;
@@ -494,38 +580,99 @@ void Quick(std::span<const uint8_t> trace, const ItraceOptions& o, ItraceSynth* 
 
 }  // namespace
 
+std::vector<PsbInfo> FindPsbs(std::span<const uint8_t> trace) {
+  std::vector<PsbInfo> out;
+  PacketDecoder d(trace, PacketDecoder::Options{.block_packets = true});
+  for (Result<uint64_t> s = d.SyncForward(); s.ok(); s = d.SyncForward()) {
+    LastIp last_ip;
+    bool in_psb = false;
+    Packet p;
+    int err;
+    while ((err = d.Next(p)) == 0) {
+      if (p.type == PacketType::kPsb) {
+        out.push_back({.offset = p.offset});
+        last_ip.Reset();
+        in_psb = true;
+      } else if (p.type == PacketType::kPsbEnd) {
+        in_psb = false;
+      } else if (in_psb && p.type == PacketType::kTsc) {
+        out.back().tsc = p.payload;
+      } else if (p.is_ip()) {
+        if (!last_ip.Update(p).ok()) break;
+        if (in_psb && p.type == PacketType::kFup && p.ipbytes() != 0) out.back().ip = last_ip.raw();
+      }
+    }
+    if (err == ENODATA) break;
+  }
+  return out;
+}
+
 ItraceStats SynthesizeItrace(std::span<const uint8_t> trace, const Image& image, const ItraceOptions& options,
-                             FlowDecoder::Options decoder_options, ItraceSynth* synth) {
+                             FlowDecoder::Options decoder_options, ItraceSynth* synth, ItraceLog* log) {
   ItraceStats stats;
+  if (log != nullptr) synth->SetLog(log);
   if (options.quick > 0) {
     Quick(trace, options, synth, &stats);
     stats.samples = synth->samples().size();
     return stats;
   }
+  // PSB events (p): each PSB+ once the flow has read past it.
+  const std::vector<PsbInfo> psbs = options.power ? FindPsbs(trace) : std::vector<PsbInfo>{};
+  size_t next_psb = 0;
+  auto psbs_before = [&](uint64_t offset) {
+    for (; next_psb < psbs.size() && psbs[next_psb].offset < offset; ++next_psb)
+      synth->OnPsb(psbs[next_psb].offset, psbs[next_psb].ip, psbs[next_psb].tsc);
+  };
   FlowDecoder dec(trace, &image, decoder_options);
   for (;;) {
     Result<uint64_t> s = dec.SyncForward();
     if (!s.ok()) {
       if (s.error() == ENODATA) break;
       ++stats.errors;
+      if (log != nullptr) {
+        log->PacketsUpTo(dec.error_offset());
+        log->Error(s.error(), dec.error_offset(), 0, s.call());
+      }
       synth->OnError(s.error(), dec.error_offset(), 0, s.call());
       continue;
+    }
+    psbs_before(*s + 1);
+    if (log != nullptr) {
+      log->PacketsUpTo(dec.offset());
+      log->Line(fmt::format("sync at PSB {:#x}", *s));
     }
     synth->OnSync(*s);
     FlowStep step;
     int err;
     while ((err = dec.Next(&step)) == 0) {
       if (step.kind == FlowStep::kBlock) {
+        if (log != nullptr) {
+          log->PacketsUpTo(dec.offset());
+          uint64_t ip = step.block.ip;
+          for (uint32_t i = 0; i < step.block.ninsn; ip += step.block.lengths[i++])
+            log->Line(fmt::format("insn {:x} len {}", ip, step.block.lengths[i]));
+        }
         stats.instructions += step.block.ninsn;
         synth->OnBlock(step.block);
+        psbs_before(dec.offset());
       } else {
+        psbs_before(step.event.offset);
+        if (log != nullptr) {
+          log->PacketsUpTo(step.event.offset + 1);
+          log->Line(fmt::format("event {}", ToString(step.event)));
+        }
         synth->OnEvent(step.event);
       }
     }
     if (err == ENODATA) break;
     ++stats.errors;
+    if (log != nullptr) {
+      log->PacketsUpTo(dec.error_offset() + 1);
+      log->Error(err, dec.error_offset(), dec.error_ip(), dec.error_message());
+    }
     synth->OnError(err, dec.error_offset(), dec.error_ip(), dec.error_message());
   }
+  psbs_before(~uint64_t{0});
   stats.samples = synth->samples().size();
   return stats;
 }

@@ -10,12 +10,28 @@
 // Letters: i (instructions; period N with unit i, t, ns, us or ms, a bare
 // number being ns; default 100us; 0 = every instruction), b (branches), c (calls only), r (returns
 // only; c and r combine), x (transactions), w (ptwrite), p (power: cbr,
-// mwait, pwre, pwrx, exstop), e (errors; e-o hides overflows, e-l lost
-// data), g[N] (call chain on i/x samples, default 16, max 1024), l[N] (last
-// branch entries on i/x samples, default 64, max 1024, cleared per sample),
-// sN (skip the first N i/b/x samples), q (quick: no TNT, no object code;
-// samples from TIP/FUP/TIP.PGE/TIP.PGD), qq (only the FUPs of PSB+). No
-// letters at all is "cepwx". Time periods need the TSC frequency
+// mwait, pwre, pwrx, exstop, and psb — one per PSB+ with its trace offset
+// and FUP IP, as perf's intel_pt_synth_psb_sample), e (errors; e-o hides
+// overflows, e-l lost data), d (debug log, itrace_log.h; flags +a/-a log
+// perf events — here the existing events — or not, +e keep only the last
+// 16384 bytes and write them at each error, +o to stdout instead of
+// intel_pt.log), g[N] (call chain on i/x samples, default 16, max 1024),
+// G[N] (call chain on existing events), l[N] (last branch entries on i/x
+// samples, default 64, max 1024, cleared per sample), L[N] (last branch
+// entries on existing events, not cleared), sN (skip the first N i/b/x
+// samples), q (quick: no TNT, no object code; samples from
+// TIP/FUP/TIP.PGE/TIP.PGD), qq (only the FUPs of PSB+). No letters at all
+// is "cepwx".
+//
+// Existing events (G, L): perf adds call chains and branch stacks to the
+// samples of other events recorded with the trace (sample mode,
+// perf-intel-pt.txt "The G and L options"). Here they are given by time
+// (ItraceSynth::SetExistingEvents, CLI --existing-event TSC[:NAME]): each is
+// attached to the first instruction whose time estimate (the rule of i
+// periods: the block's TSC plus 1 tick per instruction) reaches its time, and
+// becomes a sample of that name at that IP, with the call chain (G) and the
+// branch stack (L) there. Events whose time the trace never reaches are not
+// output. Time periods need the TSC frequency
 // (ItraceOptions::tsc_hz); 1 tick per instruction between timing updates.
 //
 // Branch flags (perf's PERF_IP_FLAG_*, printed as "bcrosyiABEx"): b branch,
@@ -38,6 +54,14 @@ namespace perftest::pt {
 struct ItraceOptions {
   bool instructions = false, branches = false, calls = false, returns = false, transactions = false;
   bool ptwrite = false, power = false, errors = false, callchain = false, last_branch = false;
+  bool add_callchain = false, add_last_branch = false;  // G, L: on existing events
+  // d: the debug log, with perf's flags (AUXTRACE_LOG_FLG_*): +a/-a log
+  // perf events (default on), +e log on error only, +o use stdout.
+  bool debug_log = false;
+  bool log_perf_events = true;
+  bool log_on_error = false;
+  bool log_stdout = false;
+  size_t log_on_error_size = 16384;  // perf's ITRACE_DFLT_LOG_ON_ERROR_SZ
   enum class Unit : uint8_t { kInstructions, kTicks, kNanoseconds };
   Unit period_unit = Unit::kNanoseconds;
   uint64_t period = 100000;  // 100us
@@ -52,7 +76,7 @@ struct ItraceOptions {
 
 // Parses the letters after "--itrace=". Errors: EINVAL with the call naming
 // the offending letter ("unknown itrace letter 'z'", "bad period unit",
-// "call chain size above 1024", "d/G/L/o are not supported").
+// "call chain size above 1024", "unknown debug log flag").
 Result<ItraceOptions> ParseItrace(std::string_view spec);
 
 enum ItraceFlag : uint32_t {
@@ -72,8 +96,9 @@ enum ItraceFlag : uint32_t {
 std::string FlagString(uint32_t flags);
 
 struct ItraceSample {
-  std::string_view event;  // "instructions", "branches", "transactions", "ptwrite", "cbr",
-                           // "mwait", "pwre", "pwrx", "exstop", "error"
+  std::string event;       // "instructions", "branches", "transactions", "ptwrite", "cbr",
+                           // "mwait", "pwre", "pwrx", "exstop", "psb", "error", or an
+                           // existing event's name
   uint64_t ip = 0;
   uint64_t addr = 0;       // branches: the target (0 for trace end)
   uint32_t flags = 0;
@@ -81,7 +106,8 @@ struct ItraceSample {
   uint64_t period = 0;     // instructions: the instructions the sample stands for
   uint64_t insn_count = 0, cyc_count = 0;  // IPC: since the last sample of this event with a cycle update
   uint64_t payload = 0;    // ptwrite payload, cbr ratio, mwait/pwre/pwrx payload
-  uint64_t offset = 0;     // trace offset (errors, events)
+  uint64_t offset = 0;     // trace offset (errors, events; psb: the PSB's)
+  uint64_t insn_index = 0; // existing events: instructions decoded before this one
   int error = 0;           // errno of an error sample
   std::string message;     // error text
   std::vector<uint64_t> callchain;                          // g: ip first, then return addresses
@@ -93,11 +119,26 @@ std::string ToText(const ItraceSample& s);
 // One JSON object (a line of JSON Lines).
 std::string ToJson(const ItraceSample& s);
 
+// An event recorded with the trace (G, L): a name and a TSC time.
+struct ExistingEvent {
+  std::string name = "event";
+  uint64_t time = 0;
+};
+
+class ItraceLog;
+
 // Turns the flow decoder's blocks, events and errors into samples.
 class ItraceSynth {
  public:
   explicit ItraceSynth(const ItraceOptions& options) : o_(options) {}
+  // The existing events to attach call chains (G) / branch stacks (L) to;
+  // sorted by time here.
+  void SetExistingEvents(std::vector<ExistingEvent> events);
+  // The debug log to write existing events to (+a), or null.
+  void SetLog(ItraceLog* log) { log_ = log; }
   void OnSync(uint64_t offset);
+  // A PSB+ at `offset`, its FUP IP (0 without one) and TSC (0 without one).
+  void OnPsb(uint64_t offset, uint64_t ip, uint64_t tsc);
   void OnBlock(const FlowBlock& block);
   void OnEvent(const FlowEvent& event);
   void OnError(int err, uint64_t offset, uint64_t ip, const std::string& message);
@@ -111,6 +152,9 @@ class ItraceSynth {
   void Emit(ItraceSample s, bool skippable);
   void TakeBranch(uint64_t from, uint64_t to, uint32_t flags, const FlowTime& t);
   void InstructionSample(uint64_t ip, const FlowTime& t);
+  void ExistingSample(uint64_t ip);
+  // g/G: `ip`, then the return addresses, innermost first (callchain_size at most).
+  std::vector<uint64_t> CallChain(uint64_t ip) const;
   uint64_t PeriodTicks() const;
 
   ItraceOptions o_;
@@ -129,6 +173,10 @@ class ItraceSynth {
   bool in_tx_ = false;
   std::vector<uint64_t> calls_;     // return addresses (g)
   std::vector<std::pair<uint64_t, uint64_t>> lbr_;  // (from, to), oldest first (l)
+  std::vector<std::pair<uint64_t, uint64_t>> lbr_all_;  // (from, to), oldest first (L: not cleared)
+  std::vector<ExistingEvent> existing_;
+  size_t next_existing_ = 0;
+  ItraceLog* log_ = nullptr;
   uint64_t ipc_insns_i_ = 0, ipc_cyc_i_ = 0, ipc_insns_b_ = 0, ipc_cyc_b_ = 0, last_cyc_ = 0;
 };
 
@@ -139,8 +187,17 @@ struct ItraceStats {
 };
 
 // Decodes the whole trace (sync, decode to an error, resync at the next
-// PSB, ...) into `synth`. With options.quick, walks packets only.
+// PSB, ...) into `synth`. With options.quick, walks packets only. With a
+// `log` (options.debug_log), writes the debug log to it as it goes.
 ItraceStats SynthesizeItrace(std::span<const uint8_t> trace, const Image& image, const ItraceOptions& options,
-                             FlowDecoder::Options decoder_options, ItraceSynth* synth);
+                             FlowDecoder::Options decoder_options, ItraceSynth* synth, ItraceLog* log = nullptr);
+
+// The PSB+s of a trace, in order: the PSB's offset, the IP of the FUP in
+// its PSB+ (0 without one) and its TSC (0 without one). Bad packets are
+// skipped to the next PSB.
+struct PsbInfo {
+  uint64_t offset = 0, ip = 0, tsc = 0;
+};
+std::vector<PsbInfo> FindPsbs(std::span<const uint8_t> trace);
 
 }  // namespace perftest::pt

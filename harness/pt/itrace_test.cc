@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "harness/pt/testing/flow_trace.h"
+#include "harness/pt/testing/spec.h"
 
 namespace perftest::pt {
 namespace {
@@ -58,11 +59,30 @@ TEST(ItraceParse, Letters) {
 }
 
 TEST(ItraceParse, ErrorsNameTheLetter) {
-  for (const char* bad : {"z", "g2000", "l0", "e+z", "qqq", "d", "s"}) {
+  for (const char* bad : {"z", "g2000", "l0", "G0", "L2000", "e+z", "d+z", "d-q", "qqq", "s"}) {
     Result<ItraceOptions> o = ParseItrace(bad);
     EXPECT_EQ(o.error(), EINVAL) << bad;
   }
   EXPECT_NE(ParseItrace("iz").call().find("'z'"), std::string::npos) << ParseItrace("iz").call();
+}
+
+TEST(ItraceParse, DebugLogAndExistingEventLetters) {
+  testing::Spec("pt.itrace.parse_dGL", "perf-intel-pt.txt \"New --itrace option\" d, G, L; auxtrace.h AUXTRACE_LOG_FLG_*");
+  Result<ItraceOptions> o = ParseItrace("d");
+  ASSERT_TRUE(o.ok()) << o.ToString();
+  EXPECT_TRUE(o->debug_log && o->log_perf_events);
+  EXPECT_FALSE(o->log_on_error || o->log_stdout);
+  o = ParseItrace("ed-a+e+o");
+  ASSERT_TRUE(o.ok()) << o.ToString();
+  EXPECT_TRUE(o->errors && o->debug_log && o->log_on_error && o->log_stdout);
+  EXPECT_FALSE(o->log_perf_events);
+  EXPECT_EQ(o->log_on_error_size, 16384u);
+  o = ParseItrace("G8L4");
+  ASSERT_TRUE(o.ok()) << o.ToString();
+  EXPECT_TRUE(o->add_callchain && o->add_last_branch);
+  EXPECT_FALSE(o->callchain || o->last_branch);
+  EXPECT_EQ(o->callchain_size, 8u);
+  EXPECT_EQ(o->last_branch_size, 4u);
 }
 
 TEST(ItraceParse, FlagString) {

@@ -100,7 +100,14 @@ FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image) {
   pt_insn_set_image(dec, img.get());
   for (;;) {
     int status = pt_insn_sync_forward(dec);
-    if (status < 0) break;
+    if (status == -pte_eos) break;
+    if (status < 0) {  // a bad PSB+: an error, then the next PSB
+      uint64_t off = 0;
+      pt_insn_get_offset(dec, &off);
+      log.entries.push_back({.kind = FlowEntry::kError, .code = status, .offset = off});
+      ++log.errors;
+      continue;
+    }
     uint64_t off = 0;
     pt_insn_get_sync_offset(dec, &off);
     log.entries.push_back({.kind = FlowEntry::kSync, .ip = off});
@@ -132,8 +139,12 @@ FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image) {
   for (;;) {
     Result<uint64_t> s = dec.SyncForward();
     if (!s.ok()) {
-      if (s.error() == ENODATA) break;
-      continue;  // a bad PSB+: the next one
+      // The end of the trace; also a PSB+ cut off by it (libipt: -pte_eos).
+      if (s.error() == ENODATA || s.error() == EMSGSIZE) break;
+      // A bad PSB+: an error, then the next PSB.
+      log.entries.push_back({.kind = FlowEntry::kError, .code = s.error(), .offset = dec.error_offset()});
+      ++log.errors;
+      continue;
     }
     log.entries.push_back({.kind = FlowEntry::kSync, .ip = *s});
     FlowStep step;
@@ -168,6 +179,54 @@ std::string DiffFlowUntilError(const FlowLog& ours, const FlowLog& ref) {
   a.entries.assign(ours.entries.begin(), ours.entries.begin() + std::min(n, ours.entries.size()));
   b.entries.assign(ref.entries.begin(), ref.entries.begin() + std::min(n, ref.entries.size()));
   return DiffFlow(a, b);
+}
+
+bool SameFlowError(int ours, int libipt) {
+  switch (-libipt) {
+    case pte_eos: return ours == ENODATA || ours == EMSGSIZE;
+    case pte_nomap: return ours == ENXIO;
+    case pte_bad_insn:
+    case pte_bad_opc: return ours == EILSEQ;
+    case pte_bad_packet:
+    case pte_bad_query:
+    case pte_bad_context:
+    case pte_noip:
+    case pte_ip_suppressed:
+    case pte_bad_retcomp:
+    case pte_retstack_empty:
+    case pte_no_enable: return ours == EBADMSG;
+    case pte_nosync: return ours == ENOTCONN;
+    default: return false;
+  }
+}
+
+std::string DiffFlowThroughFirstError(const FlowLog& ours, const FlowLog& ref, int64_t* lead) {
+  const size_t a = FirstError(ours.entries), b = FirstError(ref.entries);
+  const size_t n = std::min(a, b);
+  auto at = [](const FlowLog& log, size_t i) {
+    return i < log.entries.size() ? fmt::format("[{}] {}", i, ToString(log.entries[i])) : std::string("none");
+  };
+  // Identical before the earlier first error.
+  FlowLog x, y;
+  x.entries.assign(ours.entries.begin(), ours.entries.begin() + static_cast<long>(n));
+  y.entries.assign(ref.entries.begin(), ref.entries.begin() + static_cast<long>(n));
+  if (std::string diff = DiffFlow(x, y); !diff.empty()) return diff;
+  // Only instructions between the earlier and the later first error.
+  const FlowLog& later = a > b ? ours : ref;
+  for (size_t i = n; i < std::max(a, b); ++i) {
+    if (later.entries[i].kind != FlowEntry::kInsn) {
+      return fmt::format("{} reports {} after the other's first error ({}), before its own ({})\n",
+                         a > b ? "ours" : "libipt", at(later, i), at(a > b ? ref : ours, n), at(later, std::max(a, b)));
+    }
+  }
+  if (lead != nullptr) *lead = static_cast<int64_t>(a) - static_cast<int64_t>(b);
+  if (a < ours.entries.size() && b < ref.entries.size() && !SameFlowError(ours.entries[a].code, ref.entries[b].code)) {
+    return fmt::format("first errors: ours {} ({}), libipt {} ({}): not the same error\n", at(ours, a),
+                       ErrnoName(ours.entries[a].code), at(ref, b), pt_errstr(pt_errcode(ref.entries[b].code)));
+  }
+  if ((a < ours.entries.size()) != (b < ref.entries.size()))
+    return fmt::format("first errors: ours {}, libipt {}\n", at(ours, a), at(ref, b));
+  return "";
 }
 
 std::string DiffFlow(const FlowLog& ours, const FlowLog& ref) {

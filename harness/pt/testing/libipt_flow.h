@@ -5,8 +5,9 @@
 //   pt::testing::FlowLog ours = pt::testing::OurInsnFlow(trace, image);
 //   EXPECT_EQ(pt::testing::DiffFlow(ours, ref), "");
 //
-// Protocol on both sides: sync forward; next until an error; record the
-// error; sync forward again; until no PSB is left. Each executed
+// Protocol on both sides: sync forward (a failed sync, other than at the
+// end of the trace, is recorded as an error); next until an error; record
+// the error; sync forward again; until no PSB is left. Each executed
 // instruction (IP, size, class as libipt's pt_insn_class) and each error
 // is an entry. libipt reads the image through a pt_image read callback on
 // our Image (the differential is about the flow, not about image loading).
@@ -54,6 +55,33 @@ std::string DiffFlow(const FlowLog& ours, const FlowLog& ref);
 // As DiffFlow, but only up to the first error of either log (for corrupted
 // traces, where the two decoders may give up at different instructions).
 std::string DiffFlowUntilError(const FlowLog& ours, const FlowLog& ref);
+
+// Whether our flow error `ours` (an errno, flow_decoder.h "Errors") is the
+// error libipt reported as `libipt` (a negative pte_* code), by meaning:
+//   ENODATA, EMSGSIZE  -pte_eos (the end of the trace; a packet cut off by it)
+//   ENXIO              -pte_nomap (no code at the IP)
+//   EILSEQ             -pte_bad_insn (not an instruction), -pte_bad_opc (not a packet)
+//   EBADMSG            -pte_bad_packet (a malformed packet) or the trace not
+//                      fitting the code: -pte_bad_query, -pte_bad_context,
+//                      -pte_noip, -pte_ip_suppressed, -pte_bad_retcomp,
+//                      -pte_retstack_empty, -pte_no_enable
+//   ENOTCONN           -pte_nosync
+bool SameFlowError(int ours, int libipt);
+// As DiffFlow, up to and including the first error of each log, for
+// corrupted traces (after an error the decoders may resynchronize
+// differently):
+//   - the entries before the earlier of the two first errors are identical;
+//   - the log whose first error comes later has only instructions (no sync
+//     point, no error) between that point and its own first error: the two
+//     decoders notice a bad or missing packet at different instructions
+//     (declared divergence pt.libipt.error_point: pt_insn_next withholds the
+//     branch whose outcome it could not read, and reads packets ahead of the
+//     instruction it reports; our decoder reports every instruction whose
+//     flow the packets before the bad one determine);
+//   - the two first errors are the same error (SameFlowError).
+// `lead` (when given) receives how many more instructions ours reported
+// before its first error than libipt (negative: fewer).
+std::string DiffFlowThroughFirstError(const FlowLog& ours, const FlowLog& ref, int64_t* lead = nullptr);
 
 // A libipt image whose read callback serves `image` (for pt_insn/pt_blk).
 struct LibiptImage {
