@@ -539,6 +539,7 @@ int FlowDecoder::Resolve(uint32_t block) {
         link(taken);
         return 0;
       }
+      if (UnboundControl()) return BeyondControl(x);
       if (ctl_ == Ctl::kTipPgd) return TakeTip(nullptr);
       return Fail(EBADMSG, fmt::format("conditional branch at {:#x}: no TNT bit", x.ip));
     case BranchClass::kReturn:
@@ -568,6 +569,7 @@ int FlowDecoder::Resolve(uint32_t block) {
         }
         return 0;
       }
+      if (UnboundControl()) return BeyondControl(x);
       if (const int err = TakeTip(nullptr)) return err;
       predict();
       return 0;
@@ -584,11 +586,52 @@ int FlowDecoder::Resolve(uint32_t block) {
         ret_block_[ret_top_] = block;
         if (ret_count_ < kRetStackSize) ++ret_count_;
       }
+      if (x.branch != BranchClass::kFarTransfer ? UnboundControl() : IsAsync(ctl_)) return BeyondControl(x);
       if (const int err = TakeTip(nullptr)) return err;
       if (enabled_) predict();
       return 0;
   }
   return 0;
+}
+
+// Whether the held control packet cannot be what a near branch (conditional,
+// return, near indirect) needs, as libipt's pt_insn_next binds events:
+//   - an asynchronous FUP+TIP/TIP.PGD belongs to its FUP IP, not to a branch
+//     before it;
+//   - a TIP.PGD without an IP (and no address filter, as perf configures
+//     none for libipt) binds only to far transfers (pt_insn_at_disabled_event:
+//     far branch, CPL or CR3 change).
+// libipt then answers the branch's query from the packets after it
+// (BeyondControl).
+bool FlowDecoder::UnboundControl() const {
+  return IsAsync(ctl_) || (ctl_ == Ctl::kTipPgd && ctl_suppressed_);
+}
+
+// A branch whose packet would come after the held, unbound control packet:
+// the end of the trace if only PAD and timing packets follow (libipt:
+// -pte_eos), else the trace does not fit (-pte_bad_query).
+__attribute__((noinline, cold)) int FlowDecoder::BeyondControl(const Insn& x) {
+  PacketDecoder ahead = packets_;
+  if (!have_unread_) {
+    for (;;) {
+      Packet q;
+      const int err = ahead.Next(q);
+      if (err == ENODATA || err == EMSGSIZE)
+        return Fail(ENODATA, fmt::format("{} at {:#x}: the trace ends after the {} at {:#x}",
+                                         BranchClassName(x.branch), x.ip, IsAsync(ctl_) ? "FUP" : "TIP.PGD",
+                                         ctl_offset_));
+      if (err != 0) break;
+      if (q.type == PacketType::kPad || q.type == PacketType::kCyc || q.type == PacketType::kMtc ||
+          q.type == PacketType::kTsc || q.type == PacketType::kTma)
+        continue;
+      break;
+    }
+  }
+  return Fail(EBADMSG, IsAsync(ctl_)
+                           ? fmt::format("{} at {:#x}: the FUP at {:#x} (IP {:#x}) is never reached",
+                                         BranchClassName(x.branch), x.ip, ctl_offset_, ctl_from_)
+                           : fmt::format("{} at {:#x}: no packet (the TIP.PGD at {:#x} without an IP binds "
+                                         "to far transfers only)", BranchClassName(x.branch), x.ip, ctl_offset_));
 }
 
 // The branch just executed takes its target from the held TIP, or is where

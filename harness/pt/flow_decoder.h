@@ -244,6 +244,8 @@ class FlowDecoder {
   int Resolve(uint32_t block);
   int NextSlow(FlowStep* step);
   int TakeTip(uint64_t* target);
+  bool UnboundControl() const;
+  int BeyondControl(const Insn& x);
   int Fail(int err, std::string message);
   int FailPacket(int err);
   void Queue(FlowEvent e);
@@ -282,6 +284,7 @@ class FlowDecoder {
 
   // The next control packet (TIP, TIP.PGE, TIP.PGD, async FUP, OVF), when read.
   enum class Ctl : uint8_t { kNone, kTip, kTipPge, kTipPgd, kAsync, kAsyncDisable, kOverflow };
+  static bool IsAsync(Ctl c) { return c == Ctl::kAsync || c == Ctl::kAsyncDisable; }
   Ctl ctl_ = Ctl::kNone;
   bool ctl_suppressed_ = false;
   uint64_t ctl_ip_ = 0;

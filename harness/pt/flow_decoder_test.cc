@@ -258,6 +258,61 @@ TEST(FlowDecoder, MatchesGroundTruth) {
   RecordProperty("instructions", static_cast<int>(insns));
 }
 
+// Minimal traces for libipt's event binding (issue 7, corpus divergences):
+// our flow and pt_insn_next's are identical, errors included (the first
+// error the same by SameFlowError), and libipt does report an error there.
+void ExpectSameFlowAsLibipt(const std::vector<uint8_t>& trace, const Image& image, int want_libipt_error) {
+  testing::FlowLog ours = testing::OurInsnFlow(trace, image);
+  testing::FlowLog ref = testing::LibiptInsnFlow(trace, image);
+  EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
+  EXPECT_EQ(testing::DiffFlow(ours, ref), "");
+  bool found = false;
+  for (const testing::FlowEntry& e : ref.entries) {
+    if (e.kind == testing::FlowEntry::kError) {
+      EXPECT_EQ(e.code, want_libipt_error) << testing::ToString(e);
+      found = true;
+      break;
+    }
+  }
+  EXPECT_TRUE(found) << "libipt reported no error";
+}
+
+// A TIP.PGD without an IP binds to far transfers only (libipt
+// pt_insn_at_disabled_event, no address filter): the conditional branch
+// before it reads the packet after it — a TIP.PGE (-pte_bad_query), or the
+// end of the trace (-pte_eos).
+TEST(FlowDecoder, SuppressedTipPgdDoesNotBindToANearBranch) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (bool pge : {true, false}) {
+    SCOPED_TRACE(pge ? "TIP.PGE after the TIP.PGD" : "the trace ends after the TIP.PGD");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+    if (pge) (void)enc.NextIp(PacketType::kTipPge, kBase);
+    ExpectSameFlowAsLibipt(enc.bytes(), image, pge ? -pte_bad_query : -pte_eos);
+    Walk w = Decode(enc.bytes(), image);
+    EXPECT_EQ(w.err, pge ? EBADMSG : ENODATA);
+    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));  // the jz is not reported
+  }
+}
+
+// An asynchronous FUP+TIP whose FUP IP the flow never reaches: the return
+// before it needs the packets after the TIP; at the end of the trace that is
+// libipt's -pte_eos.
+TEST(FlowDecoder, UnreachedAsyncFupAtTheEndIsTheEndOfTheTrace) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0x90, 0xc3}).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kFup, 0x402000);
+  (void)enc.NextIp(PacketType::kTip, 0x401000);
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_eos);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, ENODATA);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001}));
+}
+
 // libipt's instruction decoder, instruction by instruction, on the same traces
 // and on corrupted copies of them.
 TEST(FlowDecoder, MatchesLibiptInsnDecoder) {
