@@ -429,6 +429,32 @@ int FlowDecoder::NeedControl() {
   return FetchControl();
 }
 
+namespace {
+// Whether libipt's query decoder stops its read-ahead (pt_qry_read_ahead)
+// at the packet whose first bytes are at `at`, without decoding it: TNT,
+// TIP, TIP.PGE, TIP.PGD and the event packets (MODE, PIP, OVF, TraceStop,
+// VMCS, EXSTOP, MWAIT, PWRE, PWRX, PTW) are decoded only when a query
+// needs them, so a bad payload there is no read-ahead error.
+bool ReadAheadStopsAt(std::span<const uint8_t> trace, uint64_t at) {
+  if (at >= trace.size()) return true;
+  const uint8_t b0 = trace[at];
+  if (b0 == 0x02) {
+    if (at + 1 >= trace.size()) return false;
+    const uint8_t b1 = trace[at + 1];
+    switch (b1) {
+      case 0xa3: case 0x43: case 0xf3: case 0x83: case 0xc8: case 0x62: case 0xe2: case 0xc2: case 0x22:
+      case 0xa2:
+        return true;
+      default:
+        return (b1 & 0x1f) == 0x12;  // PTW
+    }
+  }
+  if (b0 != 0 && (b0 & 1) == 0) return true;  // TNT-8
+  const uint8_t low = b0 & 0x1f;
+  return low == 0x0d || low == 0x11 || low == 0x01 || b0 == 0x99;  // TIP, TIP.PGE, TIP.PGD, MODE
+}
+}  // namespace
+
 // Decodes (without consuming) the packets after the current position up to
 // the first one that is not PAD or timing; returns the error met, if any
 // (the end of the trace, or a packet cut by it, is none).
@@ -457,6 +483,7 @@ int FlowDecoder::CheckAhead() {
     Packet q;
     const int err = ahead.Next(q);
     if (err == ENODATA || err == EMSGSIZE) return 0;
+    if (err != 0 && ReadAheadStopsAt(packets_.trace(), ahead.offset())) return 0;  // decoded when queried
     if (err != 0) {
       error_offset_ = ahead.offset();
       error_ip_ = ip_;
@@ -478,10 +505,57 @@ int FlowDecoder::CheckAhead() {
 // a TIP fails the branch that took the TIP. The end of the trace does not.
 int FlowDecoder::PeekAfterIp() {
   if (tnt_count_ != 0 || ctl_ != Ctl::kNone || sticky_error_ != 0) return 0;
+  const uint64_t start = have_unread_ ? unread_.offset : packets_.offset();
   const int err = FetchControl();
   // A packet cut off by the end of the trace is the end of the trace here
   // (libipt: -pte_eos).
-  return err == ENODATA || err == EMSGSIZE ? 0 : err;
+  if (err == 0 || err == ENODATA || err == EMSGSIZE) [[likely]] return 0;
+  return ReadAheadError(start, err);
+}
+
+
+// FetchControl() after an IP packet failed with `err` at error_offset_:
+// whether libipt, which reads ahead after a TIP only through PAD, timing
+// and PSB+ packets to the next TNT/TIP/event packet, meets the error now
+// (then it fails the branch that took the IP) or only when a later query
+// decodes that packet (then the error waits for the next branch that needs
+// a packet: sticky_error_).
+__attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, int err) {
+  PacketDecoder ahead = packets_;
+  if (!ahead.SyncSet(start).ok()) return err;
+  uint64_t window_end = packets_.trace().size();
+  bool in_psb = false;
+  for (;;) {
+    Packet q;
+    const int e = ahead.Next(q);
+    if (e != 0) {
+      if (e != ENODATA && ReadAheadStopsAt(packets_.trace(), ahead.offset()) && !in_psb) window_end = ahead.offset();
+      break;
+    }
+    if (q.type == PacketType::kPsb) {
+      in_psb = true;
+      continue;
+    }
+    if (in_psb) {
+      if (q.type == PacketType::kPsbEnd) {
+        window_end = q.offset;
+        break;
+      }
+      continue;
+    }
+    switch (q.type) {
+      case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
+      case PacketType::kTma: case PacketType::kCbr: case PacketType::kMnt: case PacketType::kFup:
+        continue;
+      default:
+        window_end = q.offset;
+        break;
+    }
+    break;
+  }
+  if (error_offset_ < window_end) return err;
+  sticky_error_ = err;
+  return 0;
 }
 
 // The last instruction of `b` executed: where does the flow go?

@@ -240,6 +240,7 @@ class FlowDecoder {
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
   int NeedControl();
   int PeekAfterIp();
+  int ReadAheadError(uint64_t start, int err);
   int CheckAhead();
   int Resolve(uint32_t block);
   int NextSlow(FlowStep* step);

@@ -313,6 +313,26 @@ TEST(FlowDecoder, UnreachedAsyncFupAtTheEndIsTheEndOfTheTrace) {
   EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001}));
 }
 
+// libipt's query decoder reads ahead after a TIP only through PAD and
+// timing packets; a TIP-class packet with a bad payload (IPBytes 111b) is
+// decoded only when a query needs it. So the return that took the first TIP
+// completes, and the flow fails at its target, which is not mapped
+// (-pte_nomap) — not at the bad packet.
+TEST(FlowDecoder, BadTipAfterTheReadAheadWindowWaitsForItsQuery) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xc3}).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, 0x500000);
+  (void)enc.Next(make::Cyc(5));
+  std::vector<uint8_t> trace = enc.Release();
+  for (uint8_t b : {0xed, 0x00, 0x00}) trace.push_back(b);  // TIP, IPBytes 111b (reserved)
+  ExpectSameFlowAsLibipt(trace, image, -pte_nomap);
+  Walk w = Decode(trace, image);
+  EXPECT_EQ(w.err, ENXIO);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001}));
+}
+
 // libipt's instruction decoder, instruction by instruction, on the same traces
 // and on corrupted copies of them.
 TEST(FlowDecoder, MatchesLibiptInsnDecoder) {
