@@ -333,6 +333,23 @@ TEST(FlowDecoder, BadTipAfterTheReadAheadWindowWaitsForItsQuery) {
   EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001}));
 }
 
+// Undefined encodings that libipt's length decoder sizes and walks over
+// (pop ds in 64-bit mode, FF /7, a VEX with an undefined prefix, EA
+// ptr16:32 as a far jump): the flow walks them as pt_insn_next does.
+TEST(FlowDecoder, UndefinedEncodingsAreWalkedAsLibiptDoes) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x1f, 0xff, 0xff, 0xc5, 0x83, 0xfb, 0x01, 0x84, 0x00,
+                                                          0xea, 0xff, 0xff, 0xff, 0x66, 0x0f, 0x1f, 0x90, 0xc3})
+                  .ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, 0x401011);  // the far jump to the ret
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_eos);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, ENODATA);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001, 0x401003, 0x401007, 0x401009}));
+}
+
 // libipt's instruction decoder, instruction by instruction, on the same traces
 // and on corrupted copies of them.
 TEST(FlowDecoder, MatchesLibiptInsnDecoder) {
