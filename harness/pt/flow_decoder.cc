@@ -219,6 +219,10 @@ int FlowDecoder::FetchControl() {
       case PacketType::kTipPgd:
         if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad IP packet");
         ctl_ = p.type == PacketType::kTip ? Ctl::kTip : p.type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
+        if (fup_pending_ && p.type != PacketType::kTipPge) [[unlikely]] {  // the TIP of an earlier FUP
+          fup_pending_ = false;
+          ctl_ = ctl_ == Ctl::kTip ? Ctl::kAsync : Ctl::kAsyncDisable;
+        }
         ctl_suppressed_ = p.ipbytes() == 0;
         ctl_ip_ = last_ip_.raw();
         ctl_offset_ = p.offset;
@@ -253,9 +257,17 @@ int FlowDecoder::FetchControl() {
             Timing(q);
             continue;
           }
-          return Fail(EBADMSG, fmt::format("FUP at {:#x} followed by {} at {:#x}, not TIP or TIP.PGD", p.offset,
-                                           PacketName(q.type), q.offset));
+          if (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64 || q.type == PacketType::kTipPge ||
+              q.type == PacketType::kFup || q.type == PacketType::kPsb || q.type == PacketType::kOvf)
+            return Fail(EBADMSG, fmt::format("FUP at {:#x} followed by {} at {:#x}, not TIP or TIP.PGD", p.offset,
+                                             PacketName(q.type), q.offset));
+          // An event packet: as libipt (the FUP's event waits, bound to the
+          // next TIP/TIP.PGD), handle it and keep waiting.
+          Unread(q);
+          fup_pending_ = true;
+          break;
         }
+        continue;
       }
       case PacketType::kModeExec:
         mode_pending_ = true;
@@ -393,6 +405,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   ctl_ = Ctl::kNone;
   have_unread_ = false;
   mode_pending_ = false;
+  fup_pending_ = false;
   events_.clear();
   event_head_ = 0;
   deferred_error_ = 0;
@@ -712,7 +725,12 @@ __attribute__((noinline, cold)) int FlowDecoder::BeyondControl(const Insn& x) {
 // a held TIP.PGD stops tracing.
 int FlowDecoder::TakeTip(uint64_t*) {
   if (ctl_ == Ctl::kTip) {
-    if (ctl_suppressed_) return Fail(EBADMSG, fmt::format("TIP at {:#x} with a suppressed IP", ctl_offset_));
+    if (ctl_suppressed_) [[unlikely]] {
+      // libipt reads ahead after the TIP before it looks at its IP: a bad
+      // packet there is the error (pt_qry_indirect_branch), else -pte_noip.
+      if (const int err = CheckAhead()) return err;
+      return Fail(EBADMSG, fmt::format("TIP at {:#x} with a suppressed IP", ctl_offset_));
+    }
     ip_ = ctl_ip_;
     ctl_ = Ctl::kNone;
     if (mode_pending_) {

@@ -292,6 +292,7 @@ class FlowDecoder {
   uint64_t ctl_from_ = 0;
   uint64_t ctl_offset_ = 0;
 
+  bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool have_unread_ = false;
   Packet unread_;
 

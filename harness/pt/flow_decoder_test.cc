@@ -350,6 +350,36 @@ TEST(FlowDecoder, UndefinedEncodingsAreWalkedAsLibiptDoes) {
   EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001, 0x401003, 0x401007, 0x401009}));
 }
 
+// A TIP that suppresses the IP for an indirect jump: libipt reads ahead
+// after the TIP before it looks at the IP, so an unknown opcode right after
+// it is the error (-pte_bad_opc), not the missing IP.
+TEST(FlowDecoder, ReadAheadErrorComesBeforeTheSuppressedTipIp) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, std::nullopt);
+  std::vector<uint8_t> trace = enc.Release();
+  trace.push_back(0xc9);  // not an opcode
+  ExpectSameFlowAsLibipt(trace, image, -pte_bad_opc);
+  EXPECT_EQ(Decode(trace, image).err, EILSEQ);
+}
+
+// A FUP followed by an event packet (PWRX) instead of its TIP: libipt keeps
+// the FUP's event waiting for a TIP and goes on; here the trace then ends
+// (-pte_eos), tracing disabled throughout.
+TEST(FlowDecoder, FupWaitsForItsTipAcrossEventPackets) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, std::nullopt);
+  (void)enc.NextIp(PacketType::kFup, kBase);
+  (void)enc.Next(make::Pwrx(2, 2, 1));
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_eos);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, ENODATA);
+}
+
 // libipt's instruction decoder, instruction by instruction, on the same traces
 // and on corrupted copies of them.
 TEST(FlowDecoder, MatchesLibiptInsnDecoder) {
