@@ -208,7 +208,11 @@ int FlowDecoder::FetchControl() {
       case PacketType::kTnt64: {
         // As libipt's query decoder, look past the TNT at once: a bad
         // packet there fails the branch that fetched the TNT.
-        if (const int err = CheckAhead()) return err;
+        // (Not while tracing is disabled: libipt then queries nothing and
+        // reports the TNT itself, -pte_no_enable.)
+        if (enabled_) {
+          if (const int err = CheckAhead()) return err;
+        }
         tnt_bits_ = p.tnt_bits();
         tnt_count_ = p.tnt_size();
         steps_without_packet_ = 0;
@@ -443,28 +447,18 @@ int FlowDecoder::NeedControl() {
 }
 
 namespace {
-// Whether libipt's query decoder stops its read-ahead (pt_qry_read_ahead)
-// at the packet whose first bytes are at `at`, without decoding it: TNT,
-// TIP, TIP.PGE, TIP.PGD and the event packets (MODE, PIP, OVF, TraceStop,
-// VMCS, EXSTOP, MWAIT, PWRE, PWRX, PTW) are decoded only when a query
-// needs them, so a bad payload there is no read-ahead error.
+// Whether libipt decodes the packet whose first bytes are at `at` only when
+// a later query needs it: its query decoder (pt_qry_read_ahead) stops
+// without decoding at the next TNT, TIP or event packet; TNT and TIP wait
+// for the branch that queries them, so a bad payload there is no error of
+// the branch before. (Event packets — TIP.PGE, TIP.PGD, MODE, PIP, OVF,
+// ... — are fetched by pt_insn_next at once, so their errors are.)
 bool ReadAheadStopsAt(std::span<const uint8_t> trace, uint64_t at) {
   if (at >= trace.size()) return true;
   const uint8_t b0 = trace[at];
-  if (b0 == 0x02) {
-    if (at + 1 >= trace.size()) return false;
-    const uint8_t b1 = trace[at + 1];
-    switch (b1) {
-      case 0xa3: case 0x43: case 0xf3: case 0x83: case 0xc8: case 0x62: case 0xe2: case 0xc2: case 0x22:
-      case 0xa2:
-        return true;
-      default:
-        return (b1 & 0x1f) == 0x12;  // PTW
-    }
-  }
+  if (b0 == 0x02) return at + 1 < trace.size() && trace[at + 1] == 0xa3;  // TNT-64
   if (b0 != 0 && (b0 & 1) == 0) return true;  // TNT-8
-  const uint8_t low = b0 & 0x1f;
-  return low == 0x0d || low == 0x11 || low == 0x01 || b0 == 0x99;  // TIP, TIP.PGE, TIP.PGD, MODE
+  return (b0 & 0x1f) == 0x0d;  // TIP
 }
 }  // namespace
 
@@ -664,7 +658,18 @@ int FlowDecoder::Resolve(uint32_t block) {
     case BranchClass::kIndirectJump:
     case BranchClass::kFarTransfer:
       if (const int err = NeedControl()) return err;
-      if (tnt_count_ != 0)
+      if (tnt_count_ != 0 && ctl_ == Ctl::kNone) [[unlikely]] {
+        // libipt's indirect-branch query takes the next TIP while TNT bits
+        // are still cached (it fails only if a TNT packet comes first): the
+        // bits stay for the branches after it.
+        const uint64_t bits = tnt_bits_;
+        const uint32_t count = tnt_count_;
+        tnt_count_ = 0;
+        if (const int err = FetchControl()) return err;  // the end of the trace: -pte_eos
+        tnt_bits_ = bits;  // (a TNT packet fetched instead of a TIP: the error below)
+        tnt_count_ = count;
+      }
+      if (tnt_count_ != 0 && ctl_ != Ctl::kTip)
         return Fail(EBADMSG, fmt::format("{} at {:#x}: a TNT bit where a TIP was needed",
                                          BranchClassName(x.branch), x.ip));
       if (x.branch == BranchClass::kIndirectCall) {

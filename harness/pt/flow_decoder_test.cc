@@ -380,6 +380,37 @@ TEST(FlowDecoder, FupWaitsForItsTipAcrossEventPackets) {
   EXPECT_EQ(w.err, ENODATA);
 }
 
+// A TNT while tracing is disabled: libipt reports it (-pte_no_enable) without
+// reading on, so a bad packet after it does not matter.
+TEST(FlowDecoder, TntWhileDisabledIsReportedBeforeLaterPackets) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, std::nullopt);
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.Next(make::Mtc(1));
+  std::vector<uint8_t> trace = enc.Release();
+  trace.push_back(0xc9);  // not an opcode
+  ExpectSameFlowAsLibipt(trace, image, -pte_no_enable);
+  EXPECT_EQ(Decode(trace, image).err, EBADMSG);
+}
+
+// An indirect jump while a TNT bit is still cached: libipt's query takes the
+// TIP that follows (the bit waits), and the flow goes on at its target —
+// here not mapped (-pte_nomap).
+TEST(FlowDecoder, IndirectBranchTakesTheTipPastCachedTntBits) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.NextIp(PacketType::kTip, 0x500000);
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_nomap);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, ENXIO);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001}));
+}
+
 // libipt's instruction decoder, instruction by instruction, on the same traces
 // and on corrupted copies of them.
 TEST(FlowDecoder, MatchesLibiptInsnDecoder) {
