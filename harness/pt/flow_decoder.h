@@ -41,7 +41,9 @@
 //
 // Errors (Next returns them; the decoder then needs a SyncForward()):
 //   ENOTCONN  not synchronized (no SyncForward/SyncSet succeeded)
-//   ENODATA   end of the trace
+//   ENODATA   end of the trace (also: a branch needs a packet beyond a held
+//             asynchronous FUP, or an IP-less TIP.PGD, that does not bind to
+//             it — libipt's -pte_eos when only PAD/timing follow)
 //   ENXIO     no object code at the IP (error_ip()): not in the image
 //   EILSEQ    the bytes at error_ip() are not a valid instruction (or are cut
 //             off by the end of the image)
