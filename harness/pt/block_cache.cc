@@ -59,7 +59,7 @@ uint32_t BlockCache::Decode(uint64_t ip, ExecMode mode) {
       bytes = std::span<const uint8_t>(joined, n);
     }
     Insn insn;
-    const int err = classifier_.Classify(bytes, cur, mode, &insn);
+    const int err = classifier_.ClassifyLenient(bytes, cur, mode, &insn);  // as libipt walks code
     if (err != 0) {
       error = err == ENODATA ? EILSEQ : err;
       break;

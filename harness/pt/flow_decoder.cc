@@ -208,7 +208,11 @@ int FlowDecoder::FetchControl() {
       case PacketType::kTnt64: {
         // As libipt's query decoder, look past the TNT at once: a bad
         // packet there fails the branch that fetched the TNT.
-        if (const int err = CheckAhead()) return err;
+        // (Not while tracing is disabled: libipt then queries nothing and
+        // reports the TNT itself, -pte_no_enable.)
+        if (enabled_) {
+          if (const int err = CheckAhead()) return err;
+        }
         tnt_bits_ = p.tnt_bits();
         tnt_count_ = p.tnt_size();
         steps_without_packet_ = 0;
@@ -219,6 +223,10 @@ int FlowDecoder::FetchControl() {
       case PacketType::kTipPgd:
         if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad IP packet");
         ctl_ = p.type == PacketType::kTip ? Ctl::kTip : p.type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
+        if (fup_pending_ && p.type != PacketType::kTipPge) [[unlikely]] {  // the TIP of an earlier FUP
+          fup_pending_ = false;
+          ctl_ = ctl_ == Ctl::kTip ? Ctl::kAsync : Ctl::kAsyncDisable;
+        }
         ctl_suppressed_ = p.ipbytes() == 0;
         ctl_ip_ = last_ip_.raw();
         ctl_offset_ = p.offset;
@@ -253,9 +261,17 @@ int FlowDecoder::FetchControl() {
             Timing(q);
             continue;
           }
-          return Fail(EBADMSG, fmt::format("FUP at {:#x} followed by {} at {:#x}, not TIP or TIP.PGD", p.offset,
-                                           PacketName(q.type), q.offset));
+          if (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64 || q.type == PacketType::kTipPge ||
+              q.type == PacketType::kFup || q.type == PacketType::kPsb || q.type == PacketType::kOvf)
+            return Fail(EBADMSG, fmt::format("FUP at {:#x} followed by {} at {:#x}, not TIP or TIP.PGD", p.offset,
+                                             PacketName(q.type), q.offset));
+          // An event packet: as libipt (the FUP's event waits, bound to the
+          // next TIP/TIP.PGD), handle it and keep waiting.
+          Unread(q);
+          fup_pending_ = true;
+          break;
         }
+        continue;
       }
       case PacketType::kModeExec:
         mode_pending_ = true;
@@ -393,6 +409,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   ctl_ = Ctl::kNone;
   have_unread_ = false;
   mode_pending_ = false;
+  fup_pending_ = false;
   events_.clear();
   event_head_ = 0;
   deferred_error_ = 0;
@@ -429,6 +446,22 @@ int FlowDecoder::NeedControl() {
   return FetchControl();
 }
 
+namespace {
+// Whether libipt decodes the packet whose first bytes are at `at` only when
+// a later query needs it: its query decoder (pt_qry_read_ahead) stops
+// without decoding at the next TNT, TIP or event packet; TNT and TIP wait
+// for the branch that queries them, so a bad payload there is no error of
+// the branch before. (Event packets — TIP.PGE, TIP.PGD, MODE, PIP, OVF,
+// ... — are fetched by pt_insn_next at once, so their errors are.)
+bool ReadAheadStopsAt(std::span<const uint8_t> trace, uint64_t at) {
+  if (at >= trace.size()) return true;
+  const uint8_t b0 = trace[at];
+  if (b0 == 0x02) return at + 1 < trace.size() && trace[at + 1] == 0xa3;  // TNT-64
+  if (b0 != 0 && (b0 & 1) == 0) return true;  // TNT-8
+  return (b0 & 0x1f) == 0x0d;  // TIP
+}
+}  // namespace
+
 // Decodes (without consuming) the packets after the current position up to
 // the first one that is not PAD or timing; returns the error met, if any
 // (the end of the trace, or a packet cut by it, is none).
@@ -457,6 +490,7 @@ int FlowDecoder::CheckAhead() {
     Packet q;
     const int err = ahead.Next(q);
     if (err == ENODATA || err == EMSGSIZE) return 0;
+    if (err != 0 && ReadAheadStopsAt(packets_.trace(), ahead.offset())) return 0;  // decoded when queried
     if (err != 0) {
       error_offset_ = ahead.offset();
       error_ip_ = ip_;
@@ -478,10 +512,57 @@ int FlowDecoder::CheckAhead() {
 // a TIP fails the branch that took the TIP. The end of the trace does not.
 int FlowDecoder::PeekAfterIp() {
   if (tnt_count_ != 0 || ctl_ != Ctl::kNone || sticky_error_ != 0) return 0;
+  const uint64_t start = have_unread_ ? unread_.offset : packets_.offset();
   const int err = FetchControl();
   // A packet cut off by the end of the trace is the end of the trace here
   // (libipt: -pte_eos).
-  return err == ENODATA || err == EMSGSIZE ? 0 : err;
+  if (err == 0 || err == ENODATA || err == EMSGSIZE) [[likely]] return 0;
+  return ReadAheadError(start, err);
+}
+
+
+// FetchControl() after an IP packet failed with `err` at error_offset_:
+// whether libipt, which reads ahead after a TIP only through PAD, timing
+// and PSB+ packets to the next TNT/TIP/event packet, meets the error now
+// (then it fails the branch that took the IP) or only when a later query
+// decodes that packet (then the error waits for the next branch that needs
+// a packet: sticky_error_).
+__attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, int err) {
+  PacketDecoder ahead = packets_;
+  if (!ahead.SyncSet(start).ok()) return err;
+  uint64_t window_end = packets_.trace().size();
+  bool in_psb = false;
+  for (;;) {
+    Packet q;
+    const int e = ahead.Next(q);
+    if (e != 0) {
+      if (e != ENODATA && ReadAheadStopsAt(packets_.trace(), ahead.offset()) && !in_psb) window_end = ahead.offset();
+      break;
+    }
+    if (q.type == PacketType::kPsb) {
+      in_psb = true;
+      continue;
+    }
+    if (in_psb) {
+      if (q.type == PacketType::kPsbEnd) {
+        window_end = q.offset;
+        break;
+      }
+      continue;
+    }
+    switch (q.type) {
+      case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
+      case PacketType::kTma: case PacketType::kCbr: case PacketType::kMnt: case PacketType::kFup:
+        continue;
+      default:
+        window_end = q.offset;
+        break;
+    }
+    break;
+  }
+  if (error_offset_ < window_end) return err;
+  sticky_error_ = err;
+  return 0;
 }
 
 // The last instruction of `b` executed: where does the flow go?
@@ -539,6 +620,7 @@ int FlowDecoder::Resolve(uint32_t block) {
         link(taken);
         return 0;
       }
+      if (UnboundControl()) return BeyondControl(x);
       if (ctl_ == Ctl::kTipPgd) return TakeTip(nullptr);
       return Fail(EBADMSG, fmt::format("conditional branch at {:#x}: no TNT bit", x.ip));
     case BranchClass::kReturn:
@@ -568,6 +650,7 @@ int FlowDecoder::Resolve(uint32_t block) {
         }
         return 0;
       }
+      if (UnboundControl()) return BeyondControl(x);
       if (const int err = TakeTip(nullptr)) return err;
       predict();
       return 0;
@@ -575,7 +658,18 @@ int FlowDecoder::Resolve(uint32_t block) {
     case BranchClass::kIndirectJump:
     case BranchClass::kFarTransfer:
       if (const int err = NeedControl()) return err;
-      if (tnt_count_ != 0)
+      if (tnt_count_ != 0 && ctl_ == Ctl::kNone) [[unlikely]] {
+        // libipt's indirect-branch query takes the next TIP while TNT bits
+        // are still cached (it fails only if a TNT packet comes first): the
+        // bits stay for the branches after it.
+        const uint64_t bits = tnt_bits_;
+        const uint32_t count = tnt_count_;
+        tnt_count_ = 0;
+        if (const int err = FetchControl()) return err;  // the end of the trace: -pte_eos
+        tnt_bits_ = bits;  // (a TNT packet fetched instead of a TIP: the error below)
+        tnt_count_ = count;
+      }
+      if (tnt_count_ != 0 && ctl_ != Ctl::kTip)
         return Fail(EBADMSG, fmt::format("{} at {:#x}: a TNT bit where a TIP was needed",
                                          BranchClassName(x.branch), x.ip));
       if (x.branch == BranchClass::kIndirectCall) {
@@ -584,6 +678,7 @@ int FlowDecoder::Resolve(uint32_t block) {
         ret_block_[ret_top_] = block;
         if (ret_count_ < kRetStackSize) ++ret_count_;
       }
+      if (x.branch != BranchClass::kFarTransfer ? UnboundControl() : IsAsync(ctl_)) return BeyondControl(x);
       if (const int err = TakeTip(nullptr)) return err;
       if (enabled_) predict();
       return 0;
@@ -591,11 +686,56 @@ int FlowDecoder::Resolve(uint32_t block) {
   return 0;
 }
 
+// Whether the held control packet cannot be what a near branch (conditional,
+// return, near indirect) needs, as libipt's pt_insn_next binds events:
+//   - an asynchronous FUP+TIP/TIP.PGD belongs to its FUP IP, not to a branch
+//     before it;
+//   - a TIP.PGD without an IP (and no address filter, as perf configures
+//     none for libipt) binds only to far transfers (pt_insn_at_disabled_event:
+//     far branch, CPL or CR3 change).
+// libipt then answers the branch's query from the packets after it
+// (BeyondControl).
+bool FlowDecoder::UnboundControl() const {
+  return IsAsync(ctl_) || (ctl_ == Ctl::kTipPgd && ctl_suppressed_);
+}
+
+// A branch whose packet would come after the held, unbound control packet:
+// the end of the trace if only PAD and timing packets follow (libipt:
+// -pte_eos), else the trace does not fit (-pte_bad_query).
+__attribute__((noinline, cold)) int FlowDecoder::BeyondControl(const Insn& x) {
+  PacketDecoder ahead = packets_;
+  if (!have_unread_) {
+    for (;;) {
+      Packet q;
+      const int err = ahead.Next(q);
+      if (err == ENODATA || err == EMSGSIZE)
+        return Fail(ENODATA, fmt::format("{} at {:#x}: the trace ends after the {} at {:#x}",
+                                         BranchClassName(x.branch), x.ip, IsAsync(ctl_) ? "FUP" : "TIP.PGD",
+                                         ctl_offset_));
+      if (err != 0) break;
+      if (q.type == PacketType::kPad || q.type == PacketType::kCyc || q.type == PacketType::kMtc ||
+          q.type == PacketType::kTsc || q.type == PacketType::kTma)
+        continue;
+      break;
+    }
+  }
+  return Fail(EBADMSG, IsAsync(ctl_)
+                           ? fmt::format("{} at {:#x}: the FUP at {:#x} (IP {:#x}) is never reached",
+                                         BranchClassName(x.branch), x.ip, ctl_offset_, ctl_from_)
+                           : fmt::format("{} at {:#x}: no packet (the TIP.PGD at {:#x} without an IP binds "
+                                         "to far transfers only)", BranchClassName(x.branch), x.ip, ctl_offset_));
+}
+
 // The branch just executed takes its target from the held TIP, or is where
 // a held TIP.PGD stops tracing.
 int FlowDecoder::TakeTip(uint64_t*) {
   if (ctl_ == Ctl::kTip) {
-    if (ctl_suppressed_) return Fail(EBADMSG, fmt::format("TIP at {:#x} with a suppressed IP", ctl_offset_));
+    if (ctl_suppressed_) [[unlikely]] {
+      // libipt reads ahead after the TIP before it looks at its IP: a bad
+      // packet there is the error (pt_qry_indirect_branch), else -pte_noip.
+      if (const int err = CheckAhead()) return err;
+      return Fail(EBADMSG, fmt::format("TIP at {:#x} with a suppressed IP", ctl_offset_));
+    }
     ip_ = ctl_ip_;
     ctl_ = Ctl::kNone;
     if (mode_pending_) {

@@ -41,7 +41,9 @@
 //
 // Errors (Next returns them; the decoder then needs a SyncForward()):
 //   ENOTCONN  not synchronized (no SyncForward/SyncSet succeeded)
-//   ENODATA   end of the trace
+//   ENODATA   end of the trace (also: a branch needs a packet beyond a held
+//             asynchronous FUP, or an IP-less TIP.PGD, that does not bind to
+//             it — libipt's -pte_eos when only PAD/timing follow)
 //   ENXIO     no object code at the IP (error_ip()): not in the image
 //   EILSEQ    the bytes at error_ip() are not a valid instruction (or are cut
 //             off by the end of the image)
@@ -240,10 +242,13 @@ class FlowDecoder {
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
   int NeedControl();
   int PeekAfterIp();
+  int ReadAheadError(uint64_t start, int err);
   int CheckAhead();
   int Resolve(uint32_t block);
   int NextSlow(FlowStep* step);
   int TakeTip(uint64_t* target);
+  bool UnboundControl() const;
+  int BeyondControl(const Insn& x);
   int Fail(int err, std::string message);
   int FailPacket(int err);
   void Queue(FlowEvent e);
@@ -282,12 +287,14 @@ class FlowDecoder {
 
   // The next control packet (TIP, TIP.PGE, TIP.PGD, async FUP, OVF), when read.
   enum class Ctl : uint8_t { kNone, kTip, kTipPge, kTipPgd, kAsync, kAsyncDisable, kOverflow };
+  static bool IsAsync(Ctl c) { return c == Ctl::kAsync || c == Ctl::kAsyncDisable; }
   Ctl ctl_ = Ctl::kNone;
   bool ctl_suppressed_ = false;
   uint64_t ctl_ip_ = 0;
   uint64_t ctl_from_ = 0;
   uint64_t ctl_offset_ = 0;
 
+  bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool have_unread_ = false;
   Packet unread_;
 

@@ -258,6 +258,159 @@ TEST(FlowDecoder, MatchesGroundTruth) {
   RecordProperty("instructions", static_cast<int>(insns));
 }
 
+// Minimal traces for libipt's event binding (issue 7, corpus divergences):
+// our flow and pt_insn_next's are identical, errors included (the first
+// error the same by SameFlowError), and libipt does report an error there.
+void ExpectSameFlowAsLibipt(const std::vector<uint8_t>& trace, const Image& image, int want_libipt_error) {
+  testing::FlowLog ours = testing::OurInsnFlow(trace, image);
+  testing::FlowLog ref = testing::LibiptInsnFlow(trace, image);
+  EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
+  EXPECT_EQ(testing::DiffFlow(ours, ref), "");
+  bool found = false;
+  for (const testing::FlowEntry& e : ref.entries) {
+    if (e.kind == testing::FlowEntry::kError) {
+      EXPECT_EQ(e.code, want_libipt_error) << testing::ToString(e);
+      found = true;
+      break;
+    }
+  }
+  EXPECT_TRUE(found) << "libipt reported no error";
+}
+
+// A TIP.PGD without an IP binds to far transfers only (libipt
+// pt_insn_at_disabled_event, no address filter): the conditional branch
+// before it reads the packet after it — a TIP.PGE (-pte_bad_query), or the
+// end of the trace (-pte_eos).
+TEST(FlowDecoder, SuppressedTipPgdDoesNotBindToANearBranch) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (bool pge : {true, false}) {
+    SCOPED_TRACE(pge ? "TIP.PGE after the TIP.PGD" : "the trace ends after the TIP.PGD");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+    if (pge) (void)enc.NextIp(PacketType::kTipPge, kBase);
+    ExpectSameFlowAsLibipt(enc.bytes(), image, pge ? -pte_bad_query : -pte_eos);
+    Walk w = Decode(enc.bytes(), image);
+    EXPECT_EQ(w.err, pge ? EBADMSG : ENODATA);
+    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));  // the jz is not reported
+  }
+}
+
+// An asynchronous FUP+TIP whose FUP IP the flow never reaches: the return
+// before it needs the packets after the TIP; at the end of the trace that is
+// libipt's -pte_eos.
+TEST(FlowDecoder, UnreachedAsyncFupAtTheEndIsTheEndOfTheTrace) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0x90, 0xc3}).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kFup, 0x402000);
+  (void)enc.NextIp(PacketType::kTip, 0x401000);
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_eos);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, ENODATA);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001}));
+}
+
+// libipt's query decoder reads ahead after a TIP only through PAD and
+// timing packets; a TIP-class packet with a bad payload (IPBytes 111b) is
+// decoded only when a query needs it. So the return that took the first TIP
+// completes, and the flow fails at its target, which is not mapped
+// (-pte_nomap) — not at the bad packet.
+TEST(FlowDecoder, BadTipAfterTheReadAheadWindowWaitsForItsQuery) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xc3}).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, 0x500000);
+  (void)enc.Next(make::Cyc(5));
+  std::vector<uint8_t> trace = enc.Release();
+  for (uint8_t b : {0xed, 0x00, 0x00}) trace.push_back(b);  // TIP, IPBytes 111b (reserved)
+  ExpectSameFlowAsLibipt(trace, image, -pte_nomap);
+  Walk w = Decode(trace, image);
+  EXPECT_EQ(w.err, ENXIO);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001}));
+}
+
+// Undefined encodings that libipt's length decoder sizes and walks over
+// (pop ds in 64-bit mode, FF /7, a VEX with an undefined prefix, EA
+// ptr16:32 as a far jump): the flow walks them as pt_insn_next does.
+TEST(FlowDecoder, UndefinedEncodingsAreWalkedAsLibiptDoes) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x1f, 0xff, 0xff, 0xc5, 0x83, 0xfb, 0x01, 0x84, 0x00,
+                                                          0xea, 0xff, 0xff, 0xff, 0x66, 0x0f, 0x1f, 0x90, 0xc3})
+                  .ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, 0x401011);  // the far jump to the ret
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_eos);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, ENODATA);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001, 0x401003, 0x401007, 0x401009}));
+}
+
+// A TIP that suppresses the IP for an indirect jump: libipt reads ahead
+// after the TIP before it looks at the IP, so an unknown opcode right after
+// it is the error (-pte_bad_opc), not the missing IP.
+TEST(FlowDecoder, ReadAheadErrorComesBeforeTheSuppressedTipIp) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, std::nullopt);
+  std::vector<uint8_t> trace = enc.Release();
+  trace.push_back(0xc9);  // not an opcode
+  ExpectSameFlowAsLibipt(trace, image, -pte_bad_opc);
+  EXPECT_EQ(Decode(trace, image).err, EILSEQ);
+}
+
+// A FUP followed by an event packet (PWRX) instead of its TIP: libipt keeps
+// the FUP's event waiting for a TIP and goes on; here the trace then ends
+// (-pte_eos), tracing disabled throughout.
+TEST(FlowDecoder, FupWaitsForItsTipAcrossEventPackets) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, std::nullopt);
+  (void)enc.NextIp(PacketType::kFup, kBase);
+  (void)enc.Next(make::Pwrx(2, 2, 1));
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_eos);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, ENODATA);
+}
+
+// A TNT while tracing is disabled: libipt reports it (-pte_no_enable) without
+// reading on, so a bad packet after it does not matter.
+TEST(FlowDecoder, TntWhileDisabledIsReportedBeforeLaterPackets) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, std::nullopt);
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.Next(make::Mtc(1));
+  std::vector<uint8_t> trace = enc.Release();
+  trace.push_back(0xc9);  // not an opcode
+  ExpectSameFlowAsLibipt(trace, image, -pte_no_enable);
+  EXPECT_EQ(Decode(trace, image).err, EBADMSG);
+}
+
+// An indirect jump while a TNT bit is still cached: libipt's query takes the
+// TIP that follows (the bit waits), and the flow goes on at its target —
+// here not mapped (-pte_nomap).
+TEST(FlowDecoder, IndirectBranchTakesTheTipPastCachedTntBits) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.NextIp(PacketType::kTip, 0x500000);
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_nomap);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, ENXIO);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001}));
+}
+
 // libipt's instruction decoder, instruction by instruction, on the same traces
 // and on corrupted copies of them.
 TEST(FlowDecoder, MatchesLibiptInsnDecoder) {

@@ -170,6 +170,119 @@ int InsnClassifier::Classify(std::span<const uint8_t> bytes, uint64_t ip, ExecMo
   return 0;
 }
 
+// ClassifyLenient's fallback: byte sequences libipt's length decoder
+// (pti-ild, as pt_insn_next walks code) accepts although they are
+// undefined, which Zydis rejects: libipt
+// sizes them by their opcode's operand layout and steps over them, so the
+// flow walks on as libipt's does (issue 7). Covered: the one-byte opcodes
+// that are invalid in 64-bit mode (06 07 0E 16 17 1E 1F 27 2F 37 3F 60 61
+// CE D6: 1 byte; D4/D5: with imm8; 82: as 80 /r ib; 9A/EA ptr16:32: far
+// call/jump), FE/FF with an undefined ModRM.reg or operand, and VEX (C4/C5)
+// encodings with an undefined prefix/opcode combination (ModRM, SIB,
+// displacement, and imm8 where the opcode map has one). Others stay EILSEQ.
+int InsnClassifier::ClassifyUndefined(std::span<const uint8_t> bytes, uint64_t ip, ExecMode mode, Insn* out) {
+  const bool m64 = mode == ExecMode::k64Bit;
+  size_t n = 0;
+  bool opsize = false, addrsize = false;
+  for (; n < bytes.size() && n < 14; ++n) {
+    const uint8_t b = bytes[n];
+    if (b == 0x66) opsize = true;
+    else if (b == 0x67) addrsize = true;
+    else if (b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e || b == 0x36 || b == 0x3e || b == 0x26 ||
+             b == 0x64 || b == 0x65)
+      continue;
+    else break;
+  }
+  if (m64 && n < bytes.size() && (bytes[n] & 0xf0) == 0x40) ++n;  // REX
+  if (n >= bytes.size()) return EILSEQ;
+  const bool addr16 = mode == ExecMode::k16Bit ? !addrsize : (!m64 && addrsize);
+  const bool op16 = mode == ExecMode::k16Bit ? !opsize : opsize;
+  // Bytes of ModRM (+ SIB + displacement) at `at`, or 0 if cut off.
+  auto modrm_len = [&](size_t at) -> size_t {
+    if (at >= bytes.size()) return 0;
+    const uint8_t modrm = bytes[at];
+    const unsigned mod = modrm >> 6, rm = modrm & 7;
+    if (mod == 3) return 1;
+    if (addr16) return 1 + (mod == 1 ? 1 : mod == 2 || (mod == 0 && rm == 6) ? 2 : 0);
+    size_t len = 1;
+    if (rm == 4) {
+      if (at + 1 >= bytes.size()) return 0;
+      ++len;
+      if (mod == 0 && (bytes[at + 1] & 7) == 5) len += 4;
+    }
+    if (mod == 1) len += 1;
+    else if (mod == 2 || (mod == 0 && rm == 5)) len += 4;
+    return len;
+  };
+  Insn insn;
+  insn.ip = ip;
+  insn.mode = mode;
+  const uint8_t op = bytes[n];
+  size_t len = 0;
+  switch (op) {
+    case 0x06: case 0x07: case 0x0e: case 0x16: case 0x17: case 0x1e: case 0x1f: case 0x27: case 0x2f:
+    case 0x37: case 0x3f: case 0x60: case 0x61: case 0xce: case 0xd6:
+      if (!m64) return EILSEQ;
+      len = n + 1;
+      break;
+    case 0xd4: case 0xd5:
+      len = n + 2;
+      break;
+    case 0x82: {
+      const size_t m = modrm_len(n + 1);
+      if (m == 0) return EILSEQ;
+      len = n + 1 + m + 1;
+      break;
+    }
+    case 0x9a: case 0xea:
+      len = n + 1 + (op16 ? 4 : 6);
+      insn.branch = BranchClass::kFarTransfer;
+      insn.far = op == 0x9a ? FarKind::kFarCall : FarKind::kFarJump;
+      break;
+    case 0xfe: case 0xff: {
+      const size_t m = modrm_len(n + 1);
+      if (m == 0) return EILSEQ;
+      len = n + 1 + m;
+      if (op == 0xff) {
+        switch ((bytes[n + 1] >> 3) & 7) {
+          case 2: insn.branch = BranchClass::kIndirectCall; break;
+          case 3: insn.branch = BranchClass::kFarTransfer; insn.far = FarKind::kFarCall; break;
+          case 4: insn.branch = BranchClass::kIndirectJump; break;
+          case 5: insn.branch = BranchClass::kFarTransfer; insn.far = FarKind::kFarJump; break;
+          default: break;
+        }
+      }
+      break;
+    }
+    case 0xc4: case 0xc5: {
+      if (!m64 && (n + 1 >= bytes.size() || (bytes[n + 1] & 0xc0) != 0xc0)) return EILSEQ;  // LES/LDS
+      const size_t vex = op == 0xc5 ? 2 : 3;
+      if (n + vex >= bytes.size()) return EILSEQ;
+      const unsigned map = op == 0xc5 ? 1 : (bytes[n + 1] & 0x1f);
+      if (map < 1 || map > 3) return EILSEQ;
+      const uint8_t opcode = bytes[n + vex];
+      const size_t m = modrm_len(n + vex + 1);
+      if (m == 0) return EILSEQ;
+      const bool imm8 = map == 3 || (map == 1 && ((opcode >= 0x70 && opcode <= 0x73) || opcode == 0xc2 ||
+                                                   (opcode >= 0xc4 && opcode <= 0xc6)));
+      len = n + vex + 1 + m + (imm8 ? 1 : 0);
+      break;
+    }
+    default:
+      return EILSEQ;
+  }
+  if (len > 15) return EILSEQ;
+  if (len > bytes.size()) return bytes.size() < 15 ? ENODATA : EILSEQ;
+  insn.length = static_cast<uint8_t>(len);
+  *out = insn;
+  return 0;
+}
+
+int InsnClassifier::ClassifyLenient(std::span<const uint8_t> bytes, uint64_t ip, ExecMode mode, Insn* out) const {
+  const int err = Classify(bytes, ip, mode, out);
+  return err == EILSEQ ? ClassifyUndefined(bytes, ip, mode, out) : err;
+}
+
 int ClassifyInsn(std::span<const uint8_t> bytes, uint64_t ip, ExecMode mode, Insn* out) {
   static const InsnClassifier classifier;
   return classifier.Classify(bytes, ip, mode, out);

@@ -127,8 +127,16 @@ class InsnClassifier {
   //            mode is not; also an instruction longer than 15 bytes).
   // On error `*out` is left unchanged.
   int Classify(std::span<const uint8_t> bytes, uint64_t ip, ExecMode mode, Insn* out) const;
+  // As Classify, but sizes some undefined encodings as libipt's instruction
+  // length decoder does (a straight-line instruction, or a far or indirect
+  // branch by its opcode: 1F in 64-bit mode, FF /7, VEX with an undefined
+  // prefix, EA ptr16:32 in 64-bit mode, ...; insn.cc ClassifyUndefined), so
+  // that the flow decoder walks code as pt_insn_next does. EILSEQ only for
+  // what libipt cannot size either.
+  int ClassifyLenient(std::span<const uint8_t> bytes, uint64_t ip, ExecMode mode, Insn* out) const;
 
  private:
+  static int ClassifyUndefined(std::span<const uint8_t> bytes, uint64_t ip, ExecMode mode, Insn* out);
   ZydisDecoder decoder_[3];  // indexed by ExecMode (k16Bit, k32Bit, k64Bit)
 };
 
