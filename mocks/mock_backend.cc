@@ -17,6 +17,7 @@
 #include "harness/internal/describe.h"
 #include "mocks/internal/mock_backend_impl.h"
 #include "mocks/breakpoint_pmu.h"
+#include "mocks/free_running_pmu.h"
 #include "mocks/software_pmu.h"
 #include "mocks/tracepoint_pmu.h"
 
@@ -159,7 +160,8 @@ int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
 // SYSCALL_DEFINE5(perf_event_open) and perf_event_alloc(), in the kernel's order.
 // Known divergences from Linux 6.18, out of scope here (perftest_fidelity reports them):
 //  - tracepoint ids the profile does not list get EINVAL (the host may know them);
-//  - the msr, power and uprobe PMUs are not modelled (their types get ENOENT).
+//  - the uprobe PMU is not modelled (its type gets ENOENT); msr and power are
+//    (mocks/free_running_pmu.h).
 Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
   const std::string call = DescribeOpen(uattr, pid, cpu, group_fd, flags);
   std::string why;
@@ -256,6 +258,17 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
     if (int err = BreakpointEventInit(*ev, &why)) return fail(err, why);
   } else if (pmu->name == "intel_pt") {
     if (int err = PtEventInit(*ev, *pmu, &why)) return fail(err, why);
+  } else if (pmu->name == "msr" || pmu->name == "power") {
+    const bool msr = pmu->name == "msr";
+    if (int err = msr ? MsrEventInit(attr, *pmu, &why) : RaplEventInit(attr, cpu, *pmu, &why)) return fail(err, why);
+    ev->pmu = PmuId::kFreeRunning;
+    // perf_try_init_event(): PERF_PMU_CAP_NO_EXCLUDE; perf_event_alloc(): the
+    // RAPL PMU has no task context ("Disallow uncore-task events").
+    if (attr.exclude_user || attr.exclude_kernel || attr.exclude_hv || attr.exclude_idle || attr.exclude_host ||
+        attr.exclude_guest) {
+      return fail(EINVAL, "the PMU has PERF_PMU_CAP_NO_EXCLUDE: no exclude_* bit may be set (perf_try_init_event())");
+    }
+    if (!msr && (task || cgroup)) return fail(EINVAL, "no task events on an uncore PMU (perf_invalid_context)");
   } else if (profile_.has_hardware && pmu->type == profile_.core_pmu_type) {
     if (int err = HardwareEventInit(attr, pmu->type, profile_.hardware, &ev->hw_event, &why)) return fail(err, why);
     ev->pmu = PmuId::kCore;

@@ -747,6 +747,10 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         Task child = ForkTask(/*thread=*/w.kind == Workload::Kind::kThreads);
         out.children.push_back(child.tid);
         Advance(kForkNs);  // fork takes time: FORK, the child's records and EXIT have increasing times
+        // The parent blocks in waitpid()/join while the child runs: a
+        // voluntary switch out (no PREEMPT), and in again once it is woken
+        // (Linux 6.18: the records suite's records.switch_around_fork).
+        SwitchEvent(/*sched_in=*/false, /*task=*/true);
         if (w.kind == Workload::Kind::kForkExec) {
           (void)RunAsTask(child, [&]() -> Result<WorkloadResult> {
             ExecCurrent(w.path);
@@ -757,6 +761,7 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         }
         ExitTaskModel(child);
         Advance(kForkNs);  // waitpid() returns in the parent
+        SwitchEvent(/*sched_in=*/true, /*task=*/true);
       }
       break;
     case Workload::Kind::kWriteMemory:

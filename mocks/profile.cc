@@ -115,6 +115,10 @@ const std::vector<PmuKind>& ImplementedPmuKinds() {
       // arch/x86/events/intel/pt.c pt_init(): perf_pmu_register(..., "intel_pt", -1);
       // its caps/ drive pt_event_valid() (mocks/intel_pt_pmu.h).
       {"intel_pt", PmuKind::kDynamicType, false, {}},
+      // arch/x86/events/msr.c and rapl.c: perf_pmu_register(..., "msr"/"power", -1);
+      // count-only PMUs over free-running MSRs (mocks/free_running_pmu.h).
+      {"msr", PmuKind::kDynamicType, false, {}},
+      {"power", PmuKind::kDynamicType, false, {}},
   };
   return kinds;
 }

@@ -60,8 +60,10 @@
 // "software" (type 1), "tracepoint" (2), "breakpoint" (5), and one core PMU —
 // "cpu"/"intel_core" (Intel, type 4 = PERF_TYPE_RAW), "armv8_pmuv3" (a dynamic
 // type >= PERF_TYPE_MAX, e.g. the PMU named armv8_pmuv3_0), "riscv_sbi" (type 4,
-// named "cpu"), and "intel_pt" (a dynamic type; its caps/ drive
-// pt_event_valid(), mocks/intel_pt_pmu.h). The core PMU also takes PERF_TYPE_HARDWARE and PERF_TYPE_HW_CACHE
+// named "cpu"), "intel_pt" (a dynamic type; its caps/ drive
+// pt_event_valid(), mocks/intel_pt_pmu.h), and "msr" and "power" (dynamic
+// types; count-only, their events/ are the configs they accept:
+// mocks/free_running_pmu.h). The core PMU also takes PERF_TYPE_HARDWARE and PERF_TYPE_HW_CACHE
 // (and PERF_TYPE_RAW when its own type is dynamic). Any other kind is EINVAL
 // naming the kind. Profile aliases: "software-only" is "sw-only".
 #pragma once

@@ -169,5 +169,28 @@ TEST_F(TasksModel, RemoveOnExecRemovesTheCopy) {
   EXPECT_GT(Count(kept), 3u);
 }
 
+// A fork workload: the parent blocks in waitpid() while the child runs, a
+// voluntary PERF_RECORD_SWITCH out then in (records.switch_around_fork).
+TEST_F(TasksModel, ParentSwitchesAroundItsChild) {
+  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_DUMMY);
+  a.disabled = 0;
+  a.context_switch = 1;
+  a.task = 1;
+  a.sample_type = PERF_SAMPLE_TID;
+  a.sample_id_all = 1;
+  const int fd = MustOpen(a);
+  std::optional<RingBuffer> rb = Map(fd, 8);
+  ASSERT_TRUE(rb.has_value());
+  Run(Workload::ForkTouch(1, 2));
+  std::vector<uint32_t> types;
+  std::vector<uint16_t> miscs;
+  for (const Record& r : Records(*rb, a)) {
+    types.push_back(r.header.type);
+    if (r.header.type == PERF_RECORD_SWITCH) miscs.push_back(r.header.misc);
+  }
+  EXPECT_THAT(types, ::testing::ElementsAre(PERF_RECORD_FORK, PERF_RECORD_SWITCH, PERF_RECORD_SWITCH));
+  EXPECT_THAT(miscs, ::testing::ElementsAre(PERF_RECORD_MISC_SWITCH_OUT, 0)) << "voluntary out (no PREEMPT), then in";
+}
+
 }  // namespace
 }  // namespace perftest

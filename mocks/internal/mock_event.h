@@ -23,7 +23,8 @@ struct TracepointModel;
 // Which struct pmu an event belongs to (event->pmu). The kernel's software
 // PMU is three: perf_swevent (page faults, switches, dummy, ...),
 // perf_cpu_clock and perf_task_clock.
-enum class PmuId { kSwevent, kCpuClock, kTaskClock, kTracepoint, kBreakpoint, kCore, kIntelPt };
+// kFreeRunning: the msr and power (RAPL) PMUs (mocks/free_running_pmu.h).
+enum class PmuId { kSwevent, kCpuClock, kTaskClock, kTracepoint, kBreakpoint, kCore, kIntelPt, kFreeRunning };
 
 // hwc->interrupts when throttled (include/linux/perf_event.h MAX_INTERRUPTS).
 inline constexpr uint64_t kMaxInterrupts = std::numeric_limits<uint64_t>::max();

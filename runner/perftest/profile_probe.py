@@ -229,7 +229,9 @@ def probe_profile(name, root="/", opener=None, arch=None, ncpus=None, page_size=
         sysfs_types.add(typ)
         entry = {"name": pmu_name, "type": typ, "format": _dir_files(os.path.join(d, "format")),
                  "events": _dir_files(os.path.join(d, "events")), "caps": _dir_files(os.path.join(d, "caps"))}
-        if pmu_name in ("software", "tracepoint", "breakpoint"):
+        # msr and power (RAPL): count-only PMUs the mock models from their
+        # events/ (mocks/free_running_pmu.h); their types are dynamic.
+        if pmu_name in ("software", "tracepoint", "breakpoint", "msr", "power"):
             pmus.append(entry)
             continue
         kind = _core_kind(pmu_name, arch, cpuinfo)

@@ -86,8 +86,10 @@ class ProfileProbeTest(unittest.TestCase):
         self.assertEqual(p["attr_size"], 136)
         self.assertEqual(p["hz"], 250)
         self.assertTrue(p["privileged"])
-        self.assertEqual([q["name"] for q in p["pmus"]], ["breakpoint", "software", "tracepoint"])
-        self.assertIn("msr (type 10)", p["provenance"], "unimplemented PMUs are named, not listed")
+        self.assertEqual([q["name"] for q in p["pmus"]], ["breakpoint", "msr", "software", "tracepoint"],
+                         "msr is modelled (mocks/free_running_pmu.h), with its sysfs type")
+        self.assertEqual([q["type"] for q in p["pmus"] if q["name"] == "msr"], [10])
+        self.assertIn("uprobe (type 8)", p["provenance"], "unimplemented PMUs are named, not listed")
         self.assertEqual(p["hw_breakpoint_slots"], 4)
         self.assertEqual(p["clock_pmu_types"], {"cpu_clock": 6, "task_clock": 7})
         self.assertTrue(p["attr_aux_action"])

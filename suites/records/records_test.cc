@@ -399,6 +399,44 @@ PERFTEST_CASE(Records, SwitchRecords, "records.switch",
   EXPECT_LT(preempted, outs) << "the sleeps' own switches are voluntary";
 }
 
+PERFTEST_CASE(Records, SwitchAroundFork, "records.switch_around_fork",
+              "<linux/perf_event.h> attr.context_switch, PERF_RECORD_MISC_SWITCH_OUT(_PREEMPT); core.c "
+              "perf_event_switch(): the parent blocked in waitpid(2) while its child runs switches out voluntarily "
+              "and in again once the child's exit wakes it; a non-inherited event sees none of the child's records "
+              "but the FORK the parent writes (perf_event_fork() runs in the parent)") {
+  perf_event_attr a = SideBand();
+  a.context_switch = 1;
+  a.task = 1;
+  a.inherit = 0;
+  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+  a.sample_id_all = 1;
+  std::vector<ParsedRecord> recs;
+  std::vector<WorkloadResult> w;
+  ASSERT_NO_FATAL_FAILURE(Collect(a, {Workload::ForkTouch(1, 64)}, &recs, &w));
+  ASSERT_EQ(w.size(), 1u);
+  ASSERT_EQ(w[0].children.size(), 1u);
+  const TaskId self = backend().CurrentTask();
+  const auto child = static_cast<uint32_t>(w[0].children[0]);
+  std::optional<uint64_t> fork_time;
+  for (const ParsedRecord* r : OfType(recs, PERF_RECORD_FORK)) {
+    if (std::get<TaskRecord>(r->record.body).tid == child) fork_time = r->record.sample_id->time;
+  }
+  ASSERT_TRUE(fork_time.has_value()) << "PERF_RECORD_FORK of the child (attr.task), written by the parent";
+  EXPECT_TRUE(OfType(recs, PERF_RECORD_EXIT).empty()) << "the child's EXIT goes to the child's events: it has none";
+  std::optional<uint64_t> out_time;
+  bool in_after = false;
+  for (const ParsedRecord* r : OfType(recs, PERF_RECORD_SWITCH)) {
+    EXPECT_EQ(r->record.sample_id->pid, static_cast<uint32_t>(self.pid)) << "only the parent's own switches";
+    const uint64_t t = *r->record.sample_id->time;
+    const uint16_t misc = r->record.header.misc;
+    const bool out = misc & PERF_RECORD_MISC_SWITCH_OUT;
+    if (out && !(misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) && t >= *fork_time && !out_time) out_time = t;
+    if (!out && out_time && t >= *out_time) in_after = true;
+  }
+  EXPECT_TRUE(out_time.has_value()) << "a voluntary switch out after the FORK: waitpid(2) blocks on the child";
+  EXPECT_TRUE(in_after) << "and a switch in after it: waitpid(2) returns";
+}
+
 PERFTEST_CASE(Records, SwitchCpuWide, "records.switch_cpu_wide",
               "<linux/perf_event.h> PERF_RECORD_SWITCH_CPU_WIDE {next_prev_pid, next_prev_tid}; "
               "core.c perf_event_switch_output()") {
