@@ -81,7 +81,7 @@ Result<AuxBuffer> AuxBuffer::Map(Backend& backend, int fd, RingBuffer& rb, size_
   a.data_ = static_cast<std::byte*>(*m);
   a.size_ = size;
   a.mode_ = mode;
-  return Result<AuxBuffer>::Ok(std::move(a), m.call());
+  return Result<AuxBuffer>::Ok(std::move(a), m.call_description());
 }
 
 AuxBuffer::AuxBuffer(AuxBuffer&& o) noexcept { *this = std::move(o); }

@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 
+#include <cstring>
+
 #include "harness/attr.h"
 
 namespace perftest::internal {
@@ -75,5 +77,30 @@ std::string DescribePoll(std::span<const pollfd> fds, int timeout_ms) {
 }
 
 std::string DescribeFcntl(int fd, int cmd, long arg) { return fmt::format("fcntl(fd={}, cmd={}, {})", fd, cmd, arg); }
+
+std::string FormatOpen(const OpenArgs& a) {
+  return DescribeOpen(a.has_attr ? &a.attr : nullptr, a.pid, a.cpu, a.group_fd, a.flags);
+}
+std::string FormatRead(const ReadArgs& a) { return DescribeRead(a.fd, a.len); }
+std::string FormatIoctl(const IoctlArgs& a) { return DescribeIoctl(a.fd, a.request, a.arg); }
+std::string FormatMmap(const MmapArgs& a) { return DescribeMmap(a.length, a.prot, a.flags, a.fd, a.offset); }
+std::string FormatMunmap(const MunmapArgs& a) { return DescribeMunmap(a.addr, a.length); }
+std::string FormatClose(const int& fd) { return DescribeClose(fd); }
+std::string FormatFcntl(const FcntlArgs& a) { return DescribeFcntl(a.fd, a.cmd, a.arg); }
+
+CallDescription OpenCall(const perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
+  OpenArgs a;
+  a.has_attr = attr != nullptr;
+  if (a.has_attr) {
+    std::memcpy(&a.attr, attr, sizeof a.attr);
+  } else {
+    std::memset(&a.attr, 0, sizeof a.attr);
+  }
+  a.pid = pid;
+  a.cpu = cpu;
+  a.group_fd = group_fd;
+  a.flags = flags;
+  return CallDescription::Deferred<FormatOpen>(a);
+}
 
 }  // namespace perftest::internal

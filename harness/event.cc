@@ -9,7 +9,7 @@ Result<Event> Event::Open(Backend& backend, perf_event_attr attr, pid_t pid, int
   const int group_fd = group_leader != nullptr ? group_leader->fd() : -1;
   Result<int> fd = backend.PerfEventOpen(&attr, pid, cpu, group_fd, flags);
   if (!fd.ok()) return Result<Event>::FailureFrom(fd);
-  return Result<Event>::Ok(Event(&backend, *fd, attr), fd.call());
+  return Result<Event>::Ok(Event(&backend, *fd, attr), fd.call_description());
 }
 
 Event::Event(Event&& o) noexcept : backend_(o.backend_), fd_(o.fd_), attr_(o.attr_) { o.fd_ = -1; }
@@ -37,7 +37,7 @@ Result<void> Event::Close() {
 Result<void> Event::SimpleIoctl(unsigned long request, uintptr_t arg, bool whole_group) {
   Result<int> r = backend_->Ioctl(fd_, request, whole_group ? static_cast<uintptr_t>(PERF_IOC_FLAG_GROUP) : arg);
   if (!r.ok()) return Result<void>::FailureFrom(r);
-  return Result<void>::Ok({}, r.call());
+  return Result<void>::Ok({}, r.call_description());
 }
 
 Result<void> Event::Enable(bool whole_group) { return SimpleIoctl(PERF_EVENT_IOC_ENABLE, 0, whole_group); }
@@ -48,7 +48,7 @@ Result<uint64_t> Event::Id() {
   uint64_t id = 0;
   Result<int> r = backend_->Ioctl(fd_, PERF_EVENT_IOC_ID, reinterpret_cast<uintptr_t>(&id));
   if (!r.ok()) return Result<uint64_t>::FailureFrom(r);
-  return Result<uint64_t>::Ok(id, r.call());
+  return Result<uint64_t>::Ok(id, r.call_description());
 }
 
 Result<void> Event::SetOutput(const Event* target) {
@@ -72,7 +72,7 @@ Result<ReadValues> Event::Read(size_t nr_counters) {
 Result<uint64_t> Event::ReadValue() {
   Result<ReadValues> v = Read();
   if (!v.ok()) return Result<uint64_t>::FailureFrom(v);
-  return Result<uint64_t>::Ok(v->counters.at(0).value, v.call());
+  return Result<uint64_t>::Ok(v->counters.at(0).value, v.call_description());
 }
 
 Result<Group> Group::Open(Backend& backend, const perf_event_attr& leader, const std::vector<perf_event_attr>& members,

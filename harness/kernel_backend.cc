@@ -33,7 +33,7 @@ namespace {
 using namespace internal;
 
 template <typename T>
-Result<T> FromSyscall(long rc, std::string call) {
+Result<T> FromSyscall(long rc, CallDescription call) {
   if (rc < 0) return Result<T>::Failure(errno, std::move(call));
   return Result<T>::Ok(static_cast<T>(rc), std::move(call));
 }
@@ -88,7 +88,8 @@ class KernelBackend final : public Backend {
   std::string_view kind() const override { return "kernel"; }
 
   Result<int> PerfEventOpen(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags) override {
-    std::string call = DescribeOpen(attr, pid, cpu, group_fd, flags);
+    // Described before the call: on E2BIG the kernel writes attr->size.
+    CallDescription call = OpenCall(attr, pid, cpu, group_fd, flags);
     return FromSyscall<int>(syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags), std::move(call));
   }
 
@@ -97,28 +98,28 @@ class KernelBackend final : public Backend {
     do {
       n = ::read(fd, buf, len);
     } while (n < 0 && errno == EINTR);
-    return FromSyscall<size_t>(n, DescribeRead(fd, len));
+    return FromSyscall<size_t>(n, ReadCall(fd, len));
   }
 
   Result<int> Ioctl(int fd, unsigned long request, uintptr_t arg) override {
-    return FromSyscall<int>(::ioctl(fd, request, arg), DescribeIoctl(fd, request, arg));
+    return FromSyscall<int>(::ioctl(fd, request, arg), IoctlCall(fd, request, arg));
   }
 
   Result<void*> Mmap(size_t length, int prot, int flags, int fd, off_t offset) override {
-    std::string call = DescribeMmap(length, prot, flags, fd, offset);
+    CallDescription call = MmapCall(length, prot, flags, fd, offset);
     void* p = ::mmap(nullptr, length, prot, flags, fd, offset);
     if (p == MAP_FAILED) return Result<void*>::Failure(errno, std::move(call));
     return Result<void*>::Ok(p, std::move(call));
   }
 
   Result<void> Munmap(void* addr, size_t length) override {
-    std::string call = DescribeMunmap(addr, length);
+    CallDescription call = MunmapCall(addr, length);
     if (::munmap(addr, length) != 0) return Result<void>::Failure(errno, std::move(call));
     return Result<void>::Ok({}, std::move(call));
   }
 
   Result<void> Close(int fd) override {
-    std::string call = DescribeClose(fd);
+    CallDescription call = CloseCall(fd);
     if (::close(fd) != 0) return Result<void>::Failure(errno, std::move(call));
     return Result<void>::Ok({}, std::move(call));
   }
@@ -130,7 +131,7 @@ class KernelBackend final : public Backend {
   }
 
   Result<int> Fcntl(int fd, int cmd, long arg) override {
-    return FromSyscall<int>(::fcntl(fd, cmd, arg), DescribeFcntl(fd, cmd, arg));
+    return FromSyscall<int>(::fcntl(fd, cmd, arg), FcntlCall(fd, cmd, arg));
   }
 
   Result<uint64_t> ReadPmc(uint32_t index) override {

@@ -11,6 +11,9 @@
 #pragma once
 
 #include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <new>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -25,6 +28,122 @@ namespace internal {
 struct Monostate {};
 }  // namespace internal
 
+// The call as it was made, for messages: either its text, or a copy of its
+// arguments and the function that formats them, run the first time the text
+// is asked for (str()). A backend describes every call this way, so a call
+// that succeeds and is never printed costs no formatting (the benchmark
+// bench/mock_bench.cc measures exactly that path). Converts from std::string
+// and const char*, so Result<T>::Ok(v, "read(fd=5, len=8)") keeps working.
+//
+//   struct ReadArgs { int fd; size_t len; };
+//   std::string FormatRead(const ReadArgs& a);  // "read(fd=5, len=8)"
+//   CallDescription d = CallDescription::Deferred<FormatRead>(ReadArgs{5, 8});
+//   d.str();  // formats now, once
+class CallDescription {
+ public:
+  CallDescription() noexcept {}
+  CallDescription(std::string text) { SetText(std::move(text)); }
+  CallDescription(const char* text) { SetText(std::string(text)); }
+
+  // `Format(args)` gives the text on first use. Args must be trivially
+  // copyable; they are copied (inline up to kInlineArgs bytes, else to the
+  // heap, e.g. perf_event_open's attr), so they may point at nothing the
+  // caller owns.
+  template <auto Format, typename Args>
+  static CallDescription Deferred(const Args& args) {
+    static_assert(std::is_trivially_copyable_v<Args>);
+    CallDescription d;
+    if constexpr (sizeof(Args) <= kInlineArgs && alignof(Args) <= alignof(uint64_t)) {
+      std::memcpy(d.args_, &args, sizeof args);
+      d.format_ = [](const CallDescription& c) -> std::string {
+        Args a;
+        std::memcpy(&a, c.args_, sizeof a);
+        return Format(a);
+      };
+    } else {
+      d.big_args_ = ::operator new(sizeof(Args));
+      d.big_size_ = sizeof(Args);
+      std::memcpy(d.big_args_, &args, sizeof args);
+      d.format_ = [](const CallDescription& c) -> std::string {
+        Args a;
+        std::memcpy(&a, c.big_args_, sizeof a);
+        return Format(a);
+      };
+    }
+    return d;
+  }
+
+  // Copies and moves copy the arguments, or the text once there is one.
+  CallDescription(const CallDescription& o) { CopyFrom(o); }
+  CallDescription(CallDescription&& o) noexcept { MoveFrom(o); }
+  CallDescription& operator=(const CallDescription& o) {
+    if (this != &o) {
+      Destroy();
+      CopyFrom(o);
+    }
+    return *this;
+  }
+  CallDescription& operator=(CallDescription&& o) noexcept {
+    if (this != &o) {
+      Destroy();
+      MoveFrom(o);
+    }
+    return *this;
+  }
+  ~CallDescription() { Destroy(); }
+
+  // The text ("" when none was given). Not thread-safe on first use.
+  const std::string& str() const {
+    if (!has_text_) SetText(format_ != nullptr ? format_(*this) : std::string());
+    return *Text();
+  }
+
+ private:
+  static constexpr size_t kInlineArgs = 32;
+
+  // The text is constructed only once there is one: a deferred description
+  // is copied and destroyed without touching a std::string.
+  std::string* Text() const { return std::launder(reinterpret_cast<std::string*>(text_)); }
+  void SetText(std::string t) const {
+    ::new (static_cast<void*>(text_)) std::string(std::move(t));
+    has_text_ = true;
+  }
+  void CopyFrom(const CallDescription& o) {
+    format_ = o.format_;
+    std::memcpy(args_, o.args_, sizeof args_);
+    if (o.big_args_ != nullptr) [[unlikely]] {
+      big_args_ = ::operator new(o.big_size_);
+      big_size_ = o.big_size_;
+      std::memcpy(big_args_, o.big_args_, big_size_);
+    }
+    if (o.has_text_) [[unlikely]] SetText(*o.Text());
+  }
+  void MoveFrom(CallDescription& o) noexcept {
+    format_ = o.format_;
+    std::memcpy(args_, o.args_, sizeof args_);
+    big_args_ = o.big_args_;
+    big_size_ = o.big_size_;
+    o.big_args_ = nullptr;
+    if (o.has_text_) [[unlikely]] SetText(std::move(*o.Text()));
+  }
+  void Destroy() noexcept {
+    if (big_args_ != nullptr || has_text_) [[unlikely]] DestroySlow();
+  }
+  [[gnu::noinline]] void DestroySlow() noexcept {
+    ::operator delete(big_args_);
+    big_args_ = nullptr;
+    if (has_text_) Text()->~basic_string();
+    has_text_ = false;
+  }
+
+  alignas(std::string) mutable unsigned char text_[sizeof(std::string)];
+  mutable bool has_text_ = false;
+  std::string (*format_)(const CallDescription&) = nullptr;
+  uint64_t args_[kInlineArgs / sizeof(uint64_t)] = {};
+  void* big_args_ = nullptr;  // Args over kInlineArgs bytes (operator new), else nullptr
+  size_t big_size_ = 0;
+};
+
 template <typename T>
 class [[nodiscard]] Result {
   using Stored = std::conditional_t<std::is_void_v<T>, internal::Monostate, T>;
@@ -32,32 +151,44 @@ class [[nodiscard]] Result {
  public:
   // Success. `call` is the call as it was made, e.g. "read(fd=5, len=32)".
   template <typename U = Stored>
-  static Result Ok(U&& value, std::string call = {}) {
-    Result r;
+  static Result Ok(U&& value, const CallDescription& call = {}) {
+    Result r(call);
     r.value_.emplace(std::forward<U>(value));
-    r.call_ = std::move(call);
+    return r;
+  }
+  template <typename U = Stored>
+  static Result Ok(U&& value, CallDescription&& call) {
+    Result r(std::move(call));
+    r.value_.emplace(std::forward<U>(value));
     return r;
   }
   static Result Ok() requires std::is_void_v<T> { return Ok(internal::Monostate{}); }
 
   // Failure with a positive errno value (EINVAL, not -EINVAL).
-  static Result Failure(int err, std::string call = {}) {
-    Result r;
+  static Result Failure(int err, const CallDescription& call = {}) {
+    Result r(call);
     r.error_ = err;
-    r.call_ = std::move(call);
+    return r;
+  }
+  static Result Failure(int err, CallDescription&& call) {
+    Result r(std::move(call));
+    r.error_ = err;
     return r;
   }
 
   // Converts a failed Result<U> into a failed Result<T> with the same errno and call.
   template <typename U>
   static Result FailureFrom(const Result<U>& other) {
-    return Failure(other.error(), other.call());
+    return Failure(other.error(), other.call_description());
   }
 
   bool ok() const { return value_.has_value(); }
   // The errno of a failure; 0 on success.
   int error() const { return ok() ? 0 : error_; }
-  const std::string& call() const { return call_; }
+  // The call as it was made (formatted on first use).
+  const std::string& call() const { return call_.str(); }
+  // The same, unformatted: to pass on to another Result without formatting it.
+  const CallDescription& call_description() const { return call_; }
 
   // Precondition: ok(). Aborts with the call description otherwise.
   const Stored& value() const& { CheckOk(); return *value_; }
@@ -72,12 +203,13 @@ class [[nodiscard]] Result {
   std::string ToString() const;
 
  private:
-  Result() = default;
+  explicit Result(const CallDescription& call) : call_(call) {}
+  explicit Result(CallDescription&& call) : call_(std::move(call)) {}
   void CheckOk() const;
 
   std::optional<Stored> value_;
   int error_ = 0;
-  std::string call_;
+  CallDescription call_;
 };
 
 namespace internal {
@@ -99,13 +231,13 @@ inline std::string ValueToString(Monostate) { return "0"; }
 
 template <typename T>
 void Result<T>::CheckOk() const {
-  if (!ok()) internal::DieOnBadAccess(call_, error_);
+  if (!ok()) internal::DieOnBadAccess(call_.str(), error_);
 }
 
 template <typename T>
 std::string Result<T>::ToString() const {
-  if (!ok()) return internal::DescribeFailure(call_, error_);
-  return internal::DescribeSuccess(call_, internal::ValueToString(*value_));
+  if (!ok()) return internal::DescribeFailure(call_.str(), error_);
+  return internal::DescribeSuccess(call_.str(), internal::ValueToString(*value_));
 }
 
 }  // namespace perftest

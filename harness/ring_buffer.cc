@@ -28,7 +28,7 @@ Result<RingBuffer> RingBuffer::Map(Backend& backend, int fd, size_t data_pages, 
   const uint64_t size = rb.page_->data_size != 0 ? rb.page_->data_size : data_pages * page;
   rb.data_ = static_cast<const std::byte*>(*m) + offset;
   rb.data_size_ = size;
-  return Result<RingBuffer>::Ok(std::move(rb), m.call());
+  return Result<RingBuffer>::Ok(std::move(rb), m.call_description());
 }
 
 RingBuffer::RingBuffer(RingBuffer&& o) noexcept { *this = std::move(o); }

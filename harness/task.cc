@@ -8,8 +8,8 @@ namespace perftest {
 
 Result<ChildTask> ChildTask::Spawn(Backend& backend) {
   Result<pid_t> pid = backend.SpawnTask();
-  if (!pid.ok()) return Result<ChildTask>::Failure(pid.error(), pid.call());
-  return Result<ChildTask>::Ok(ChildTask(&backend, *pid), pid.call());
+  if (!pid.ok()) return Result<ChildTask>::FailureFrom(pid);
+  return Result<ChildTask>::Ok(ChildTask(&backend, *pid), pid.call_description());
 }
 
 ChildTask::ChildTask(ChildTask&& other) noexcept

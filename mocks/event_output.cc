@@ -151,8 +151,9 @@ ReadValues ReadEventValues(const MockEvent& ev) {
 
 size_t EncodeReadOne(const MockEvent& ev, void* buf) {
   const uint64_t rf = ev.attr.read_format;
-  uint64_t words[5];
+  auto* out = static_cast<unsigned char*>(buf);
   size_t n = 0;
+  auto put = [&](uint64_t word) { std::memcpy(out + sizeof word * n++, &word, sizeof word); };
   // As ReadEventValues(): exited children's totals plus the live children's.
   uint64_t value = ev.count + ev.child_count;
   uint64_t enabled = ev.time_enabled + ev.child_time_enabled;
@@ -162,16 +163,18 @@ size_t EncodeReadOne(const MockEvent& ev, void* buf) {
     enabled += child->time_enabled;
     running += child->time_running;
   }
-  words[n++] = value;
-  if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) words[n++] = enabled;
-  if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) words[n++] = running;
-  if (rf & PERF_FORMAT_ID) words[n++] = ev.primary_id();
-  if (rf & PERF_FORMAT_LOST) words[n++] = ev.lost_samples;
-  std::memcpy(buf, words, n * sizeof words[0]);
-  return n * sizeof words[0];
+  put(value);
+  if (rf & PERF_FORMAT_TOTAL_TIME_ENABLED) put(enabled);
+  if (rf & PERF_FORMAT_TOTAL_TIME_RUNNING) put(running);
+  if (rf & PERF_FORMAT_ID) put(ev.primary_id());
+  if (rf & PERF_FORMAT_LOST) put(ev.lost_samples);
+  return n * sizeof(uint64_t);
 }
 
-size_t ReadSize(const MockEvent& ev) { return ReadFormatSize(ev.attr.read_format, ev.group_size()); }
+size_t ReadSize(const MockEvent& ev) {
+  const uint64_t rf = ev.attr.read_format;
+  return ReadFormatSize(rf, (rf & PERF_FORMAT_GROUP) ? ev.group_size() : 1);
+}
 
 SampleId MakeSampleId(const MockEvent& ev, const OutputContext& ctx) {
   const uint64_t st = ev.attr.sample_type;

@@ -24,15 +24,15 @@
 namespace perftest::mock {
 namespace {
 
-using internal::DescribeClose;
-using internal::DescribeFcntl;
-using internal::DescribeIoctl;
-using internal::DescribeMmap;
-using internal::DescribeMunmap;
-using internal::DescribeOpen;
+using internal::CloseCall;
+using internal::FcntlCall;
+using internal::IoctlCall;
+using internal::MmapCall;
+using internal::MunmapCall;
+using internal::OpenCall;
 using internal::DescribePoll;
 using internal::DescribePrctl;
-using internal::DescribeRead;
+using internal::ReadCall;
 
 // The call as made, plus the model's reason when it fails: "perf_event_open(...) [mock: why]".
 std::string WithWhy(const std::string& call, const std::string& why) {
@@ -40,14 +40,12 @@ std::string WithWhy(const std::string& call, const std::string& why) {
 }
 
 template <typename T>
-Result<T> Fail(int err, const std::string& call, const std::string& why) {
-  return Result<T>::Failure(err, WithWhy(call, why));
+Result<T> Fail(int err, const CallDescription& call, const std::string& why) {
+  return Result<T>::Failure(err, WithWhy(call.str(), why));
 }
 
 // perf_event_set_clock(): events compare by clock; no clockid means local_clock().
 int ClockOf(const MockEvent& ev) { return ev.attr.use_clockid ? ev.attr.clockid : -1; }
-
-bool FdIsOpen(int fd) { return fd >= 0 && ::fcntl(fd, F_GETFD) != -1; }
 
 // perf_event_validate_size(): "16*1024", the largest read_format record.
 constexpr size_t kMaxReadSize = 16 * 1024;
@@ -60,33 +58,28 @@ MockBackend::MockBackend(MockProfile profile) : profile_(std::move(profile)) {
   tick_ns_ = kNsecPerSec / profile_.hz;
   // perf_event_max_sample_rate handler: max_samples_per_tick = DIV_ROUND_UP(rate, HZ).
   max_samples_per_tick_ = (profile_.max_sample_rate + profile_.hz - 1) / profile_.hz;
+  limits_.attr_size = profile_.attr_size;
+  limits_.page_size = profile_.page_size;
+  limits_.max_stack = profile_.max_stack;
+  limits_.max_sample_rate = profile_.max_sample_rate;
+  limits_.paranoid = profile_.perf_event_paranoid;
+  limits_.x86_64 = profile_.arch == "x86_64";
+  // PERF_REG_ARM64_MAX (arch/arm64/include/uapi/asm/perf_regs.h), PERF_REG_RISCV_MAX
+  if (profile_.arch == "aarch64") limits_.perf_reg_max = 33;
+  if (profile_.arch == "riscv64") limits_.perf_reg_max = 32;
+  limits_.aux_action = profile_.attr_aux_action;
 }
 
 MockBackend::~MockBackend() {
-  for (auto& [fd, ev] : fds_) ::close(fd);
+  CloseAllFds();
   // Caller mappings stay valid (as after close(2) of a mapped perf fd); the
   // writer views go with the buffers.
   for (auto& ev : events_) ev->rb.reset();
 }
 
-MockEvent* MockBackend::FindFd(int fd) {
-  auto it = fds_.find(fd);
-  return it == fds_.end() ? nullptr : it->second;
-}
-
 AttrLimits MockBackend::Limits() const {
-  AttrLimits l;
-  l.attr_size = profile_.attr_size;
-  l.page_size = profile_.page_size;
-  l.max_stack = profile_.max_stack;
-  l.max_sample_rate = profile_.max_sample_rate;
-  l.paranoid = profile_.perf_event_paranoid;
+  AttrLimits l = limits_;
   l.privileged = Perfmon();
-  l.x86_64 = profile_.arch == "x86_64";
-  // PERF_REG_ARM64_MAX (arch/arm64/include/uapi/asm/perf_regs.h), PERF_REG_RISCV_MAX
-  if (profile_.arch == "aarch64") l.perf_reg_max = 33;
-  if (profile_.arch == "riscv64") l.perf_reg_max = 32;
-  l.aux_action = profile_.attr_aux_action;
   return l;
 }
 
@@ -163,23 +156,25 @@ int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
 //  - the uprobe PMU is not modelled (its type gets ENOENT); msr and power are
 //    (mocks/free_running_pmu.h).
 Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
-  const std::string call = DescribeOpen(uattr, pid, cpu, group_fd, flags);
+  CallDescription call = OpenCall(uattr, pid, cpu, group_fd, flags);
   std::string why;
   if (int err = CheckOpenFlags(flags, &why)) return Fail<int>(err, call, why);
   if (uattr == nullptr) return Fail<int>(EFAULT, call, "attr is NULL (perf_copy_attr(): get_user() faults)");
+  const AttrLimits limits = Limits();
   perf_event_attr attr;
-  if (int err = CopyAttr(uattr, Limits(), &attr, &why)) return Fail<int>(err, call, why);
-  if (int err = CheckOpenAttr(attr, flags, pid, cpu, Limits(), &why)) return Fail<int>(err, call, why);
+  if (int err = CopyAttr(uattr, limits, &attr, &why)) return Fail<int>(err, call, why);
+  if (int err = CheckOpenAttr(attr, flags, pid, cpu, limits, &why)) return Fail<int>(err, call, why);
 
   // get_unused_fd_flags(): the fd is taken first and given back on failure.
-  const int fd = ::memfd_create("perf_event", (flags & PERF_FLAG_FD_CLOEXEC) ? MFD_CLOEXEC : 0);
-  if (fd < 0) return Fail<int>(errno, call, "memfd_create");
+  const bool cloexec = (flags & PERF_FLAG_FD_CLOEXEC) != 0;
+  int fd = -1;
+  if (int err = NewEventFd(cloexec, &fd)) return Fail<int>(err, call, "no fd for the event");
   if (creds_.nofile != 0 && static_cast<uint64_t>(fd) >= creds_.nofile) {  // get_unused_fd_flags()
-    ::close(fd);
+    ReleaseEventFd(fd, /*memfd_backed=*/false, cloexec);
     return Fail<int>(EMFILE, call, fmt::format("fd {} would pass RLIMIT_NOFILE {}", fd, creds_.nofile));
   }
   auto fail = [&](int err, std::string text) {
-    ::close(fd);
+    ReleaseEventFd(fd, /*memfd_backed=*/false, cloexec);
     return Fail<int>(err, call, text);
   };
 
@@ -218,7 +213,7 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   ev->pid = task ? (pid == 0 ? task_.tid : pid) : -1;
   ev->cpu = cpu;
   ev->fd = fd;
-  ev->memfd = fd;
+  ev->cloexec = cloexec;  // memfd: none until BackWithMemfd()
   // perf_init_event(): the PMU registered for attr.type. PERF_TYPE_HARDWARE and
   // HW_CACHE (and RAW, when the core PMU's type is dynamic, as on arm64) go
   // to the core PMU: perf_init_event()'s fallback over all PMUs, of which only
@@ -281,7 +276,7 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   }
   // perf_try_init_event(), right after pmu->event_init(): software, tracepoint
   // and breakpoint PMUs lack PERF_PMU_CAP_EXTENDED_REGS.
-  if (HasExtendedRegs(attr, Limits().x86_64)) return fail(EOPNOTSUPP, "XMM registers need PERF_PMU_CAP_EXTENDED_REGS");
+  if (HasExtendedRegs(attr, limits.x86_64)) return fail(EOPNOTSUPP, "XMM registers need PERF_PMU_CAP_EXTENDED_REGS");
   // perf_event_alloc(), after perf_init_event(): capabilities these PMUs lack
   // (PERF_PMU_CAP_AUX_OUTPUT, PERF_PMU_CAP_AUX_PAUSE), in the kernel's order.
   if (attr.aux_output) return fail(EOPNOTSUPP, "aux_output needs PERF_PMU_CAP_AUX_OUTPUT");
@@ -375,31 +370,32 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   }
   MockEvent* e = ev.get();
   events_.push_back(std::move(ev));
-  fds_[fd] = e;
+  fds_.Insert(fd, e);
   // perf_event_alloc(): state OFF if disabled (enable_on_exec waits for an exec that never comes).
   if (!attr.disabled) EnableEvent(*e);
-  return Result<int>::Ok(fd, call);
+  return Result<int>::Ok(fd, std::move(call));
 }
 
 Result<size_t> MockBackend::Read(int fd, void* buf, size_t len) {
-  const std::string call = DescribeRead(fd, len);
+  CallDescription call = ReadCall(fd, len);
   MockEvent* ev = FindFd(fd);
   if (ev == nullptr) {
+    if (IsSpareFd(fd)) return Result<size_t>::Failure(EBADF, call);
     const ssize_t n = ::read(fd, buf, len);
     if (n < 0) return Result<size_t>::Failure(errno, call);
     return Result<size_t>::Ok(static_cast<size_t>(n), call);
   }
   // __perf_read(): "Return end-of-file for a read on an event that is in
   // error state" (a pinned group that could not go on), before the size check.
-  if (ev->error) return Result<size_t>::Ok(0, call);
+  if (ev->error) return Result<size_t>::Ok(0, std::move(call));
   // __perf_read(): the buffer must hold the whole read_format record.
   const size_t size = ReadSize(*ev);
   if (len < size) return Fail<size_t>(ENOSPC, call, fmt::format("read_format needs {} bytes", size));
-  if (!(ev->attr.read_format & PERF_FORMAT_GROUP)) return Result<size_t>::Ok(EncodeReadOne(*ev, buf), call);
+  if (!(ev->attr.read_format & PERF_FORMAT_GROUP)) return Result<size_t>::Ok(EncodeReadOne(*ev, buf), std::move(call));
   std::vector<std::byte> out;
   EncodeReadFormat(ev->attr.read_format, ReadEventValues(*ev), &out);
   std::memcpy(buf, out.data(), out.size());
-  return Result<size_t>::Ok(out.size(), call);
+  return Result<size_t>::Ok(out.size(), std::move(call));
 }
 
 // kernel/events/core.c perf_event_set_output().
@@ -506,7 +502,7 @@ uint32_t MockBackend::KernelAttrType(const MockEvent& ev) const {
 
 // _perf_ioctl().
 Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
-  const std::string call = DescribeIoctl(fd, request, arg);
+  CallDescription call = IoctlCall(fd, request, arg);
   MockEvent* ev = FindFd(fd);
   if (ev == nullptr) {
     return Fail<int>(FdIsOpen(fd) ? ENOTTY : EBADF, call, "not a perf event fd");
@@ -515,7 +511,8 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
   // perf_event_for_each_child(): the event, then its inherited copies.
   auto with_children = [](MockEvent& e, auto& fn) {
     fn(e);
-    const std::vector<MockEvent*> kids = e.children;
+    if (e.children.empty()) return;
+    const std::vector<MockEvent*> kids = e.children;  // a copy: fn may change the list
     for (MockEvent* c : kids) fn(*c);
   };
   auto group_or_self = [&](auto fn) {
@@ -530,31 +527,31 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
   switch (request) {
     case PERF_EVENT_IOC_ENABLE:
       group_or_self([&](MockEvent& e) { EnableEvent(e); });
-      return Result<int>::Ok(0, call);
+      return Result<int>::Ok(0, std::move(call));
     case PERF_EVENT_IOC_DISABLE:
       group_or_self([&](MockEvent& e) { DisableEvent(e); });
-      return Result<int>::Ok(0, call);
+      return Result<int>::Ok(0, std::move(call));
     case PERF_EVENT_IOC_RESET:
       // _perf_event_reset(): the count only; times, child counts and the period stay.
       group_or_self([&](MockEvent& e) {
         e.count = 0;
         UpdateUserPage(e);
       });
-      return Result<int>::Ok(0, call);
+      return Result<int>::Ok(0, std::move(call));
     case PERF_EVENT_IOC_REFRESH:
       // _perf_event_refresh().
       if (ev->attr.inherit || !ev->is_sampling()) return Fail<int>(EINVAL, call, "inherited or not sampling");
       ev->event_limit += static_cast<int>(arg);
       EnableEvent(*ev);
-      return Result<int>::Ok(0, call);
+      return Result<int>::Ok(0, std::move(call));
     case PERF_EVENT_IOC_PERIOD:
       if (int err = PeriodIoctl(*ev, arg, &why)) return Fail<int>(err, call, why);
-      return Result<int>::Ok(0, call);
+      return Result<int>::Ok(0, std::move(call));
     case PERF_EVENT_IOC_ID: {
       if (arg == 0) return Fail<int>(EFAULT, call, "NULL id pointer");
       const uint64_t id = ev->primary_id();
       std::memcpy(reinterpret_cast<void*>(arg), &id, sizeof id);
-      return Result<int>::Ok(0, call);
+      return Result<int>::Ok(0, std::move(call));
     }
     case PERF_EVENT_IOC_SET_OUTPUT: {
       MockEvent* output = nullptr;
@@ -563,7 +560,7 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
         if (output == nullptr) return Fail<int>(EBADF, call, "the output fd is not a perf event");
       }
       if (int err = SetOutput(*ev, output, &why)) return Fail<int>(err, call, why);
-      return Result<int>::Ok(0, call);
+      return Result<int>::Ok(0, std::move(call));
     }
     case PERF_EVENT_IOC_SET_FILTER: {
       // strndup_user() first, then perf_event_set_filter(): only tracepoints and address filters.
@@ -578,7 +575,7 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
         return Fail<int>(err, call, why);
       }
       ev->filter = std::move(f);
-      return Result<int>::Ok(0, call);
+      return Result<int>::Ok(0, std::move(call));
     }
     case PERF_EVENT_IOC_SET_BPF: {
       const int prog_fd = static_cast<int>(static_cast<unsigned int>(arg));
@@ -588,7 +585,7 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
       MockRingBuffer* rb = ev->rb.get();
       if (rb == nullptr || rb->nr_pages() == 0) return Fail<int>(EINVAL, call, "no buffer with data pages");
       rb->SetPaused(arg != 0);  // rb_toggle_paused()
-      return Result<int>::Ok(0, call);
+      return Result<int>::Ok(0, std::move(call));
     }
     case PERF_EVENT_IOC_QUERY_BPF: {
       // kernel/trace/bpf_trace.c perf_event_query_prog_array().
@@ -600,7 +597,7 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
       if (query.ids_len > 64) return Fail<int>(E2BIG, call, "ids_len > BPF_TRACE_MAX_PROGS");
       const uint32_t prog_cnt = 0;  // no BPF programs in the model
       std::memcpy(reinterpret_cast<char*>(arg) + offsetof(perf_event_query_bpf, prog_cnt), &prog_cnt, sizeof prog_cnt);
-      return Result<int>::Ok(0, call);
+      return Result<int>::Ok(0, std::move(call));
     }
     case PERF_EVENT_IOC_MODIFY_ATTRIBUTES: {
       // perf_event_modify_attr(): only breakpoints can be modified.
@@ -617,7 +614,7 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
       }
       if (type != PERF_TYPE_BREAKPOINT) return Fail<int>(EOPNOTSUPP, call, "only breakpoint attributes can be modified");
       if (int err = ModifyBreakpoint(*ev, new_attr, &why)) return Fail<int>(err, call, why);
-      return Result<int>::Ok(0, call);
+      return Result<int>::Ok(0, std::move(call));
     }
     default:
       return Fail<int>(ENOTTY, call, "unknown perf ioctl");
@@ -626,9 +623,10 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
 
 // kernel/events/core.c perf_mmap() (mm/mmap.c do_mmap() for the generic checks).
 Result<void*> MockBackend::Mmap(size_t length, int prot, int flags, int fd, off_t offset) {
-  const std::string call = DescribeMmap(length, prot, flags, fd, offset);
+  const CallDescription call = MmapCall(length, prot, flags, fd, offset);
   MockEvent* ev = FindFd(fd);
   if (ev == nullptr) {
+    if (IsSpareFd(fd)) return Result<void*>::Failure(EBADF, call);
     void* p = ::mmap(nullptr, length, prot, flags, fd, offset);
     if (p == MAP_FAILED) return Result<void*>::Failure(errno, call);
     foreign_mappings_[reinterpret_cast<uintptr_t>(p)] = length;
@@ -643,7 +641,8 @@ Result<void*> MockBackend::Mmap(size_t length, int prot, int flags, int fd, off_
   // "Don't allow mmap() of inherited per-task counters."
   if (ev->cpu == -1 && ev->attr.inherit) return Fail<void*>(EINVAL, call, "inherited per-task event");
   if (!(flags & MAP_SHARED)) return Fail<void*>(EINVAL, call, "the mapping must be MAP_SHARED");
-  if (offset != 0) return MmapAux(*ev, length, prot, offset, call);
+  if (int err = BackWithMemfd(*ev)) return Fail<void*>(err, call, "no memfd for the buffer");
+  if (offset != 0) return MmapAux(*ev, length, prot, offset, call.str());
   const size_t nr_pages = vma_size / page - 1;
   if (nr_pages != 0 && (nr_pages & (nr_pages - 1)) != 0) {
     return Fail<void*>(EINVAL, call, fmt::format("{} data pages is not a power of two", nr_pages));
@@ -703,7 +702,7 @@ void MockBackend::ReleaseBuffer(const std::shared_ptr<MockRingBuffer>& rb) {
 }
 
 Result<void> MockBackend::Munmap(void* addr, size_t length) {
-  const std::string call = DescribeMunmap(addr, length);
+  const CallDescription call = MunmapCall(addr, length);
   const uintptr_t key = reinterpret_cast<uintptr_t>(addr);
   if (auto f = foreign_mappings_.find(key); f != foreign_mappings_.end()) {
     if (::munmap(addr, length) != 0) return Result<void>::Failure(errno, call);
@@ -756,17 +755,23 @@ void MockBackend::DestroyEvent(MockEvent* ev) {
 }
 
 Result<void> MockBackend::Close(int fd) {
-  const std::string call = DescribeClose(fd);
+  CallDescription call = CloseCall(fd);
   MockEvent* ev = FindFd(fd);
-  if (::close(fd) != 0) return Result<void>::Failure(errno, call);
-  epolls_.erase(fd);
-  if (ev == nullptr) return Result<void>::Ok({}, call);
-  fds_.erase(fd);
+  if (ev == nullptr) {
+    if (IsSpareFd(fd)) return Result<void>::Failure(EBADF, call);
+    if (::close(fd) != 0) return Result<void>::Failure(errno, call);
+    epolls_.erase(fd);
+    return Result<void>::Ok({}, std::move(call));
+  }
+  // The fd goes (reused as a spare when it has no memfd); a mapping keeps
+  // the memfd, and the event with it.
+  ReleaseEventFd(fd, ev->memfd >= 0, ev->cloexec);
+  fds_.Erase(fd);
   ev->fd = -1;
   bool mapped = false;
   for (const auto& [a, m] : mappings_) mapped |= m.event == ev;
   if (!mapped) DestroyEvent(ev);
-  return Result<void>::Ok({}, call);
+  return Result<void>::Ok({}, std::move(call));
 }
 
 // perf_event_task_enable()/disable(): every event the task created (its
@@ -797,7 +802,11 @@ Result<int> MockBackend::Poll(std::span<pollfd> fds, int timeout_ms) {
       p.revents = static_cast<short>(mask & (static_cast<uint32_t>(static_cast<uint16_t>(p.events)) | POLLERR | POLLHUP));
     } else {
       pollfd one{p.fd, p.events, 0};
-      if (::poll(&one, 1, 0) < 0) return Result<int>::Failure(errno, call);
+      if (IsSpareFd(p.fd)) {
+        one.revents = POLLNVAL;  // closed
+      } else if (::poll(&one, 1, 0) < 0) {
+        return Result<int>::Failure(errno, call);
+      }
       p.revents = one.revents;
     }
     if (p.revents != 0) ++ready;
@@ -817,9 +826,17 @@ Result<uint64_t> MockBackend::TracepointId(std::string_view system, std::string_
 }
 
 Result<int> MockBackend::Fcntl(int fd, int cmd, long arg) {
-  const std::string call = DescribeFcntl(fd, cmd, arg);
+  const CallDescription call = FcntlCall(fd, cmd, arg);
   if (MockEvent* ev = FindFd(fd)) {
+    // The fd's own flag and the file's status flags need no file of its own;
+    // the rest (F_SETFL, F_SETFD, F_DUPFD, locks, ...) act on the memfd.
+    if (cmd != F_GETFD && cmd != F_GETFL && cmd != F_GETOWN && cmd != F_SETOWN && cmd != F_GETOWN_EX &&
+        cmd != F_SETOWN_EX && cmd != F_GETSIG && cmd != F_SETSIG) {
+      if (int err = BackWithMemfd(*ev)) return Fail<int>(err, call, "no memfd for the event");
+    }
     if (std::optional<Result<int>> r = EventFcntl(*ev, fd, cmd, arg)) return *r;  // mock_signals.cc
+  } else if (IsSpareFd(fd)) {
+    return Result<int>::Failure(EBADF, call);
   }
   int r = ::fcntl(fd, cmd, arg);
   if (r < 0) return Result<int>::Failure(errno, call);

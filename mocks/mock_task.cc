@@ -111,10 +111,10 @@ void MockBackend::Reschedule() {
     for (const MockEvent* s : e.siblings) {
       if (s->pmu == PmuId::kCore && !s->active && Schedulable(*s)) group.push_back(s);
     }
-    if (!CountersFree(group)) continue;
+    if (!group.empty() && !CountersFree(group)) continue;
     SchedIn(e);
   }
-  ScheduleCoreGroups();
+  if (profile_.has_hardware) ScheduleCoreGroups();  // no core PMU, no core groups
 }
 
 // The context an event is in (event->ctx): its task's, or CPU `cpu`'s.

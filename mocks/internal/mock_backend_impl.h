@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/backend.h"
@@ -31,6 +32,46 @@
 #include "mocks/tracepoint_pmu.h"
 
 namespace perftest::mock {
+
+// The open event fds: the event of each fd, in a vector indexed by fd (a
+// lookup is one index), iterated in fd order as (fd, event) pairs.
+class FdTable {
+ public:
+  MockEvent* Find(int fd) const {
+    return fd >= 0 && static_cast<size_t>(fd) < slots_.size() ? slots_[fd] : nullptr;
+  }
+  void Insert(int fd, MockEvent* ev) {
+    if (slots_.size() <= static_cast<size_t>(fd)) slots_.resize(static_cast<size_t>(fd) + 1, nullptr);
+    slots_[fd] = ev;
+  }
+  void Erase(int fd) {
+    if (Find(fd) != nullptr) slots_[fd] = nullptr;
+  }
+
+  class const_iterator {
+   public:
+    const_iterator(const std::vector<MockEvent*>* s, size_t i) : s_(s), i_(i) { Skip(); }
+    std::pair<int, MockEvent*> operator*() const { return {static_cast<int>(i_), (*s_)[i_]}; }
+    const_iterator& operator++() {
+      ++i_;
+      Skip();
+      return *this;
+    }
+    bool operator!=(const const_iterator& o) const { return i_ != o.i_; }
+
+   private:
+    void Skip() {
+      while (i_ < s_->size() && (*s_)[i_] == nullptr) ++i_;
+    }
+    const std::vector<MockEvent*>* s_;
+    size_t i_;
+  };
+  const_iterator begin() const { return {&slots_, 0}; }
+  const_iterator end() const { return {&slots_, slots_.size()}; }
+
+ private:
+  std::vector<MockEvent*> slots_;
+};
 
 class MockBackend final : public Backend {
  public:
@@ -112,8 +153,25 @@ class MockBackend final : public Backend {
   // ENOENT for a cgroup v1 directory (the host binds perf_event to v2).
   int CgroupConnect(int fd, std::string* why) const;
 
+  // --- mock_fds.cc: the real fds behind events ---
+  // get_unused_fd_flags(): a real fd for a new event, FD_CLOEXEC as asked;
+  // errno on failure. A dup of one placeholder memfd (or one such dup that a
+  // closed event left, reused): no memfd per event.
+  int NewEventFd(bool cloexec, int* fd);
+  // The fd of an event that is gone (close, or an open that failed).
+  void ReleaseEventFd(int fd, bool memfd_backed, bool cloexec);
+  // Gives `ev` its own memfd (ev.memfd) behind the same fd number, before
+  // anything that needs the file itself: mmap(2) (the ring buffer lives in
+  // it) and fcntl(2) commands that change or share the open file. errno on failure.
+  int BackWithMemfd(MockEvent& ev);
+  // Whether `fd` is one of those kept for reuse: closed, as far as the caller knows.
+  bool IsSpareFd(int fd) const;
+  // The fd is open and no spare: fcntl(F_GETFD) works on it.
+  bool FdIsOpen(int fd) const;
+  void CloseAllFds();
+
   // --- mock_backend.cc: syscall helpers ---
-  MockEvent* FindFd(int fd);
+  MockEvent* FindFd(int fd) { return fds_.Find(fd); }
   AttrLimits Limits() const;
   // event->attr.type as the kernel keeps it (the clock PMUs' own types, clock_pmu_types).
   uint32_t KernelAttrType(const MockEvent& ev) const;
@@ -256,7 +314,10 @@ class MockBackend final : public Backend {
   uint64_t pinned_vm_ = 0;          // mm->pinned_vm, pages
 
   std::vector<std::unique_ptr<MockEvent>> events_;  // creation order; includes closed-but-mapped ones
-  std::map<int, MockEvent*> fds_;
+  FdTable fds_;
+  int placeholder_fd_ = -1;  // the memfd that unbacked event fds are dups of (mock_fds.cc)
+  std::vector<std::pair<int, bool>> spare_fds_;  // {fd, FD_CLOEXEC}: dups of it, of closed events
+  AttrLimits limits_;  // Limits() but for `privileged`: from the profile, fixed at construction
   std::map<uintptr_t, Mapping> mappings_;
   std::map<const MockRingBuffer*, std::pair<uint64_t, uint64_t>> rb_charge_;  // locked_vm, pinned_vm charged
   std::map<uintptr_t, size_t> foreign_mappings_;  // mmap(2) of fds that are not events

@@ -61,8 +61,9 @@ struct SampleData {
 
 struct MockEvent {
   uint64_t id = 0;              // event->id (global counter, from 1)
-  int fd = -1;                  // the memfd; -1 once closed (kept alive by a mapping)
-  int memfd = -1;               // the memfd backing the buffer (== fd while open)
+  int fd = -1;                  // the event's fd; -1 once closed (kept alive by a mapping)
+  int memfd = -1;               // the memfd backing the buffer (== fd once backed, -1 before: mock_fds.cc)
+  bool cloexec = false;         // PERF_FLAG_FD_CLOEXEC: the fd's FD_CLOEXEC while it has no memfd
   perf_event_attr attr{};       // as the kernel keeps it after perf_copy_attr()/pmu init
   pid_t pid = -1;               // target task (tid), -1 for a CPU-wide event
   int cpu = -1;
