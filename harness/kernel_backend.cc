@@ -131,6 +131,14 @@ class KernelBackend final : public Backend {
   }
 
   Result<int> Fcntl(int fd, int cmd, long arg) override {
+    if (cmd == F_GETOWN) {
+      // F_GETOWN returns a process-group owner as -pgid, which a plain
+      // syscall result would read as a failure; F_GETOWN_EX tells them apart
+      // (fcntl(2) BUGS: glibc implements F_GETOWN this way too).
+      f_owner_ex owner{};
+      if (::fcntl(fd, F_GETOWN_EX, &owner) == -1) return FromSyscall<int>(-1, FcntlCall(fd, cmd, arg));
+      return Result<int>::Ok(owner.type == F_OWNER_PGRP ? -owner.pid : owner.pid, FcntlCall(fd, cmd, arg));
+    }
     return FromSyscall<int>(::fcntl(fd, cmd, arg), FcntlCall(fd, cmd, arg));
   }
 

@@ -15,6 +15,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <linux/hw_breakpoint.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <time.h>
@@ -104,10 +105,20 @@ class Counting : public SuiteTest {
   // spin of d wall time may get much less of a CPU); on the mock, d.
   Result<std::pair<ReadValues, uint64_t>> MeasureSpin(Event& ev, std::chrono::nanoseconds d) {
     const uint64_t before = exact() ? 0 : ThreadCpuNs();
+    const auto wall_before = std::chrono::steady_clock::now();
     Result<ReadValues> v = Measure(ev, Workload::Spin(d));
+    measured_wall_ = std::chrono::steady_clock::now() - wall_before;
     const uint64_t cpu = exact() ? static_cast<uint64_t>(d.count()) : ThreadCpuNs() - before;
     if (!v.ok()) return Result<std::pair<ReadValues, uint64_t>>::FailureFrom(v);
     return Result<std::pair<ReadValues, uint64_t>>::Ok({std::move(*v), cpu});
+  }
+  // The wall time of the last MeasureSpin(), ENABLE to READ.
+  std::chrono::nanoseconds measured_wall_{0};
+  // This thread's voluntary context switches so far (getrusage(RUSAGE_THREAD).ru_nvcsw).
+  static long VoluntarySwitches() {
+    rusage ru{};
+    ::getrusage(RUSAGE_THREAD, &ru);
+    return ru.ru_nvcsw;
   }
   static uint64_t ThreadCpuNs() {
     timespec ts{};
@@ -121,8 +132,15 @@ class Counting : public SuiteTest {
       return;
     }
     EXPECT_GT(cpu, 0u);
-    EXPECT_LE(count, static_cast<uint64_t>(wall.count()) + 2000000) << "no more than the wall time (+ the ioctls)";
-    EXPECT_LE(count, cpu + 200000) << "no more than the CPU time the thread got";
+    // The wall time from before ENABLE to after DISABLE: a vCPU preempted
+    // around the ioctls makes it longer than the spin asked for.
+    const auto window = std::max<std::chrono::nanoseconds>(wall, measured_wall_);
+    EXPECT_LE(count, static_cast<uint64_t>(window.count()) + 200000) << "no more than the wall time of the window";
+    // No upper bound from `cpu`: CLOCK_THREAD_CPUTIME_ID leaves out time the
+    // hypervisor stole (paravirt steal accounting), which cpu-clock and
+    // task-clock count (seen on this VM: 2.03 ms counted, 1.49 ms of thread CPU
+    // time). That the clocks stop while the task is off the CPU is
+    // counting.clocks_exclude_sleep.
     EXPECT_GE(count + 1000000 + cpu / 10, cpu) << "about the CPU time the thread got (" << cpu << " ns)";
   }
 };
@@ -201,8 +219,14 @@ PERFTEST_CASE(Counting, ContextSwitchesPerSleep, "counting.context_switches",
   ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Sw(PERF_COUNT_SW_CONTEXT_SWITCHES, /*exclude_kernel=*/false)));
   for (uint64_t n : {3, 12}) {
     ASSERT_OK(ev.Reset());
+    const long voluntary_before = VoluntarySwitches();
     ASSERT_OK_AND_ASSIGN(const uint64_t count, MeasureCount(ev, Workload::Sleep(n, 200us)));
-    ExpectAbout(count, n, n + 8, fmt::format("{} sleeps", n));  // involuntary switches may add some
+    // A sleep whose timer fired before schedule() (the vCPU was preempted by
+    // the hypervisor meanwhile) returns without switching: on the kernel the
+    // floor is the voluntary switches getrusage() saw, at most n.
+    const uint64_t floor =
+        exact() ? n : std::min<uint64_t>(n, static_cast<uint64_t>(VoluntarySwitches() - voluntary_before));
+    ExpectAbout(count, floor, n + 8, fmt::format("{} sleeps, {} of them switched", n, floor));  // involuntary switches may add some
   }
 }
 
