@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -448,7 +449,18 @@ PERFTEST_CASE(Records, SwitchCpuWide, "records.switch_cpu_wide",
   PERFTEST_ASSIGN_OR_SKIP(Event probe, Event::Open(backend(), a, -1, 0), "a CPU-wide event");
   ASSERT_OK(probe.Close());
   std::vector<ParsedRecord> recs;
-  ASSERT_NO_FATAL_FAILURE(Collect(a, {Workload::Sleep(4, 2ms)}, &recs, nullptr, nullptr, -1, 0, 64));
+  {
+    // This thread sleeps on CPU 0, so CPU 0 switches even on an idle machine
+    // (elsewhere it could stay idle throughout); the old mask comes back after.
+    cpu_set_t old_mask, cpu0;
+    ASSERT_EQ(::sched_getaffinity(0, sizeof old_mask, &old_mask), 0);
+    CPU_ZERO(&cpu0);
+    CPU_SET(0, &cpu0);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof cpu0, &cpu0), 0);
+    Collect(a, {Workload::Sleep(4, 2ms)}, &recs, nullptr, nullptr, -1, 0, 64);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof old_mask, &old_mask), 0);
+    ASSERT_FALSE(HasFatalFailure());
+  }
   std::vector<const ParsedRecord*> sw = OfType(recs, PERF_RECORD_SWITCH_CPU_WIDE);
   ASSERT_GE(sw.size(), 2u) << "CPU 0 switched tasks while this task slept";
   EXPECT_TRUE(OfType(recs, PERF_RECORD_SWITCH).empty()) << "a CPU-wide event gets the CPU_WIDE form only";
