@@ -1,9 +1,13 @@
 // Measuring one event over one workload, for the suites that count
-// (tracepoint, breakpoint, multiplex, rdpmc).
+// (tracepoint, breakpoint, multiplex, rdpmc, counting, sampling).
 //
 //   Result<uint64_t> n = MeasureCount(backend, ev, Workload::Syscalls(10));
 //   // ev enabled, the workload run, ev disabled, the counter read.
 #pragma once
+
+#include <time.h>
+
+#include <cstdint>
 
 #include "harness/backend.h"
 #include "harness/event.h"
@@ -30,6 +34,17 @@ inline Result<uint64_t> MeasureCount(Backend& backend, Event& ev, const Workload
   Result<ReadValues> v = MeasureValues(backend, ev, w);
   if (!v.ok()) return Result<uint64_t>::FailureFrom(v);
   return Result<uint64_t>::Ok(v->counters[0].value);
+}
+
+// The CPU time this thread has received, in ns (CLOCK_THREAD_CPUTIME_ID:
+// the scheduler's sum_exec_runtime). On a VM it leaves out time the
+// hypervisor stole (paravirt steal accounting), which cpu-clock and
+// task-clock count: their count minus this, over a window, is what the
+// guest lost to steal there.
+inline uint64_t ThreadCpuNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 }  // namespace perftest

@@ -27,6 +27,7 @@
 #include "harness/event.h"
 #include "harness/syscall_matchers.h"
 #include "suites/common/hardware.h"
+#include "suites/common/measure.h"
 #include "suites/common/suite.h"
 
 namespace perftest {
@@ -119,11 +120,6 @@ class Counting : public SuiteTest {
     rusage ru{};
     ::getrusage(RUSAGE_THREAD, &ru);
     return ru.ru_nvcsw;
-  }
-  static uint64_t ThreadCpuNs() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
   }
   // A clock event's count against a spin of `wall` that got `cpu` ns of CPU.
   void ExpectClock(uint64_t count, uint64_t cpu, std::chrono::nanoseconds wall) {
