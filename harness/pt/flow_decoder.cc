@@ -10,6 +10,20 @@ namespace perftest::pt {
 
 namespace {
 constexpr uint32_t kRetStackSize = 64;   // the hardware's return-compression depth
+
+// The event a PIP, VMCS or CBR packet reports, bound to no IP: the same
+// inside a PSB+ and in the stream.
+FlowEvent StatusEvent(const Packet& p) {
+  switch (p.type) {
+    case PacketType::kPip:
+      return FlowEvent{.type = FlowEvent::Type::kPaging, .ip_suppressed = true, .payload = p.cr3(), .offset = p.offset};
+    case PacketType::kVmcs:
+      return FlowEvent{.type = FlowEvent::Type::kVmcs, .ip_suppressed = true, .payload = p.vmcs_base(),
+                       .offset = p.offset};
+    default:  // kCbr
+      return FlowEvent{.type = FlowEvent::Type::kCbr, .ip_suppressed = true, .payload = p.cbr(), .offset = p.offset};
+  }
+}
 }  // namespace
 
 
@@ -169,16 +183,12 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
                         .offset = p.offset});
         break;
       case PacketType::kPip:
-        Queue(FlowEvent{.type = FlowEvent::Type::kPaging, .ip_suppressed = true, .payload = p.cr3(),
-                        .offset = p.offset});
-        break;
       case PacketType::kVmcs:
-        Queue(FlowEvent{.type = FlowEvent::Type::kVmcs, .ip_suppressed = true, .payload = p.vmcs_base(),
-                        .offset = p.offset});
+        Queue(StatusEvent(p));
         break;
       case PacketType::kCbr:
         Timing(p);
-        Queue(FlowEvent{.type = FlowEvent::Type::kCbr, .ip_suppressed = true, .payload = p.cbr(), .offset = p.offset});
+        Queue(StatusEvent(p));
         break;
       case PacketType::kTsc:
       case PacketType::kTma:
@@ -354,12 +364,8 @@ int FlowDecoder::FetchControl() {
         if (const int err = ReadPsbPlus(p.offset, false)) return err;
         break;
       case PacketType::kPip:
-        Queue(FlowEvent{.type = FlowEvent::Type::kPaging, .ip_suppressed = true, .payload = p.cr3(),
-                        .offset = p.offset});
-        break;
       case PacketType::kVmcs:
-        Queue(FlowEvent{.type = FlowEvent::Type::kVmcs, .ip_suppressed = true, .payload = p.vmcs_base(),
-                        .offset = p.offset});
+        Queue(StatusEvent(p));
         break;
       case PacketType::kTraceStop:
         Queue(FlowEvent{.type = FlowEvent::Type::kStop, .ip_suppressed = true, .offset = p.offset});
@@ -382,7 +388,7 @@ int FlowDecoder::FetchControl() {
         break;
       case PacketType::kCbr:
         Timing(p);
-        Queue(FlowEvent{.type = FlowEvent::Type::kCbr, .ip_suppressed = true, .payload = p.cbr(), .offset = p.offset});
+        Queue(StatusEvent(p));
         break;
       case PacketType::kCyc:
         TimingCyc(p);
