@@ -129,6 +129,23 @@ class Rdpmc : public SuiteTest {
     if (!rb.ok()) return std::nullopt;
     return std::move(*rb);
   }
+  // An enabled counter of `a` with its user page mapped, after one sleep: the
+  // switch-in rewrote the page (perf_event_update_userpage() from
+  // perf_event_sched_in). nullopt, with the failure recorded, on error.
+  struct PagedEvent {
+    Event ev;
+    RingBuffer rb;
+  };
+  std::optional<PagedEvent> EnabledWithFreshPage(const perf_event_attr& a) {
+    Result<Event> ev = Event::Open(backend(), a);
+    EXPECT_OK(ev);
+    if (!ev.ok()) return std::nullopt;
+    std::optional<RingBuffer> rb = MapPage(*ev);
+    if (!rb.has_value()) return std::nullopt;
+    EXPECT_OK(ev->Enable());
+    EXPECT_OK(backend().RunWorkload(Workload::Sleep(1, 200us)));
+    return PagedEvent{std::move(*ev), std::move(*rb)};
+  }
   static perf_event_attr Counter(uint32_t type, uint64_t config) {
     perf_event_attr a = MakeAttr(type, config);
     a.read_format = kTimes;
@@ -258,12 +275,10 @@ PERFTEST_CASE(Rdpmc, TimeFieldsFollowTheirCaps, "rdpmc.time_fields",
               "<linux/perf_event.h> cap_user_time / cap_user_time_zero / cap_user_time_short and the conversion in "
               "the comment above time_shift; x86 arch_perf_update_userpage(): set only with a stable native "
               "sched_clock (TSC)") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK)));
-  std::optional<RingBuffer> rb = MapPage(ev);
-  ASSERT_TRUE(rb.has_value());
-  ASSERT_OK(ev.Enable());
-  ASSERT_OK(backend().RunWorkload(Workload::Sleep(1, 200us)));
-  const PageSnapshot s = ReadPage(rb->page(), nullptr);
+  std::optional<PagedEvent> p = EnabledWithFreshPage(Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK));
+  ASSERT_TRUE(p.has_value());
+  auto& [ev, rb] = *p;
+  const PageSnapshot s = ReadPage(rb.page(), nullptr);
   if (!s.cap_user_time) {
     // Nothing to convert with: the fields stay zero.
     EXPECT_EQ(s.time_mult, 0u);
@@ -386,13 +401,11 @@ PERFTEST_CASE(Rdpmc, TimesFromPageMatchRead, "rdpmc.user_time_scaling",
               "<linux/perf_event.h> comment above perf_event_mmap_page.time_shift: 'delta = time_offset + quot * "
               "time_mult + ((rem * time_mult) >> time_shift); enabled += delta; if (index) running += delta'; core.c "
               "perf_event_update_userpage() (calc_timer_values() at the update); arch_perf_update_userpage()") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK)));
-  std::optional<RingBuffer> rb = MapPage(ev);
-  ASSERT_TRUE(rb.has_value());
-  ASSERT_OK(ev.Enable());
-  ASSERT_OK(backend().RunWorkload(Workload::Sleep(1, 200us)));  // a switch-in: the page is fresh
+  std::optional<PagedEvent> p = EnabledWithFreshPage(Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK));
+  ASSERT_TRUE(p.has_value());
+  auto& [ev, rb] = *p;
   ASSERT_OK(backend().RunWorkload(Workload::Spin(3ms)));        // then time passes on CPU
-  const PageSnapshot s = ReadPage(rb->page(), &backend());
+  const PageSnapshot s = ReadPage(rb.page(), &backend());
   const ReadValues v = Values(ev);
   ASSERT_OK(ev.Disable());
   ASSERT_TRUE(v.time_enabled.has_value() && v.time_running.has_value());
@@ -460,12 +473,10 @@ PERFTEST_CASE(Rdpmc, TimeZeroWithClockid, "rdpmc.user_time_zero_clockid",
   perf_event_attr a = Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
   a.use_clockid = 1;
   a.clockid = CLOCK_MONOTONIC_RAW;
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
-  std::optional<RingBuffer> rb = MapPage(ev);
-  ASSERT_TRUE(rb.has_value());
-  ASSERT_OK(ev.Enable());
-  ASSERT_OK(backend().RunWorkload(Workload::Sleep(1, 200us)));
-  const PageSnapshot s = ReadPage(rb->page(), nullptr);
+  std::optional<PagedEvent> p = EnabledWithFreshPage(a);
+  ASSERT_TRUE(p.has_value());
+  auto& [ev, rb] = *p;
+  const PageSnapshot s = ReadPage(rb.page(), nullptr);
   ASSERT_OK(ev.Disable());
   if (!s.cap_user_time) {
     EXPECT_FALSE(s.cap_user_time_zero) << "no time_zero without cap_user_time";
