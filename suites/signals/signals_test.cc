@@ -151,11 +151,27 @@ class Signals : public SuiteTest {
       ASSERT_THAT(backend().Fcntl(ev.fd(), F_SETFL, *fl | O_ASYNC), Succeeds());
     }
   }
-  // Opens `a` for a fresh child task (so it exits on demand).
-  void TaskOrSkip(std::optional<ChildTask>* out) {
-    Result<ChildTask> t = ChildTask::Spawn(backend());
-    ASSERT_TRUE(t.ok()) << t.ToString();
-    out->emplace(std::move(*t));
+  // A fresh child task (it exits on demand) sampled by an enabled
+  // FaultSampler(1, wakeup_events), with an 8-page ring buffer. nullopt, with
+  // the failure recorded, on error.
+  struct SampledChild {
+    ChildTask task;
+    Event ev;
+    RingBuffer rb;
+  };
+  std::optional<SampledChild> SampleChild(uint32_t wakeup_events) {
+    Result<ChildTask> task = ChildTask::Spawn(backend());
+    EXPECT_OK(task);
+    if (!task.ok()) return std::nullopt;
+    perf_event_attr a = FaultSampler(1, wakeup_events);
+    a.disabled = 0;
+    Result<Event> ev = Event::Open(backend(), a, task->pid());
+    EXPECT_OK(ev);
+    if (!ev.ok()) return std::nullopt;
+    Result<RingBuffer> rb = RingBuffer::Map(backend(), ev->fd(), 8);
+    EXPECT_OK(rb);
+    if (!rb.ok()) return std::nullopt;
+    return SampledChild{std::move(*task), std::move(*ev), std::move(*rb)};
   }
 };
 
@@ -204,32 +220,24 @@ PERFTEST_CASE(Signals, PollHupWithoutBuffer, "signals.pollhup_without_buffer",
 PERFTEST_CASE(Signals, PollHupOnTaskExit, "signals.pollhup_on_task_exit",
               "perf_event_open(2) 'Overflow handling'; kernel/events/core.c perf_event_exit_event() "
               "(state EXIT, wakeup), is_event_hup(), perf_poll()") {
-  std::optional<ChildTask> child;
-  TaskOrSkip(&child);
-  if (HasFatalFailure()) return;
-  perf_event_attr a = FaultSampler(1, 1000);
-  a.disabled = 0;
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a, child->pid()));
-  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), ev.fd(), 8));
-  ASSERT_OK(child->Run(Workload::TouchPages(4)));
+  std::optional<SampledChild> sampled = SampleChild(1000);
+  ASSERT_TRUE(sampled.has_value());
+  auto& [child, ev, rb] = *sampled;
+  ASSERT_OK(child.Run(Workload::TouchPages(4)));
   EXPECT_EQ(PollNow(ev), 0) << "the task lives and wakeup_events is not reached";
-  ASSERT_OK(child->Exit());
+  ASSERT_OK(child.Exit());
   EXPECT_EQ(PollNow(ev), POLLHUP);
 }
 
 PERFTEST_CASE(Signals, PollHupHidesPollIn, "signals.pollhup_hides_pollin",
               "kernel/events/core.c perf_poll(): 'if (is_event_hup(event)) return events;' before rb->poll") {
-  std::optional<ChildTask> child;
-  TaskOrSkip(&child);
-  if (HasFatalFailure()) return;
-  perf_event_attr a = FaultSampler(1, 1);
-  a.disabled = 0;
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a, child->pid()));
-  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), ev.fd(), 8));
-  ASSERT_OK(child->Run(Workload::TouchPages(4)));
+  std::optional<SampledChild> sampled = SampleChild(1);
+  ASSERT_TRUE(sampled.has_value());
+  auto& [child, ev, rb] = *sampled;
+  ASSERT_OK(child.Run(Workload::TouchPages(4)));
   EXPECT_EQ(PollNow(ev), POLLIN) << "samples of a live task";
-  ASSERT_OK(child->Run(Workload::TouchPages(4)));
-  ASSERT_OK(child->Exit());
+  ASSERT_OK(child.Run(Workload::TouchPages(4)));
+  ASSERT_OK(child.Exit());
   EXPECT_GT(rb.ReadHead(), 0u);
   EXPECT_EQ(PollNow(ev), POLLHUP) << "once the task is gone, POLLHUP alone, unread samples or not";
 }
@@ -296,19 +304,15 @@ PERFTEST_CASE(Signals, EpollAddTakesPendingPollIn, "signals.epoll_add_takes_pend
 PERFTEST_CASE(Signals, EpollHupOnTaskExit, "signals.epoll_hup_on_task_exit",
               "kernel/events/core.c perf_event_exit_event() wakes event->waitq; is_event_hup(), perf_poll(): "
               "EPOLLHUP, reported whatever the requested events") {
-  std::optional<ChildTask> child;
-  TaskOrSkip(&child);
-  if (HasFatalFailure()) return;
-  perf_event_attr a = FaultSampler(1, 1000);
-  a.disabled = 0;
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a, child->pid()));
-  ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), ev.fd(), 8));
+  std::optional<SampledChild> sampled = SampleChild(1000);
+  ASSERT_TRUE(sampled.has_value());
+  auto& [child, ev, rb] = *sampled;
   EpollFd ep(backend());
   ASSERT_GE(ep.fd(), 0);
   ASSERT_THAT(backend().EpollAdd(ep.fd(), ev.fd(), EPOLLIN), Succeeds());
-  ASSERT_OK(child->Run(Workload::TouchPages(2)));
+  ASSERT_OK(child.Run(Workload::TouchPages(2)));
   EXPECT_TRUE(ep.WaitNow().empty());
-  ASSERT_OK(child->Exit());
+  ASSERT_OK(child.Exit());
   std::vector<epoll_event> ready = ep.WaitNow();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].events, static_cast<uint32_t>(EPOLLHUP));
