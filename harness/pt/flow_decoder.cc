@@ -87,23 +87,44 @@ int FlowDecoder::Fail(int err, std::string message) {
   return err;
 }
 
-// The common steps, with nothing pending: a block from the hint whose
-// branch is a conditional branch with a TNT bit at hand, a direct jump or
-// call, or a compressed return. Does exactly what NextSlow() would (which
-// takes everything else), in a small function that touches the block once.
+// The common steps, with nothing pending: a block from the hint (or the
+// cache) whose branch is a conditional branch with a TNT bit at hand, a
+// direct jump or call, a compressed return, or an indirect branch or return
+// whose TIP is held. Does exactly what NextSlow() would (which takes
+// everything else), in a small function that touches the block once.
 int FlowDecoder::Next(FlowStep* step) {
-  if (!enabled_ || !synced_ || deferred_error_ != 0 || event_head_ != events_.size() || hint_ == 0 ||
-      mode_ == ExecMode::kInvalid || !(ctl_ == Ctl::kNone ? tnt_count_ != 0 : ctl_ == Ctl::kTip)) [[unlikely]] {
-    return NextSlow(step);
+  // (Events pending: NextSlow() empties events_ when it hands out the last.)
+  if (!enabled_ || !synced_ || deferred_error_ != 0 || !events_.empty()) [[unlikely]] return NextSlow(step);
+  if (tnt_count_ == 0 && ctl_ == Ctl::kNone) {
+    // NextSlow()'s first move in this state: read on to the next TNT or
+    // control packet. Errors and events go the slow way.
+    if (sticky_error_ != 0) return NextSlow(step);
+    const int err = FetchControl();
+    if (err != 0) [[unlikely]] {
+      if (err != ENODATA) sticky_error_ = err;
+      return NextSlow(step);
+    }
+    if (!events_.empty()) return NextSlow(step);
   }
-  const uint32_t bi = hint_ - 1;
+  if ((ctl_ != Ctl::kNone && ctl_ != Ctl::kTip) || cache_->Stale()) [[unlikely]] return NextSlow(step);
+  // (A block from the hint has a valid mode if it is fast(): mode_ is valid.)
+  uint32_t bi = hint_ - 1;
+  if (hint_ == 0 || cache_->block(bi).ip != ip_ || cache_->block(bi).mode() != mode_) [[unlikely]] {
+    if (mode_ == ExecMode::kInvalid) return NextSlow(step);
+    // As NextSlow(): the block found here fills in the link that led here.
+    bi = cache_->Find(ip_, mode_);
+    if (link_block_ != 0 && link_ip_ == ip_ && cache_->block(link_block_ - 1).mode() == mode_)
+      cache_->block(link_block_ - 1).next[link_k_] = bi + 1;
+    hint_ = bi + 1;
+    link_block_ = 0;
+  }
   const Block blk = cache_->block(bi);
-  if (blk.ip != ip_ || blk.mode() != mode_ || (blk.bits & 0x1fff) == 0 || ((blk.bits >> 27) & 0x3) != 0 ||
-      cache_->Stale()) [[unlikely]] {
-    return NextSlow(step);
-  }
+  if (!blk.fast()) [[unlikely]] return NextSlow(step);
   const BranchClass branch = blk.branch();
   const bool have_tnt = tnt_count_ != 0;
+  // A TIP taken by an indirect branch, a return without a TNT bit or a far
+  // transfer (Resolve() and TakeTip() with a held TIP).
+  const bool tip_ok = !have_tnt && ctl_ == Ctl::kTip && !ctl_suppressed_ && !mode_pending_;
   uint32_t taken = 0;
   switch (branch) {
     case BranchClass::kCondJump:
@@ -116,7 +137,13 @@ int FlowDecoder::Next(FlowStep* step) {
       break;
     case BranchClass::kReturn:
       // A compressed return: a taken TNT bit and a return address at hand.
-      if (!have_tnt || ((tnt_bits_ >> (tnt_count_ - 1)) & 1) == 0 || ret_count_ == 0) return NextSlow(step);
+      if (have_tnt ? (((tnt_bits_ >> (tnt_count_ - 1)) & 1) == 0 || ret_count_ == 0) : !tip_ok)
+        return NextSlow(step);
+      break;
+    case BranchClass::kIndirectJump:
+    case BranchClass::kIndirectCall:
+    case BranchClass::kFarTransfer:
+      if (!tip_ok) return NextSlow(step);
       break;
     default:
       return NextSlow(step);
@@ -155,27 +182,46 @@ int FlowDecoder::Next(FlowStep* step) {
       taken = 1;
       ++steps_without_packet_;
       break;
-    default: {  // kReturn, compressed
-      --tnt_count_;
-      ip_ = retstack_[ret_top_];
-      const uint32_t call = ret_block_[ret_top_];
-      ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
-      --ret_count_;
-      if (call < cache_->size() && cache_->block(call).end() == ip_) {
-        const uint32_t next = cache_->block(call).next[0];
-        if (next != 0) {
-          hint_ = next;
+    case BranchClass::kReturn:
+      if (have_tnt) {  // compressed
+        --tnt_count_;
+        ip_ = retstack_[ret_top_];
+        const uint32_t call = ret_block_[ret_top_];
+        ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
+        --ret_count_;
+        if (call < cache_->size() && cache_->block(call).end() == ip_) {
+          const uint32_t next = cache_->block(call).next[0];
+          if (next != 0) {
+            hint_ = next;
+          } else {
+            link_block_ = call + 1;
+            link_k_ = 0;
+            link_ip_ = ip_;
+          }
         } else {
-          link_block_ = call + 1;
-          link_k_ = 0;
+          hint_ = blk.next[1];
+          link_block_ = bi + 1;
+          link_k_ = 1;
           link_ip_ = ip_;
         }
-      } else {
-        hint_ = blk.next[1];
-        link_block_ = bi + 1;
-        link_k_ = 1;
-        link_ip_ = ip_;
+        return 0;
       }
+      [[fallthrough]];
+    default: {  // the held TIP: indirect jump/call, return, far transfer
+      if (branch == BranchClass::kIndirectCall) {
+        ret_top_ = (ret_top_ + 1) % kRetStackSize;
+        retstack_[ret_top_] = blk.end();
+        ret_block_[ret_top_] = bi;
+        if (ret_count_ < kRetStackSize) ++ret_count_;
+      }
+      ip_ = ctl_ip_;
+      ctl_ = Ctl::kNone;
+      if (const int err = PeekAfterIp()) [[unlikely]] return CutAtError(&out, blk, err);
+      // next[1] remembers the last target: a guess, checked before use.
+      hint_ = blk.next[1];
+      link_block_ = bi + 1;
+      link_k_ = 1;
+      link_ip_ = ip_;
       return 0;
     }
   }
@@ -191,6 +237,24 @@ int FlowDecoder::Next(FlowStep* step) {
     link_k_ = static_cast<uint8_t>(taken);
     link_ip_ = ip_;
   }
+  return 0;
+}
+
+// The block's last instruction has no known successor (`err`): it is not
+// reported — the block is cut before it, and the error comes after it (or
+// now, if it was the only instruction).
+int FlowDecoder::CutAtError(FlowBlock* out, const Block& b, int err) {
+  error_ip_ = b.last().ip;
+  if (out->ninsn == 1) {
+    synced_ = false;
+    return err;
+  }
+  deferred_error_ = err;
+  --out->ninsn;
+  out->end_ip = b.last().ip;
+  out->truncated = true;
+  out->last = Insn{.ip = b.last().ip - out->lengths[out->ninsn - 1], .length = out->lengths[out->ninsn - 1],
+                   .mode = b.mode()};
   return 0;
 }
 

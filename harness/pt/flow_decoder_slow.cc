@@ -220,21 +220,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       return 0;
     }
     const int err = Resolve(bi);
-    if (err != 0) [[unlikely]] {
-      // The last instruction's successor is unknown: it is not reported.
-      error_ip_ = b->last().ip;
-      deferred_error_ = err;
-      if (out.ninsn == 1) {
-        deferred_error_ = 0;
-        synced_ = false;
-        return err;
-      }
-      --out.ninsn;
-      out.end_ip = b->last().ip;
-      out.truncated = true;
-      out.last = Insn{.ip = b->last().ip - out.lengths[out.ninsn - 1], .length = out.lengths[out.ninsn - 1],
-                      .mode = b->mode()};
-    }
+    if (err != 0) [[unlikely]] return CutAtError(&out, *b, err);
     return 0;
   }
 }
