@@ -81,6 +81,7 @@ uint32_t BlockCache::Decode(uint64_t ip, ExecMode mode) {
   const uint32_t error_code = error == 0 ? 0 : error == ENXIO ? 1 : error == EILSEQ ? 2 : 3;
   b.bits = ninsn | (uint32_t{last.length} << 13) | (static_cast<uint32_t>(last.branch) << 17) |
            (static_cast<uint32_t>(last.far) << 21) | (static_cast<uint32_t>(mode) << 25) | (error_code << 27);
+  if (ninsn != 0 && error == 0 && mode != ExecMode::kInvalid) b.bits |= Block::kFastBit;
   blocks_.push_back(b);
   const uint32_t index = static_cast<uint32_t>(blocks_.size() - 1);
 

@@ -41,8 +41,12 @@ class BlockCache {
     uint32_t lengths = 0;  // offset of the instruction lengths in the pool
     uint32_t bytes = 0;    // end() - ip
     int32_t rel = 0;       // direct branches: target - end() (modulo 2^32 outside 64-bit mode)
-    // ninsn:13 last_length:4 branch:4 far:4 mode:2 error:2
+    // ninsn:13 last_length:4 branch:4 far:4 mode:2 error:2 fast:1
     uint32_t bits = 0;
+    // Bit 29 of `bits`: at least one instruction, no decode error, a valid
+    // mode — what FlowDecoder::Next()'s fast path checks with one test.
+    static constexpr uint32_t kFastBit = 1u << 29;
+    bool fast() const { return (bits & kFastBit) != 0; }
 
     uint32_t ninsn() const { return bits & 0x1fff; }
     uint8_t last_length() const { return (bits >> 13) & 0xf; }

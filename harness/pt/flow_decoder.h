@@ -246,6 +246,7 @@ class FlowDecoder {
   int CheckAhead();
   int Resolve(uint32_t block);
   int NextSlow(FlowStep* step);
+  int CutAtError(FlowBlock* out, const Block& b, int err);
   int TakeTip(uint64_t* target);
   bool UnboundControl() const;
   int BeyondControl(const Insn& x);

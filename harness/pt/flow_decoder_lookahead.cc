@@ -1,0 +1,180 @@
+// FlowDecoder: libipt's read-ahead rules (see flow_decoder.cc for the file
+// layout) — when a packet error, or a control packet that binds elsewhere,
+// fails the branch being resolved, and when it waits for a later query.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "harness/pt/flow_decoder.h"
+#include "harness/pt/internal/flow_decoder_inline.h"
+
+namespace perftest::pt {
+
+int FlowDecoder::NeedControl() {
+  if (tnt_count_ != 0 || ctl_ != Ctl::kNone) return 0;
+  if (sticky_error_ != 0) return sticky_error_;
+  return FetchControl();
+}
+
+namespace {
+// Whether libipt decodes the packet whose first bytes are at `at` only when
+// a later query needs it: its query decoder (pt_qry_read_ahead) stops
+// without decoding at the next TNT, TIP or event packet; TNT and TIP wait
+// for the branch that queries them, so a bad payload there is no error of
+// the branch before. (Event packets — TIP.PGE, TIP.PGD, MODE, PIP, OVF,
+// ... — are fetched by pt_insn_next at once, so their errors are.)
+bool ReadAheadStopsAt(std::span<const uint8_t> trace, uint64_t at) {
+  if (at >= trace.size()) return true;
+  const uint8_t b0 = trace[at];
+  if (b0 == 0x02) return at + 1 < trace.size() && trace[at + 1] == 0xa3;  // TNT-64
+  if (b0 != 0 && (b0 & 1) == 0) return true;  // TNT-8
+  return (b0 & 0x1f) == 0x0d;  // TIP
+}
+}  // namespace
+
+// Decodes (without consuming) the packets after the current position up to
+// the first one that is not PAD or timing; returns the error met, if any
+// (the end of the trace, or a packet cut by it, is none).
+int FlowDecoder::CheckAhead() {
+  if (have_unread_) return 0;
+  // The common case without copying the packet decoder: the packets ahead
+  // are fast-path packets (PacketDecoder::Next() would decode them the
+  // same way: synchronized, outside a PEBS block, 9 bytes readable).
+  if (packets_.synced() && packets_.block_item_bytes() == 0) {
+    const std::span<const uint8_t> trace = packets_.trace();
+    for (uint64_t off = packets_.offset(); off + 9 <= trace.size();) {
+      Packet q;
+      unsigned size;
+      if (!internal::FastDecode(trace.data(), off, q, size)) break;  // the careful way, below
+      switch (q.type) {
+        case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
+          off += size;
+          continue;
+        default:
+          return 0;
+      }
+    }
+  }
+  PacketDecoder ahead = packets_;
+  for (;;) {
+    Packet q;
+    const int err = ahead.Next(q);
+    if (err == ENODATA || err == EMSGSIZE) return 0;
+    if (err != 0 && ReadAheadStopsAt(packets_.trace(), ahead.offset())) return 0;  // decoded when queried
+    if (err != 0) {
+      error_offset_ = ahead.offset();
+      error_ip_ = ip_;
+      error_message_ = fmt::format("{} at offset {:#x}", PacketDecoder::ErrorDescription(err), error_offset_);
+      return err;
+    }
+    switch (q.type) {
+      case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
+      case PacketType::kTma: case PacketType::kCbr: case PacketType::kMnt:
+        continue;
+      default:
+        return 0;
+    }
+  }
+}
+
+// After an IP packet has been used, read on to the next TNT or control
+// packet at once, as libipt's query decoder does: a bad packet right after
+// a TIP fails the branch that took the TIP. The end of the trace does not.
+int FlowDecoder::PeekAfterIp() {
+  if (tnt_count_ != 0 || ctl_ != Ctl::kNone || sticky_error_ != 0) return 0;
+  const uint64_t start = have_unread_ ? unread_.offset : packets_.offset();
+  const int err = FetchControl();
+  // A packet cut off by the end of the trace is the end of the trace here
+  // (libipt: -pte_eos).
+  if (err == 0 || err == ENODATA || err == EMSGSIZE) [[likely]] return 0;
+  return ReadAheadError(start, err);
+}
+
+
+// FetchControl() after an IP packet failed with `err` at error_offset_:
+// whether libipt, which reads ahead after a TIP only through PAD, timing
+// and PSB+ packets to the next TNT/TIP/event packet, meets the error now
+// (then it fails the branch that took the IP) or only when a later query
+// decodes that packet (then the error waits for the next branch that needs
+// a packet: sticky_error_).
+__attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, int err) {
+  PacketDecoder ahead = packets_;
+  if (!ahead.SyncSet(start).ok()) return err;
+  uint64_t window_end = packets_.trace().size();
+  bool in_psb = false;
+  for (;;) {
+    Packet q;
+    const int e = ahead.Next(q);
+    if (e != 0) {
+      if (e != ENODATA && ReadAheadStopsAt(packets_.trace(), ahead.offset()) && !in_psb) window_end = ahead.offset();
+      break;
+    }
+    if (q.type == PacketType::kPsb) {
+      in_psb = true;
+      continue;
+    }
+    if (in_psb) {
+      if (q.type == PacketType::kPsbEnd) {
+        window_end = q.offset;
+        break;
+      }
+      continue;
+    }
+    switch (q.type) {
+      case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
+      case PacketType::kTma: case PacketType::kCbr: case PacketType::kMnt: case PacketType::kFup:
+        continue;
+      default:
+        window_end = q.offset;
+        break;
+    }
+    break;
+  }
+  if (error_offset_ < window_end) return err;
+  sticky_error_ = err;
+  return 0;
+}
+
+// Whether the held control packet cannot be what a near branch (conditional,
+// return, near indirect) needs, as libipt's pt_insn_next binds events:
+//   - an asynchronous FUP+TIP/TIP.PGD belongs to its FUP IP, not to a branch
+//     before it;
+//   - a TIP.PGD without an IP (and no address filter, as perf configures
+//     none for libipt) binds only to far transfers (pt_insn_at_disabled_event:
+//     far branch, CPL or CR3 change).
+// libipt then answers the branch's query from the packets after it
+// (BeyondControl).
+bool FlowDecoder::UnboundControl() const {
+  return IsAsync(ctl_) || (ctl_ == Ctl::kTipPgd && ctl_suppressed_);
+}
+
+// A branch whose packet would come after the held, unbound control packet:
+// the end of the trace if only PAD and timing packets follow (libipt:
+// -pte_eos), else the trace does not fit (-pte_bad_query).
+__attribute__((noinline, cold)) int FlowDecoder::BeyondControl(const Insn& x) {
+  PacketDecoder ahead = packets_;
+  if (!have_unread_) {
+    for (;;) {
+      Packet q;
+      const int err = ahead.Next(q);
+      if (err == ENODATA || err == EMSGSIZE)
+        return Fail(ENODATA, fmt::format("{} at {:#x}: the trace ends after the {} at {:#x}",
+                                         BranchClassName(x.branch), x.ip, IsAsync(ctl_) ? "FUP" : "TIP.PGD",
+                                         ctl_offset_));
+      if (err != 0) break;
+      if (q.type == PacketType::kPad || q.type == PacketType::kCyc || q.type == PacketType::kMtc ||
+          q.type == PacketType::kTsc || q.type == PacketType::kTma)
+        continue;
+      break;
+    }
+  }
+  return Fail(EBADMSG, IsAsync(ctl_)
+                           ? fmt::format("{} at {:#x}: the FUP at {:#x} (IP {:#x}) is never reached",
+                                         BranchClassName(x.branch), x.ip, ctl_offset_, ctl_from_)
+                           : fmt::format("{} at {:#x}: no packet (the TIP.PGD at {:#x} without an IP binds "
+                                         "to far transfers only)", BranchClassName(x.branch), x.ip, ctl_offset_));
+}
+
+}  // namespace perftest::pt

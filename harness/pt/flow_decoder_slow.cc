@@ -1,0 +1,382 @@
+// FlowDecoder's slow path (see flow_decoder.cc for the file layout):
+// NextSlow() takes every step that Next() does not, Resolve() decides where
+// the last instruction of a block goes, TakeTip() applies a held TIP/TIP.PGD.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "harness/pt/flow_decoder.h"
+#include "harness/pt/internal/flow_decoder_inline.h"
+
+namespace perftest::pt {
+
+using internal::kRetStackSize;
+using internal::StoreLast;
+
+int FlowDecoder::NextSlow(FlowStep* step) {
+  for (;;) {
+    if (event_head_ < events_.size()) {
+      step->kind = FlowStep::kEvent;
+      step->event = events_[event_head_++];
+      if (event_head_ == events_.size()) {
+        events_.clear();
+        event_head_ = 0;
+      }
+      return 0;
+    }
+    if (deferred_error_ != 0) {
+      const int err = deferred_error_;
+      deferred_error_ = 0;
+      synced_ = false;
+      return err;
+    }
+    if (!synced_) return ENOTCONN;
+
+    if (!enabled_) {
+      if (const int err = NeedControl()) {
+        synced_ = false;
+        return err;
+      }
+      if (tnt_count_ != 0) {
+        synced_ = false;
+        return Fail(EBADMSG, "TNT while tracing is disabled");
+      }
+      switch (ctl_) {
+        case Ctl::kTipPge:
+          if (ctl_suppressed_) {
+            synced_ = false;
+            return Fail(EBADMSG, fmt::format("TIP.PGE at {:#x} with a suppressed IP", ctl_offset_));
+          }
+          ctl_ = Ctl::kNone;
+          ip_ = ctl_ip_;
+          enabled_ = true;
+          if (mode_pending_) {
+            mode_pending_ = false;
+            if (pending_mode_ != mode_) {
+              mode_ = pending_mode_;
+              Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .mode = mode_, .ip = ip_,
+                              .offset = pending_mode_offset_});
+            }
+          }
+          Queue(FlowEvent{.type = FlowEvent::Type::kEnabled, .mode = mode_, .ip = ip_, .offset = ctl_offset_});
+          if (const int err = PeekAfterIp()) {
+            synced_ = false;
+            return err;
+          }
+          continue;
+        case Ctl::kOverflow:
+          break;  // below
+        default:  // TIP, TIP.PGD, an asynchronous FUP: nothing to apply them to
+          synced_ = false;
+          return Fail(EBADMSG, fmt::format("IP packet at {:#x} while tracing is disabled", ctl_offset_));
+      }
+    } else if (tnt_count_ == 0 && ctl_ == Ctl::kNone && sticky_error_ == 0) {
+      // At the end of the trace, or before a bad packet, walk on to the
+      // next branch that needs a packet (as libipt does); the error comes then.
+      const int err = FetchControl();
+      if (err != 0 && err != ENODATA) sticky_error_ = err;
+      if (event_head_ < events_.size()) continue;
+    }
+
+    if (ctl_ == Ctl::kOverflow) {
+      ctl_ = Ctl::kNone;
+      tnt_count_ = 0;
+      Queue(FlowEvent{.type = FlowEvent::Type::kOverflow, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
+                      .offset = ctl_offset_});
+      enabled_ = !ctl_suppressed_;
+      if (enabled_) ip_ = ctl_ip_;
+      if (const int err = PeekAfterIp()) {
+        synced_ = false;
+        return err;
+      }
+      continue;
+    }
+    if (ctl_ == Ctl::kTipPge) {
+      synced_ = false;
+      return Fail(EBADMSG, fmt::format("TIP.PGE at {:#x} while tracing is enabled", ctl_offset_));
+    }
+    if (ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) {
+      if (ip_ == ctl_from_) {
+        if (ctl_ == Ctl::kAsyncDisable) {
+          Queue(FlowEvent{.type = FlowEvent::Type::kAsyncDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
+                          .from = ip_, .offset = ctl_offset_});
+          enabled_ = false;
+          ctl_ = Ctl::kNone;
+          if (const int err = PeekAfterIp()) {
+            synced_ = false;
+            return err;
+          }
+          continue;
+        }
+        if (ctl_suppressed_) {
+          synced_ = false;
+          return Fail(EBADMSG, fmt::format("FUP+TIP at {:#x}: the TIP suppresses the IP", ctl_offset_));
+        }
+        Queue(FlowEvent{.type = FlowEvent::Type::kAsyncBranch, .ip = ctl_ip_, .from = ip_, .offset = ctl_offset_});
+        ctl_ = Ctl::kNone;
+        ip_ = ctl_ip_;
+        if (mode_pending_) {
+          mode_pending_ = false;
+          if (pending_mode_ != mode_) {
+            mode_ = pending_mode_;
+            Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .mode = mode_, .ip = ip_,
+                            .offset = pending_mode_offset_});
+          }
+        }
+        if (const int err = PeekAfterIp()) {
+          synced_ = false;
+          return err;
+        }
+        continue;
+      }
+    } else if (ctl_ == Ctl::kTipPgd && tnt_count_ == 0 && last_direct_ && !ctl_suppressed_ && ctl_ip_ == ip_) {
+      // A direct branch left the traced region (SDM §33.2.5.3 IP filtering).
+      Queue(FlowEvent{.type = FlowEvent::Type::kDisabled, .ip = ctl_ip_, .offset = ctl_offset_});
+      enabled_ = false;
+      ctl_ = Ctl::kNone;
+      continue;
+    }
+
+    if (mode_ == ExecMode::kInvalid) [[unlikely]] {
+      synced_ = false;
+      return Fail(EBADMSG, fmt::format("MODE.Exec gave the reserved mode CS.L=1 CS.D=1 at {:#x}", ip_));
+    }
+    if (cache_->CheckGeneration()) hint_ = link_block_ = 0;
+    uint32_t bi;
+    if (hint_ != 0 && cache_->block(hint_ - 1).ip == ip_ && cache_->block(hint_ - 1).mode() == mode_) [[likely]] {
+      bi = hint_ - 1;
+    } else {
+      // A link to fill in (or a wrong guess to correct): the block found here.
+      bi = cache_->Find(ip_, mode_);
+      if (link_block_ != 0 && link_ip_ == ip_ && cache_->block(link_block_ - 1).mode() == mode_)
+        cache_->block(link_block_ - 1).next[link_k_] = bi + 1;
+    }
+    hint_ = link_block_ = 0;
+    // A copy: the stores to `step` below could alias the cache, and would
+    // make the compiler load the block's fields again after each.
+    const Block blk = cache_->block(bi);
+    const Block* const b = &blk;
+    // Start loading both possible successors while this block is handled:
+    // the walk is bound by these loads.
+    cache_->Prefetch(b->next[0]);
+    cache_->Prefetch(b->next[1]);
+    if (b->ninsn() == 0) [[unlikely]] {
+      synced_ = false;
+      return Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
+                                              : fmt::format("invalid instruction at {:#x}", ip_));
+    }
+    FlowBlock& out = step->block;
+    step->kind = FlowStep::kBlock;
+    out.ip = b->ip;
+    out.mode = b->mode();
+    out.lengths = cache_->lengths(*b);
+    out.time = time_;
+
+    if ((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && ctl_from_ > b->ip && ctl_from_ < b->end()) {
+      // The event is inside this block: run up to it.
+      uint64_t x = b->ip;
+      uint32_t i = 0;
+      while (x < ctl_from_) x += out.lengths[i++];
+      if (x == ctl_from_) {
+        out.ninsn = i;
+        out.end_ip = x;
+        out.truncated = true;
+        out.last = Insn{.ip = x - out.lengths[i - 1], .length = out.lengths[i - 1], .mode = b->mode()};
+        ip_ = x;
+        last_direct_ = false;
+        return 0;
+      }
+    }
+
+    const BranchClass last_branch = b->branch();
+    out.ninsn = b->ninsn();
+    out.end_ip = b->end();
+    out.truncated = false;
+    StoreLast(out.last, *b);
+    last_direct_ = last_branch == BranchClass::kDirectJump || last_branch == BranchClass::kDirectCall;
+    if (((b->bits >> 27) & 0x3) != 0) [[unlikely]] {
+      // The block stops before an instruction that cannot be decoded: the
+      // error comes after the block.
+      ip_ = b->end();
+      deferred_error_ = Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
+                                                         : fmt::format("invalid instruction at {:#x}", ip_));
+      out.truncated = true;
+      return 0;
+    }
+    // The common case inline: a conditional branch with a TNT bit at hand.
+    if (last_branch == BranchClass::kCondJump && tnt_count_ != 0) [[likely]] {
+      --tnt_count_;
+      const int taken = static_cast<int>((tnt_bits_ >> tnt_count_) & 1);
+      ip_ = taken ? b->target() : b->end();
+      if (b->next[taken] != 0) {
+        hint_ = b->next[taken];
+      } else {
+        link_block_ = bi + 1;
+        link_k_ = static_cast<uint8_t>(taken);
+        link_ip_ = ip_;
+      }
+      return 0;
+    }
+    const int err = Resolve(bi);
+    if (err != 0) [[unlikely]] return CutAtError(&out, *b, err);
+    return 0;
+  }
+}
+
+
+// The last instruction of `b` executed: where does the flow go?
+int FlowDecoder::Resolve(uint32_t block) {
+  Block& b = cache_->block(block);
+  const Insn x = b.last();
+  // Follow (or remember to fill in) the successor link k of this block.
+  auto link = [&](int k) {
+    if (b.next[k] != 0) {
+      hint_ = b.next[k];
+    } else {
+      link_block_ = block + 1;
+      link_k_ = static_cast<uint8_t>(k);
+      link_ip_ = ip_;
+    }
+  };
+  // Returns and indirect branches: next[1] remembers the last target (a
+  // guess, checked against the IP before use), updated when it changes.
+  auto predict = [&]() {
+    hint_ = b.next[1];
+    link_block_ = block + 1;
+    link_k_ = 1;
+    link_ip_ = ip_;
+  };
+  switch (x.branch) {
+    case BranchClass::kNone:
+    case BranchClass::kPtwrite:
+      ip_ = x.next_ip();
+      link(0);
+      if (++steps_without_packet_ > options_.max_steps_without_packet)
+        return Fail(EBADMSG, fmt::format("{} blocks without a packet (endless loop?) at {:#x}",
+                                         steps_without_packet_, x.ip));
+      return 0;
+    case BranchClass::kDirectCall:
+      if (x.target != x.next_ip()) {
+        ret_top_ = (ret_top_ + 1) % kRetStackSize;
+        retstack_[ret_top_] = x.next_ip();
+        ret_block_[ret_top_] = block;
+        if (ret_count_ < kRetStackSize) ++ret_count_;
+      }
+      [[fallthrough]];
+    case BranchClass::kDirectJump:
+      ip_ = x.target;
+      link(1);
+      if (++steps_without_packet_ > options_.max_steps_without_packet)
+        return Fail(EBADMSG, fmt::format("{} blocks without a packet (endless loop?) at {:#x}",
+                                         steps_without_packet_, x.ip));
+      return 0;
+    case BranchClass::kCondJump:
+      if (const int err = NeedControl()) return err;
+      if (tnt_count_ != 0) [[likely]] {
+        --tnt_count_;
+        const int taken = static_cast<int>((tnt_bits_ >> tnt_count_) & 1);
+        ip_ = taken ? x.target : x.next_ip();
+        link(taken);
+        return 0;
+      }
+      if (UnboundControl()) return BeyondControl(x);
+      if (ctl_ == Ctl::kTipPgd) return TakeTip(nullptr);
+      return Fail(EBADMSG, fmt::format("conditional branch at {:#x}: no TNT bit", x.ip));
+    case BranchClass::kReturn:
+      if (const int err = NeedControl()) return err;
+      if (tnt_count_ != 0) {
+        --tnt_count_;
+        if (((tnt_bits_ >> tnt_count_) & 1) == 0)
+          return Fail(EBADMSG, fmt::format("return at {:#x}: not-taken TNT bit", x.ip));
+        if (ret_count_ == 0)
+          return Fail(EBADMSG, fmt::format("compressed return at {:#x} with an empty return stack", x.ip));
+        ip_ = retstack_[ret_top_];
+        // The return goes to the call's fall-through block: follow (or
+        // fill in) that block's link.
+        const uint32_t call = ret_block_[ret_top_];
+        ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
+        --ret_count_;
+        if (call < cache_->size() && cache_->block(call).end() == ip_) {
+          if (cache_->block(call).next[0] != 0) {
+            hint_ = cache_->block(call).next[0];
+          } else {
+            link_block_ = call + 1;
+            link_k_ = 0;
+            link_ip_ = ip_;
+          }
+        } else {
+          predict();
+        }
+        return 0;
+      }
+      if (UnboundControl()) return BeyondControl(x);
+      if (const int err = TakeTip(nullptr)) return err;
+      predict();
+      return 0;
+    case BranchClass::kIndirectCall:
+    case BranchClass::kIndirectJump:
+    case BranchClass::kFarTransfer:
+      if (const int err = NeedControl()) return err;
+      if (tnt_count_ != 0 && ctl_ == Ctl::kNone) [[unlikely]] {
+        // libipt's indirect-branch query takes the next TIP while TNT bits
+        // are still cached (it fails only if a TNT packet comes first): the
+        // bits stay for the branches after it.
+        const uint64_t bits = tnt_bits_;
+        const uint32_t count = tnt_count_;
+        tnt_count_ = 0;
+        if (const int err = FetchControl()) return err;  // the end of the trace: -pte_eos
+        tnt_bits_ = bits;  // (a TNT packet fetched instead of a TIP: the error below)
+        tnt_count_ = count;
+      }
+      if (tnt_count_ != 0 && ctl_ != Ctl::kTip)
+        return Fail(EBADMSG, fmt::format("{} at {:#x}: a TNT bit where a TIP was needed",
+                                         BranchClassName(x.branch), x.ip));
+      if (x.branch == BranchClass::kIndirectCall) {
+        ret_top_ = (ret_top_ + 1) % kRetStackSize;
+        retstack_[ret_top_] = x.next_ip();
+        ret_block_[ret_top_] = block;
+        if (ret_count_ < kRetStackSize) ++ret_count_;
+      }
+      if (x.branch != BranchClass::kFarTransfer ? UnboundControl() : IsAsync(ctl_)) return BeyondControl(x);
+      if (const int err = TakeTip(nullptr)) return err;
+      if (enabled_) predict();
+      return 0;
+  }
+  return 0;
+}
+
+// The branch just executed takes its target from the held TIP, or is where
+// a held TIP.PGD stops tracing.
+int FlowDecoder::TakeTip(uint64_t*) {
+  if (ctl_ == Ctl::kTip) {
+    if (ctl_suppressed_) [[unlikely]] {
+      // libipt reads ahead after the TIP before it looks at its IP: a bad
+      // packet there is the error (pt_qry_indirect_branch), else -pte_noip.
+      if (const int err = CheckAhead()) return err;
+      return Fail(EBADMSG, fmt::format("TIP at {:#x} with a suppressed IP", ctl_offset_));
+    }
+    ip_ = ctl_ip_;
+    ctl_ = Ctl::kNone;
+    if (mode_pending_) {
+      mode_pending_ = false;
+      if (pending_mode_ != mode_) {
+        mode_ = pending_mode_;
+        Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .mode = mode_, .ip = ip_, .offset = pending_mode_offset_});
+      }
+    }
+    return PeekAfterIp();
+  }
+  if (ctl_ == Ctl::kTipPgd) {
+    Queue(FlowEvent{.type = FlowEvent::Type::kDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
+                    .offset = ctl_offset_});
+    enabled_ = false;
+    if (!ctl_suppressed_) ip_ = ctl_ip_;
+    ctl_ = Ctl::kNone;
+    return PeekAfterIp();
+  }
+  return Fail(EBADMSG, fmt::format("branch at {:#x}: no TIP", ip_));
+}
+
+}  // namespace perftest::pt

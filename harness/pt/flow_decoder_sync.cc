@@ -1,0 +1,104 @@
+// FlowDecoder: synchronization (see flow_decoder.cc for the file layout) —
+// SyncForward/SyncSet reset the flow state and read the PSB+.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "harness/pt/flow_decoder.h"
+#include "harness/pt/internal/flow_decoder_inline.h"
+
+namespace perftest::pt {
+
+using internal::StatusEvent;
+
+// Reads the rest of a PSB+ (after the PSB) to PSBEND.
+int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
+  last_ip_.Reset();
+  bool have_fup = false;
+  uint64_t fup_ip = 0;
+  for (;;) {
+    Packet p;
+    if (const int err = ReadPacket(&p)) return err;
+    switch (p.type) {
+      case PacketType::kPsbEnd:
+        if (at_sync) {
+          enabled_ = have_fup;
+          ip_ = fup_ip;
+        }
+        return 0;
+      case PacketType::kFup:
+        if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad FUP in PSB+");
+        have_fup = p.ipbytes() != 0;
+        fup_ip = last_ip_.raw();
+        break;
+      case PacketType::kModeExec:
+        mode_ = p.exec_mode();
+        break;
+      case PacketType::kModeTsx:
+        Queue(FlowEvent{.type = FlowEvent::Type::kTsx, .ip_suppressed = true, .payload = p.payload & 3,
+                        .offset = p.offset});
+        break;
+      case PacketType::kPip:
+      case PacketType::kVmcs:
+        Queue(StatusEvent(p));
+        break;
+      case PacketType::kCbr:
+        Timing(p);
+        Queue(StatusEvent(p));
+        break;
+      case PacketType::kTsc:
+      case PacketType::kTma:
+      case PacketType::kMtc:
+      case PacketType::kCyc:
+        Timing(p);
+        break;
+      case PacketType::kPad:
+      case PacketType::kMnt:
+      case PacketType::kOvf:  // an overflow resolved at the PSB: the PSB+ gives the state
+        break;
+      default:
+        return Fail(EBADMSG, fmt::format("{} inside the PSB+ at {:#x}", PacketName(p.type), psb_offset));
+    }
+  }
+}
+
+
+Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
+  synced_ = false;
+  enabled_ = false;
+  ret_top_ = ret_count_ = 0;
+  tnt_count_ = 0;
+  ctl_ = Ctl::kNone;
+  have_unread_ = false;
+  mode_pending_ = false;
+  fup_pending_ = false;
+  events_.clear();
+  event_head_ = 0;
+  deferred_error_ = 0;
+  sticky_error_ = 0;
+  steps_without_packet_ = 0;
+  hint_ = link_block_ = 0;
+  if (!psb.ok()) return psb;
+  Packet p;
+  if (packets_.Next(p) != 0 || p.type != PacketType::kPsb) {
+    return Result<uint64_t>::Failure(EBADMSG, fmt::format("pt::FlowDecoder::Sync(offset={:#x})", *psb));
+  }
+  if (const int err = ReadPsbPlus(p.offset, true)) {
+    return Result<uint64_t>::Failure(err, fmt::format("pt::FlowDecoder::Sync: PSB+ at {:#x}: {}", *psb,
+                                                       error_message_));
+  }
+  synced_ = true;
+  return psb;
+}
+
+Result<uint64_t> FlowDecoder::SyncForward() { return Start(packets_.SyncForward()); }
+
+Result<uint64_t> FlowDecoder::SyncSet(uint64_t offset) {
+  Result<void> r = packets_.SyncSet(offset);
+  if (!r.ok()) return Start(Result<uint64_t>::FailureFrom(r));
+  return Start(Result<uint64_t>::Ok(offset));
+}
+
+}  // namespace perftest::pt

@@ -1,0 +1,48 @@
+// Internal to the flow decoder's sources (flow_decoder*.cc): constants and
+// the small helpers inlined on both the fast path (flow_decoder.cc) and the
+// slow and packet paths, which live in separate files.
+#pragma once
+
+#include <cstdint>
+
+#include "harness/pt/flow_decoder.h"
+
+namespace perftest::pt {
+namespace internal {
+
+inline constexpr uint32_t kRetStackSize = 64;  // the hardware's return-compression depth
+
+// The event a PIP, VMCS or CBR packet reports, bound to no IP: the same
+// inside a PSB+ and in the stream (flow_decoder_packets.cc).
+FlowEvent StatusEvent(const Packet& p);
+
+// Writes b.last() into `x` field by field: built in a local and copied, the
+// Insn is written with narrow stores and read back with wide loads, a
+// store-forwarding stall on every block.
+inline void StoreLast(Insn& x, const BlockCache::Block& b) {
+  const uint8_t length = b.last_length();
+  const BranchClass branch = b.branch();
+  x.ip = b.end() - length;
+  x.target = (branch == BranchClass::kCondJump || branch == BranchClass::kDirectJump ||
+              branch == BranchClass::kDirectCall) ? b.target() : 0;
+  x.length = length;
+  x.branch = branch;
+  x.far = b.far();
+  x.mode = b.mode();
+}
+
+}  // namespace internal
+
+// The next packet: the one pushed back by Unread(), else the packet decoder's.
+inline __attribute__((always_inline)) int FlowDecoder::ReadPacket(Packet* p) {
+  if (have_unread_) [[unlikely]] {
+    *p = unread_;
+    have_unread_ = false;
+    return 0;
+  }
+  const int err = packets_.Next(*p);
+  if (err != 0) [[unlikely]] return FailPacket(err);
+  return 0;
+}
+
+}  // namespace perftest::pt
