@@ -285,7 +285,7 @@ class MockBackend final : public Backend {
   void ForEachSideBand(Fn fn);
   void ForEachSideBandFn(const std::function<void(MockEvent&)>& fn);  // for other files
   void MmapEvent(uint64_t addr, uint64_t len, bool exec);  // perf_event_mmap()
-  void SwitchEvent(bool sched_in, bool task);               // perf_event_switch(): the task or idle
+  void SwitchEvent(bool sched_in, const Task* self, const Task* other);  // perf_event_switch(); nullptr: idle
   uint64_t NewRegion(uint64_t pages);
   // Workload::kExec in the forked child: COMM (COMM_EXEC) and the binary's mapping.
 
