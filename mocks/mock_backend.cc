@@ -145,7 +145,7 @@ int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
       return ENOSPC;
     }
   }
-  if (int err = BreakpointParse(a, BreakpointArch::kX86_64, why)) return err;
+  if (int err = BreakpointParse(a, BreakpointArchOf(profile_.arch), ev.pid != -1, why)) return err;
   ev.pmu = PmuId::kBreakpoint;
   PeriodStateInit(ev);
   return 0;
@@ -485,7 +485,7 @@ int MockBackend::PeriodIoctl(MockEvent& ev, uintptr_t arg, std::string* why) {
 int MockBackend::ModifyBreakpoint(MockEvent& ev, const perf_event_attr& new_attr, std::string* why) {
   ev.attr.sig_data = new_attr.sig_data;  // perf_event_modify_copy_attr()
   DisableEvent(ev);
-  int err = BreakpointParse(new_attr, BreakpointArch::kX86_64, why);
+  int err = BreakpointParse(new_attr, BreakpointArchOf(profile_.arch), ev.pid != -1, why);
   if (err == 0) {
     perf_event_attr old_attr = ev.attr;
     BreakpointCopyAttr(new_attr, &old_attr);
