@@ -70,10 +70,17 @@ const TracepointModel* UprobeTraceModel() {
   return &model;
 }
 
-int UprobeEventInit(const perf_event_attr& attr, bool perfmon, const UprobeFiles& files, std::string* why) {
+uint64_t UprobeSwbpInsnSize(const std::string& arch) {
+  if (arch == "aarch64" || arch == "arm64") return 4;
+  if (arch == "riscv64") return 2;
+  return 1;
+}
+
+int UprobeEventInit(const perf_event_attr& attr, bool sys_admin, uint64_t insn_size, const UprobeFiles& files,
+                    std::string* why) {
   // perf_uprobe_event_init().
-  if (!perfmon) {
-    *why = "uprobe events need CAP_PERFMON or CAP_SYS_ADMIN (perf_uprobe_event_init(): perfmon_capable())";
+  if (!sys_admin) {
+    *why = "uprobe events need CAP_SYS_ADMIN (perf_uprobe_event_init(): capable(CAP_SYS_ADMIN); CAP_PERFMON is not enough)";
     return EACCES;
   }
   if (attr.sample_type & PERF_SAMPLE_BRANCH_STACK) {
@@ -120,6 +127,11 @@ int UprobeEventInit(const perf_event_attr& attr, bool perfmon, const UprobeFiles
   if (offset > inode.size) {
     *why = fmt::format("probe_offset (config2) {} is past the end of \"{}\" ({} bytes; uprobe_register())", offset,
                        path, inode.size);
+    return EINVAL;
+  }
+  if (attr.config2 % insn_size != 0) {
+    *why = fmt::format("probe_offset (config2) {:#x} is not a multiple of UPROBE_SWBP_INSN_SIZE {} (uprobe_register())",
+                       attr.config2, insn_size);
     return EINVAL;
   }
   if (ref_ctr_offset % sizeof(short) != 0) {

@@ -7,11 +7,14 @@
 // return probe and config bits 32-63 (PERF_UPROBE_REF_CTR_OFFSET_SHIFT, format/
 // ref_ctr_offset "config:32-63") give the reference counter's offset.
 //
-//   if (int err = UprobeEventInit(attr, Perfmon(), HostUprobeFiles(), &why)) return fail(err, why);
+//   if (int err = UprobeEventInit(attr, SysAdmin(), 1, HostUprobeFiles(), &why)) return fail(err, why);
 //
 // The rules, in the kernel's order, each checked on the VM (Linux 6.18, root,
 // perf_event_paranoid=2; the mock's unit tests in uprobe_pmu_test.cc name them):
-//   perf_uprobe_event_init()   EACCES  without perfmon_capable(), whatever perf_event_paranoid
+//   perf_uprobe_event_init()   EACCES  without capable(CAP_SYS_ADMIN), whatever perf_event_paranoid: CAP_PERFMON
+//                              is not enough ("perf: Require CAP_SYS_ADMIN for uprobes", 2025, in 6.18;
+//                              perfmon_capable() before it; the VM: uid 65534 with CAP_PERFMON EACCES,
+//                              with CAP_SYS_ADMIN ok)
 //                              EOPNOTSUPP  PERF_SAMPLE_BRANCH_STACK ("no branch sampling for probe events")
 //   perf_uprobe_init()         EINVAL  config1 == 0 (no path)
 //     strndup_user(PATH_MAX)   EFAULT  the path is not readable; E2BIG  no NUL in its first PATH_MAX bytes
@@ -20,10 +23,11 @@
 //   create_local_trace_uprobe() kern_path(LOOKUP_FOLLOW): its errno (ENOENT, ENOTDIR, ENAMETOOLONG, ELOOP, EACCES)
 //                              EINVAL  not a regular file (a directory, a device) once symlinks are followed
 //   uprobe_register()          EIO     the file's mapping has no read_folio (procfs, tracefs files)
-//                              EINVAL  probe_offset > i_size (loff_t: a negative offset passes), or
-//                                      ref_ctr_offset odd (IS_ALIGNED(ref_ctr_offset, sizeof(short)))
-//                              (IS_ALIGNED(offset, UPROBE_SWBP_INSN_SIZE) holds for any offset on x86,
-//                              whose int3 is one byte.)
+//                              EINVAL  probe_offset > i_size (loff_t: a negative offset passes),
+//                                      probe_offset not a multiple of UPROBE_SWBP_INSN_SIZE (1 on x86,
+//                                      whose int3 is one byte, so never there; 4 on arm64, 2 on riscv64
+//                                      with the C extension), or ref_ctr_offset odd
+//                                      (IS_ALIGNED(ref_ctr_offset, sizeof(short)))
 // What the model leaves out: it plants no breakpoint, so the event never
 // counts (the kernel counts each execution of the probed instruction by a
 // task the event watches) and install-time failures (arch_uprobe_analyze_insn()
@@ -73,9 +77,14 @@ class UprobeFiles {
 // cgroup2 (kernfs), tmpfs and disk files do).
 const UprobeFiles& HostUprobeFiles();
 
+// UPROBE_SWBP_INSN_SIZE of a profile's arch (arch/*/include/asm/uprobes.h):
+// x86_64 1, aarch64 4 (AARCH64_INSN_SIZE), riscv64 2 (c.ebreak, CONFIG_RISCV_ISA_C).
+uint64_t UprobeSwbpInsnSize(const std::string& arch);
+
 // perf_uprobe_event_init() through uprobe_register(): 0 or the errno, with the
-// rule in *why. `perfmon` is perfmon_capable() (CAP_PERFMON or CAP_SYS_ADMIN).
-int UprobeEventInit(const perf_event_attr& attr, bool perfmon, const UprobeFiles& files, std::string* why);
+// rule in *why. `sys_admin` is capable(CAP_SYS_ADMIN); `insn_size` UPROBE_SWBP_INSN_SIZE.
+int UprobeEventInit(const perf_event_attr& attr, bool sys_admin, uint64_t insn_size, const UprobeFiles& files,
+                    std::string* why);
 
 // The trace event a uprobe event is (create_local_trace_uprobe(): "uprobes/
 // DUMMY_EVENT", never added to tracefs): PERF_EVENT_IOC_SET_FILTER sees only

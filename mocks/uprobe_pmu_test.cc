@@ -8,11 +8,13 @@
 #include "mocks/uprobe_pmu.h"
 
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <cstring>
 #include <map>
+#include <tuple>
 
 #include "mocks/internal/mock_test_fixture.h"
 
@@ -69,14 +71,28 @@ TEST_F(UprobePmu, RetprobeBitAndUnusedConfigBits) {
   EXPECT_EQ(Err(Attr("/proc/self/exe", 0, 0xfffffffe)), 0);
 }
 
-// perf_uprobe_event_init(): perfmon_capable() before anything else of the PMU.
-TEST_F(UprobePmu, NeedsPerfmonEvenForOwnTask) {
+// perf_uprobe_event_init(): capable(CAP_SYS_ADMIN) before anything else of the PMU.
+TEST_F(UprobePmu, NeedsSysAdminEvenForOwnTask) {
   FakeFiles files;
   std::string why;
   perf_event_attr a = Attr("/x");
-  EXPECT_EQ(mock::UprobeEventInit(a, /*perfmon=*/false, files, &why), EACCES) << why;
+  EXPECT_EQ(mock::UprobeEventInit(a, /*sys_admin=*/false, 1, files, &why), EACCES) << why;
   a.config1 = 0;
-  EXPECT_EQ(mock::UprobeEventInit(a, false, files, &why), EACCES) << "checked before the path";
+  EXPECT_EQ(mock::UprobeEventInit(a, false, 1, files, &why), EACCES) << "checked before the path";
+  // Through the backend: a child task keeping only CAP_PERFMON is refused (6.18).
+  ChildCredentials perfmon;
+  perfmon.uid = 65534;
+  perfmon.caps = std::vector<int>{CAP_PERFMON};
+  auto open = [&](Backend& c) {
+    perf_event_attr p = Attr("/proc/self/exe");
+    p.exclude_kernel = 1;
+    p.exclude_hv = 1;
+    Result<int> r = c.PerfEventOpen(&p, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    return r.ok() ? 0 : r.error();
+  };
+  EXPECT_THAT(b().RunInChild(perfmon, open), SucceedsWith(EACCES));
+  perfmon.caps = std::vector<int>{CAP_SYS_ADMIN};
+  EXPECT_THAT(b().RunInChild(perfmon, open), SucceedsWith(0));
 }
 
 // perf_uprobe_event_init(): "no branch sampling for probe events", before the path.
@@ -136,7 +152,7 @@ TEST_F(UprobePmu, ProcfsFileIsEio) {
   perf_event_attr a = Attr(nullptr);
   a.config1 = 1;
   std::string why;
-  EXPECT_EQ(mock::UprobeEventInit(a, true, files, &why), EIO) << why;
+  EXPECT_EQ(mock::UprobeEventInit(a, true, 1, files, &why), EIO) << why;
 }
 
 // uprobe_register(): offset > i_size is EINVAL; offset is a signed loff_t, so
@@ -150,10 +166,20 @@ TEST_F(UprobePmu, OffsetRules) {
   std::string why;
   for (uint64_t ok : {uint64_t{0}, uint64_t{1}, uint64_t{2}, ~uint64_t{0}, uint64_t{1} << 63}) {
     a.config2 = ok;
-    EXPECT_EQ(mock::UprobeEventInit(a, true, files, &why), 0) << ok << ": " << why;
+    EXPECT_EQ(mock::UprobeEventInit(a, true, 1, files, &why), 0) << ok << ": " << why;
   }
   a.config2 = 3;
-  EXPECT_EQ(mock::UprobeEventInit(a, true, files, &why), EINVAL) << "past the 2-byte file";
+  EXPECT_EQ(mock::UprobeEventInit(a, true, 1, files, &why), EINVAL) << "past the 2-byte file";
+  // IS_ALIGNED(offset, UPROBE_SWBP_INSN_SIZE): arm64's brk is 4 bytes, riscv's c.ebreak 2.
+  files.inodes["/bin/f"].size = 64;
+  EXPECT_EQ(mock::UprobeSwbpInsnSize("x86_64"), 1u);
+  for (auto [arch, ok, bad] : {std::tuple{"aarch64", 8, 6}, std::tuple{"riscv64", 6, 5}}) {
+    const uint64_t size = mock::UprobeSwbpInsnSize(arch);
+    a.config2 = ok;
+    EXPECT_EQ(mock::UprobeEventInit(a, true, size, files, &why), 0) << arch << ": " << why;
+    a.config2 = bad;
+    EXPECT_EQ(mock::UprobeEventInit(a, true, size, files, &why), EINVAL) << arch;
+  }
   EXPECT_EQ(Err(Attr("/proc/self/exe", uint64_t{1} << 40)), EINVAL);
 }
 

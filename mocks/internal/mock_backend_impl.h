@@ -134,6 +134,7 @@ class MockBackend final : public Backend {
   // --- mock_permissions.cc ---
   static Credentials ProfileCredentials(const MockProfile& p);
   bool Perfmon() const;   // perfmon_capable(): CAP_PERFMON or CAP_SYS_ADMIN
+  bool SysAdmin() const;  // capable(CAP_SYS_ADMIN)
   bool IpcLock() const;   // capable(CAP_IPC_LOCK)
   // perf_mmap_calc_limits(): `pages` more locked pages fill user->locked_vm up
   // to perf_event_mlock_kb * ncpus (*user_extra), the rest counts against
