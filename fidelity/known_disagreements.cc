@@ -5,8 +5,8 @@ namespace perftest::fidelity {
 const std::vector<KnownDisagreement>& KnownDisagreements() {
   static const std::vector<KnownDisagreement> list = {
       {"unmodelled-pmu",
-       "The host lists a PMU the profile does not (on the development VM: uprobe; msr and power are modelled, "
-       "mocks/free_running_pmu.h). MockBackend does "
+       "The host lists a PMU the profile does not (on the development VM, none: msr and power are modelled in "
+       "mocks/free_running_pmu.h, uprobe in mocks/uprobe_pmu.h; a kprobe PMU elsewhere is not). MockBackend does "
        "not implement it, so perf_init_event() finds no PMU for its type and the mock says ENOENT, while the "
        "kernel runs that PMU's event_init(). Such calls are tallied apart from the agreement figure.",
        "", "", "", /*unmodelled_pmu=*/true},

@@ -16,9 +16,58 @@ int Fail(int err, std::string* why, std::string text) {
 // arch_check_bp_in_kernelspace(): the range reaches the kernel half.
 bool InKernelSpace(uint64_t addr, uint64_t len) { return addr >= 0xffff800000000000ull || addr + len < addr; }
 
+// arm64: TASK_SIZE for 48-bit user VAs (vabits_actual = 48 without FEAT_LPA2, as on Neoverse N1).
+constexpr uint64_t kArm64TaskSize = uint64_t{1} << 48;
+
+// arm64 arch_build_bp_info(): the length after the execute fix-up.
+uint64_t Arm64Len(const perf_event_attr& a) { return a.bp_type == HW_BREAKPOINT_X ? 4 : a.bp_len; }
+
+// arm64 hw_breakpoint_arch_parse(): the doubleword (word for X) the
+// breakpoint register holds and the byte-select mask within it (8 bits).
+struct Arm64Watch {
+  uint64_t base;
+  uint32_t bas;
+};
+Arm64Watch Arm64WatchOf(const perf_event_attr& a) {
+  const uint64_t mask = a.bp_type == HW_BREAKPOINT_X ? 0x3 : 0x7;
+  const uint64_t offset = a.bp_addr & mask;
+  const uint32_t len_bits = (1u << Arm64Len(a)) - 1;  // ARM_BREAKPOINT_LEN_n: n low bits
+  return {a.bp_addr & ~mask, static_cast<uint32_t>((len_bits << offset) & 0xff)};
+}
+
+int Arm64Parse(const perf_event_attr& a, bool per_task, std::string* why) {
+  switch (a.bp_type) {
+    case HW_BREAKPOINT_X:
+    case HW_BREAKPOINT_R:
+    case HW_BREAKPOINT_W:
+    case HW_BREAKPOINT_RW:
+      break;
+    default:
+      return Fail(EINVAL, why, fmt::format("bp_type {:#x}: arm64 has X, R, W and RW breakpoints only", a.bp_type));
+  }
+  if (a.bp_len < HW_BREAKPOINT_LEN_1 || a.bp_len > HW_BREAKPOINT_LEN_8) {
+    return Fail(EINVAL, why, fmt::format("bp_len {} is not 1..8 (arm64 arch_build_bp_info())", a.bp_len));
+  }
+  // arch_check_bp_in_kernelspace() with the length after the fix-up.
+  const uint64_t len = Arm64Len(a);
+  const bool kernel = a.bp_addr >= kArm64TaskSize && a.bp_addr + len - 1 >= kArm64TaskSize;
+  if (kernel && per_task) {
+    return Fail(EINVAL, why, "a per-task breakpoint on a kernel address (arm64 hw_breakpoint_arch_parse())");
+  }
+  if (kernel && a.exclude_kernel) {
+    return Fail(EINVAL, why, "a kernel address with exclude_kernel (hw_breakpoint_parse())");
+  }
+  return 0;
+}
+
 }  // namespace
 
-int BreakpointParse(const perf_event_attr& a, BreakpointArch /*arch: x86_64 only so far*/, std::string* why) {
+BreakpointArch BreakpointArchOf(const std::string& profile_arch) {
+  return profile_arch == "aarch64" || profile_arch == "arm64" ? BreakpointArch::kArm64 : BreakpointArch::kX86_64;
+}
+
+int BreakpointParse(const perf_event_attr& a, BreakpointArch arch, bool per_task, std::string* why) {
+  if (arch == BreakpointArch::kArm64) return Arm64Parse(a, per_task, why);
   const uint64_t len = a.bp_len;
   switch (a.bp_type) {
     case HW_BREAKPOINT_X:
@@ -46,7 +95,22 @@ int BreakpointParse(const perf_event_attr& a, BreakpointArch /*arch: x86_64 only
   return 0;
 }
 
-bool BreakpointHits(const perf_event_attr& a, uint64_t addr, uint32_t width, Access access) {
+bool BreakpointHits(const perf_event_attr& a, uint64_t addr, uint32_t width, Access access, BreakpointArch arch) {
+  if (arch == BreakpointArch::kArm64) {
+    // breakpoint_handler(): the word matches and the byte select has the
+    // pc's byte; watchpoint_handler(): the access kind is the watchpoint's and
+    // it touches a selected byte of the doubleword.
+    const uint32_t kind = access == Access::kExecute ? HW_BREAKPOINT_X
+                          : access == Access::kRead  ? HW_BREAKPOINT_R
+                                                     : HW_BREAKPOINT_W;
+    if ((a.bp_type & kind) == 0) return false;  // X is never combined with R/W (Arm64Parse())
+    const Arm64Watch w = Arm64WatchOf(a);
+    const uint64_t span = kind == HW_BREAKPOINT_X ? 4 : 8;  // BVR holds a word, WVR a doubleword
+    for (uint64_t byte = addr; byte < addr + (kind == HW_BREAKPOINT_X ? 1 : width); ++byte) {
+      if (byte >= w.base && byte < w.base + span && ((w.bas >> (byte - w.base)) & 1) != 0) return true;
+    }
+    return false;
+  }
   switch (access) {
     case Access::kExecute:
       return a.bp_type == HW_BREAKPOINT_X && addr == a.bp_addr;

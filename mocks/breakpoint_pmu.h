@@ -23,6 +23,24 @@
 //    perf_event_open() (disabled or not) to close; per CPU, the CPU-wide
 //    breakpoints plus those of any task that may run there must fit
 //    (reserve_bp_slot() -> ENOSPC).
+// arm64 (BreakpointArch::kArm64, the arm64-pmuv3 profile; from the source of
+// arch/arm64/kernel/hw_breakpoint.c arch_build_bp_info() and
+// hw_breakpoint_arch_parse(), Linux 6.18 — no arm64 machine to check on):
+//  - bp_type: X, R, W or RW (a load-only watchpoint exists); anything else EINVAL.
+//  - bp_len: any of HW_BREAKPOINT_LEN_1..8, for every type; anything else
+//    EINVAL (no range breakpoints, so no EOPNOTSUPP).
+//  - X (a 64-bit task): any accepted length is silently made 4 (the "FIXME:
+//    perf assumes sizeof(long)" fix-up). AArch32 (compat) tasks would need 2
+//    or 4; the model has no compat task.
+//  - No alignment rule for a 64-bit task: the address is rounded down to the
+//    doubleword (8 bytes; 4 for X) and the length becomes a byte-select mask
+//    (BAS, 8 bits) shifted by the offset; bytes past the doubleword fall off
+//    the 8-bit field, so a watchpoint crossing a doubleword watches only its
+//    part in the first one.
+//  - A kernel address (va >= TASK_SIZE, 1 << 48 for 48-bit VAs, and so its end)
+//    on a per-task breakpoint is EINVAL ("Disallow per-task kernel breakpoints");
+//    then hw_breakpoint_parse()'s exclude_kernel rule as on x86.
+//  - Slots: BRPs for X and WRPs for data, apart (profile hw_watchpoint_slots).
 #pragma once
 
 #include <linux/perf_event.h>
@@ -32,7 +50,11 @@
 
 namespace perftest::mock {
 
-enum class BreakpointArch { kX86_64 };
+enum class BreakpointArch { kX86_64, kArm64 };
+
+// The rules a profile's arch follows: "aarch64"/"arm64" -> kArm64; x86_64 and
+// the others (riscv64's SBI debug triggers are not modelled) -> kX86_64.
+BreakpointArch BreakpointArchOf(const std::string& profile_arch);
 
 // kernel/events/hw_breakpoint.c find_slot_idx(): a breakpoint with any
 // HW_BREAKPOINT_RW bit takes a data slot (TYPE_DATA), else an instruction slot
@@ -43,12 +65,17 @@ BreakpointSlot SlotOf(uint32_t bp_type);
 
 enum class Access { kRead, kWrite, kExecute };
 
-// Validates bp_type/bp_len/bp_addr. Errors: EINVAL, EOPNOTSUPP as above.
-int BreakpointParse(const perf_event_attr& attr, BreakpointArch arch, std::string* why);
+// Validates bp_type/bp_len/bp_addr (hw_breakpoint_parse()). `per_task`: the
+// event has a target task (bp->hw.target). Errors: EINVAL, EOPNOTSUPP as above.
+int BreakpointParse(const perf_event_attr& attr, BreakpointArch arch, bool per_task, std::string* why);
+inline int BreakpointParse(const perf_event_attr& attr, BreakpointArch arch, std::string* why) {
+  return BreakpointParse(attr, arch, /*per_task=*/false, why);
+}
 
 // Whether an access of `width` bytes at `addr` (kExecute: a call to `addr`)
-// triggers the breakpoint described by `attr`.
-bool BreakpointHits(const perf_event_attr& attr, uint64_t addr, uint32_t width, Access access);
+// triggers the breakpoint described by `attr` (one that BreakpointParse() accepted for `arch`).
+bool BreakpointHits(const perf_event_attr& attr, uint64_t addr, uint32_t width, Access access,
+                    BreakpointArch arch = BreakpointArch::kX86_64);
 
 // hw_breakpoint_copy_attr(): the fields PERF_EVENT_IOC_MODIFY_ATTRIBUTES may
 // change (bp_addr, bp_type, bp_len, disabled), copied from `from` to `to`.

@@ -1,6 +1,7 @@
-// Unit tests of the breakpoint PMU model (x86_64 rules, slots, counting,
-// PERF_EVENT_IOC_MODIFY_ATTRIBUTES). Expected values checked on Linux 6.18
-// x86_64 with the same attrs.
+// Unit tests of the breakpoint PMU model (x86_64 and arm64 rules, slots,
+// counting, PERF_EVENT_IOC_MODIFY_ATTRIBUTES). x86_64 values checked on Linux
+// 6.18 x86_64 with the same attrs; arm64 ones follow the source of
+// arch/arm64/kernel/hw_breakpoint.c (no arm64 machine here).
 #include "mocks/breakpoint_pmu.h"
 
 #include <gmock/gmock.h>
@@ -71,6 +72,103 @@ TEST(BreakpointModel, HitsOverlapAndKind) {
   const perf_event_attr x = Bp(HW_BREAKPOINT_X, 0x4000, 8);
   EXPECT_TRUE(BreakpointHits(x, 0x4000, 1, Access::kExecute));
   EXPECT_FALSE(BreakpointHits(x, 0x4000, 8, Access::kRead));
+}
+
+// arch/arm64/kernel/hw_breakpoint.c arch_build_bp_info(): X, R, W, RW and any
+// length 1..8; an execute breakpoint of a 64-bit task of any such length is
+// made 4 bytes; nothing else parses. No range breakpoints (no EOPNOTSUPP).
+TEST(BreakpointModel, Arm64TypesAndLengths) {
+  const uint64_t base = 0x1000;
+  std::string why;
+  auto parse = [&](uint32_t type, uint64_t addr, uint64_t len) {
+    return BreakpointParse(Bp(type, addr, len), BreakpointArch::kArm64, /*per_task=*/true, &why);
+  };
+  for (uint64_t len = 1; len <= 8; ++len) {
+    for (uint32_t type : {HW_BREAKPOINT_R, HW_BREAKPOINT_W, HW_BREAKPOINT_RW, HW_BREAKPOINT_X}) {
+      EXPECT_EQ(parse(type, base, len), 0) << "type " << type << " len " << len << ": " << why;
+    }
+  }
+  for (uint64_t len : {0, 9, 16}) EXPECT_EQ(parse(HW_BREAKPOINT_W, base, len), EINVAL) << len;
+  EXPECT_EQ(parse(HW_BREAKPOINT_X, base, 16), EINVAL) << "the length is checked before the execute fix-up";
+  EXPECT_EQ(parse(HW_BREAKPOINT_EMPTY, base, 4), EINVAL);
+  EXPECT_EQ(parse(HW_BREAKPOINT_W | HW_BREAKPOINT_X, base, 4), EINVAL);
+  EXPECT_EQ(parse(HW_BREAKPOINT_INVALID, base, 4), EINVAL);
+  EXPECT_EQ(BreakpointParse(Bp(HW_BREAKPOINT_R, base, 8), BreakpointArch::kX86_64, &why), EINVAL)
+      << "x86 keeps its own rules";
+}
+
+// arm64 hw_breakpoint_arch_parse(): a 64-bit task has no alignment rule (the
+// address is rounded down to the doubleword and the byte select shifted);
+// a per-task breakpoint on a kernel address is EINVAL, a CPU-wide one needs
+// exclude_kernel clear (hw_breakpoint_parse()).
+TEST(BreakpointModel, Arm64AlignmentAndKernelAddresses) {
+  std::string why;
+  for (uint64_t off = 0; off < 8; ++off) {
+    for (uint64_t len : {2, 4, 8}) {
+      EXPECT_EQ(BreakpointParse(Bp(HW_BREAKPOINT_W, 0x1000 + off, len), BreakpointArch::kArm64, true, &why), 0)
+          << "offset " << off << " len " << len;
+    }
+  }
+  EXPECT_EQ(BreakpointParse(Bp(HW_BREAKPOINT_X, 0x4002, 8), BreakpointArch::kArm64, true, &why), 0);
+  const uint64_t kernel = 0xffff800008000000ull;
+  perf_event_attr k = Bp(HW_BREAKPOINT_W, kernel, 8);
+  k.exclude_kernel = 0;
+  EXPECT_EQ(BreakpointParse(k, BreakpointArch::kArm64, /*per_task=*/true, &why), EINVAL) << "per-task kernel bp";
+  EXPECT_EQ(BreakpointParse(k, BreakpointArch::kArm64, /*per_task=*/false, &why), 0) << why;
+  k.exclude_kernel = 1;
+  EXPECT_EQ(BreakpointParse(k, BreakpointArch::kArm64, /*per_task=*/false, &why), EINVAL);
+  EXPECT_EQ(BreakpointParse(Bp(HW_BREAKPOINT_W, (uint64_t{1} << 48) - 4, 8), BreakpointArch::kArm64, true, &why), 0)
+      << "starts below TASK_SIZE: a user breakpoint";
+}
+
+// The byte-address select (BAS): the watched bytes are the doubleword's
+// selected ones; a watchpoint crossing the doubleword loses its tail;
+// R watches loads only; an execute breakpoint fires on its word.
+TEST(BreakpointModel, Arm64ByteSelectHits) {
+  const auto arm = BreakpointArch::kArm64;
+  const perf_event_attr w3 = Bp(HW_BREAKPOINT_W, 0x1001, 3);  // bytes 1-3 of the doubleword at 0x1000
+  EXPECT_FALSE(BreakpointHits(w3, 0x1000, 1, Access::kWrite, arm));
+  EXPECT_TRUE(BreakpointHits(w3, 0x1003, 1, Access::kWrite, arm));
+  EXPECT_FALSE(BreakpointHits(w3, 0x1004, 4, Access::kWrite, arm));
+  EXPECT_TRUE(BreakpointHits(w3, 0x1000, 8, Access::kWrite, arm));
+  const perf_event_attr cross = Bp(HW_BREAKPOINT_W, 0x1006, 4);  // 0x1006..0x1009 asked, 0x1006..0x1007 watched
+  EXPECT_TRUE(BreakpointHits(cross, 0x1007, 1, Access::kWrite, arm));
+  EXPECT_FALSE(BreakpointHits(cross, 0x1008, 1, Access::kWrite, arm)) << "past the doubleword: out of the 8-bit BAS";
+  EXPECT_TRUE(BreakpointHits(cross, 0x1008, 1, Access::kWrite)) << "x86 would watch it (had it parsed)";
+  const perf_event_attr r = Bp(HW_BREAKPOINT_R, 0x2000, 8);
+  EXPECT_TRUE(BreakpointHits(r, 0x2004, 4, Access::kRead, arm));
+  EXPECT_FALSE(BreakpointHits(r, 0x2004, 4, Access::kWrite, arm)) << "a load-only watchpoint";
+  const perf_event_attr x = Bp(HW_BREAKPOINT_X, 0x4000, 8);  // made 4 bytes
+  EXPECT_TRUE(BreakpointHits(x, 0x4000, 1, Access::kExecute, arm));
+  EXPECT_FALSE(BreakpointHits(x, 0x4004, 1, Access::kExecute, arm)) << "the next instruction";
+  EXPECT_FALSE(BreakpointHits(x, 0x4000, 4, Access::kRead, arm));
+}
+
+class Arm64BreakpointPmu : public MockTest {
+ protected:
+  std::string ProfileName() const override { return "arm64-pmuv3"; }
+};
+
+// Under the arm64-pmuv3 profile the open and PERF_EVENT_IOC_MODIFY_ATTRIBUTES
+// take arm64's rules: a read-only watchpoint and a misaligned 8-byte one open,
+// a 3-byte one counts only stores to its bytes.
+TEST_F(Arm64BreakpointPmu, OpenAndModifyFollowArm64) {
+  const uint64_t at = reinterpret_cast<uint64_t>(&g_var[0]);
+  const int r = MustOpen(Bp(HW_BREAKPOINT_R, at, 8));
+  EXPECT_OK(Open(Bp(HW_BREAKPOINT_W, at + 4, 8)));  // x86: EINVAL
+  EXPECT_THAT(Open(Bp(HW_BREAKPOINT_W, at, 16)), FailsWithErrno(EINVAL)) << "x86 says EOPNOTSUPP";
+  const int w = MustOpen(Bp(HW_BREAKPOINT_W, at + 1, 3));
+  for (int fd : {r, w}) Enable(fd);
+  Run(Workload::ReadMemory(&g_var[0], 8, 5));
+  Run(Workload::WriteMemory(reinterpret_cast<volatile uint8_t*>(&g_var[0]) + 2, 1, 3));
+  Run(Workload::WriteMemory(reinterpret_cast<volatile uint8_t*>(&g_var[0]) + 4, 1, 2));
+  EXPECT_EQ(Count(r), 5u) << "loads only";
+  EXPECT_EQ(Count(w), 3u) << "byte 2 is watched, byte 4 is not";
+  perf_event_attr narrow = Bp(HW_BREAKPOINT_W, at + 4, 1);
+  EXPECT_OK(b().Ioctl(w, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, reinterpret_cast<uintptr_t>(&narrow)));
+  perf_event_attr bad = Bp(HW_BREAKPOINT_W, at, 9);
+  EXPECT_THAT(b().Ioctl(w, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, reinterpret_cast<uintptr_t>(&bad)),
+              FailsWithErrno(EINVAL));
 }
 
 class BreakpointPmu : public MockTest {};

@@ -20,6 +20,7 @@
 #include "mocks/free_running_pmu.h"
 #include "mocks/software_pmu.h"
 #include "mocks/tracepoint_pmu.h"
+#include "mocks/uprobe_pmu.h"
 
 namespace perftest::mock {
 namespace {
@@ -144,7 +145,7 @@ int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
       return ENOSPC;
     }
   }
-  if (int err = BreakpointParse(a, BreakpointArch::kX86_64, why)) return err;
+  if (int err = BreakpointParse(a, BreakpointArchOf(profile_.arch), ev.pid != -1, why)) return err;
   ev.pmu = PmuId::kBreakpoint;
   PeriodStateInit(ev);
   return 0;
@@ -153,8 +154,7 @@ int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
 // SYSCALL_DEFINE5(perf_event_open) and perf_event_alloc(), in the kernel's order.
 // Known divergences from Linux 6.18, out of scope here (perftest_fidelity reports them):
 //  - tracepoint ids the profile does not list get EINVAL (the host may know them);
-//  - the uprobe PMU is not modelled (its type gets ENOENT); msr and power are
-//    (mocks/free_running_pmu.h).
+//  - uprobe events open with the kernel's errno (mocks/uprobe_pmu.h) but never count.
 Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
   CallDescription call = OpenCall(uattr, pid, cpu, group_fd, flags);
   std::string why;
@@ -253,6 +253,12 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
     if (int err = BreakpointEventInit(*ev, &why)) return fail(err, why);
   } else if (pmu->name == "intel_pt") {
     if (int err = PtEventInit(*ev, *pmu, &why)) return fail(err, why);
+  } else if (pmu->name == "uprobe") {
+    if (int err = UprobeEventInit(attr, SysAdmin(), UprobeSwbpInsnSize(profile_.arch), HostUprobeFiles(), &why)) return fail(err, why);
+    // A trace event (perf_trace_event_init()): filters see the common_* fields only.
+    ev->tracepoint = UprobeTraceModel();
+    ev->pmu = PmuId::kTracepoint;
+    PeriodStateInit(*ev);
   } else if (pmu->name == "msr" || pmu->name == "power") {
     const bool msr = pmu->name == "msr";
     if (int err = msr ? MsrEventInit(attr, *pmu, &why) : RaplEventInit(attr, cpu, *pmu, &why)) return fail(err, why);
@@ -479,7 +485,7 @@ int MockBackend::PeriodIoctl(MockEvent& ev, uintptr_t arg, std::string* why) {
 int MockBackend::ModifyBreakpoint(MockEvent& ev, const perf_event_attr& new_attr, std::string* why) {
   ev.attr.sig_data = new_attr.sig_data;  // perf_event_modify_copy_attr()
   DisableEvent(ev);
-  int err = BreakpointParse(new_attr, BreakpointArch::kX86_64, why);
+  int err = BreakpointParse(new_attr, BreakpointArchOf(profile_.arch), ev.pid != -1, why);
   if (err == 0) {
     perf_event_attr old_attr = ev.attr;
     BreakpointCopyAttr(new_attr, &old_attr);

@@ -838,7 +838,7 @@ TEST_F(MockBackendTest, SameCallsGiveByteIdenticalBuffers) {
 TEST_F(MockBackendTest, MachineAndTask) {
   EXPECT_EQ(b().kind(), "mock");
   EXPECT_EQ(b().Machine().ncpus, 2);
-  EXPECT_EQ(b().Machine().pmus.size(), 5u) << "breakpoint, msr, power, software, tracepoint";
+  EXPECT_EQ(b().Machine().pmus.size(), 6u) << "breakpoint, msr, power, software, tracepoint, uprobe";
   EXPECT_EQ(b().CurrentTask().pid, kMockPid);
   EXPECT_EQ(b().CurrentTask().tid, kMockPid);
 }

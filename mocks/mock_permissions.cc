@@ -39,6 +39,8 @@ MockBackend::Credentials MockBackend::ProfileCredentials(const MockProfile& p) {
 
 bool MockBackend::Perfmon() const { return (creds_.caps & (Cap(CAP_PERFMON) | Cap(CAP_SYS_ADMIN))) != 0; }
 
+bool MockBackend::SysAdmin() const { return (creds_.caps & Cap(CAP_SYS_ADMIN)) != 0; }
+
 bool MockBackend::IpcLock() const { return (creds_.caps & Cap(CAP_IPC_LOCK)) != 0; }
 
 bool MockBackend::MlockLimits(uint64_t pages, uint64_t* user_extra, uint64_t* extra) const {

@@ -604,16 +604,20 @@ void MockBackend::MmapEvent(uint64_t addr, uint64_t len, bool exec) {
 
 // perf_event_switch() -> perf_event_switch_output(): task events see
 // PERF_RECORD_SWITCH, CPU-wide ones PERF_RECORD_SWITCH_CPU_WIDE with the other
-// side's pid/tid. `task`: the simulated task switches (else the idle task).
-void MockBackend::SwitchEvent(bool sched_in, bool task) {
+// side's pid/tid. `self` switches out to (or in from) `other` on CPU 0;
+// nullptr is the idle task (pid 0). perf_event_task_sched_out(prev, next)
+// calls perf_event_switch(prev, next, false), perf_event_task_sched_in(prev,
+// next) perf_event_switch(next, prev, true): a hand-over from the parent to a
+// child it waits for names the child on both sides (records.switch_cpu_wide_fork).
+void MockBackend::SwitchEvent(bool sched_in, const Task* self, const Task* other) {
   OutputContext ctx = Context();
-  ctx.pid = task ? task_.pid : 0;
-  ctx.tid = task ? task_.tid : 0;
+  ctx.pid = self != nullptr ? self->pid : 0;
+  ctx.tid = self != nullptr ? self->tid : 0;
   uint16_t misc = sched_in ? 0 : PERF_RECORD_MISC_SWITCH_OUT;
   // The idle task is always runnable when switched out: a preemption.
-  if (!sched_in && !task) misc |= PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
-  const uint32_t other_pid = task ? 0 : static_cast<uint32_t>(task_.pid);
-  const uint32_t other_tid = task ? 0 : static_cast<uint32_t>(task_.tid);
+  if (!sched_in && self == nullptr) misc |= PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
+  const uint32_t other_pid = other != nullptr ? static_cast<uint32_t>(other->pid) : 0;
+  const uint32_t other_tid = other != nullptr ? static_cast<uint32_t>(other->tid) : 0;
   auto emit = [&](MockEvent& ev, bool cpu_wide) {
     if (!ev.attr.context_switch) return;
     const SampleLayout layout = SampleLayout::FromAttr(ev.attr);
@@ -634,10 +638,10 @@ void MockBackend::SwitchEvent(bool sched_in, bool task) {
     MockEvent& e = *events_[i];
     if (e.pid == -1 && e.cpu == 0 && e.enabled) emit(e, true);
   }
-  if (!task) return;
+  if (self == nullptr) return;
   for (size_t i = 0; i < events_.size(); ++i) {
     MockEvent& e = *events_[i];
-    if (e.pid == task_.tid && e.enabled && (e.cpu == -1 || e.cpu == 0)) emit(e, false);
+    if (e.pid == self->tid && e.enabled && !e.exited && (e.cpu == -1 || e.cpu == 0)) emit(e, false);
   }
 }
 
@@ -692,10 +696,10 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
                                    {{"prev_comm", task_.comm}, {"next_comm", "swapper/0"}}},
                        d);
         SoftwareOccurrence(PERF_COUNT_SW_CONTEXT_SWITCHES, d);
-        SwitchEvent(/*sched_in=*/false, /*task=*/true);
+        SwitchEvent(/*sched_in=*/false, &task_, nullptr);
         task_.running = false;
         Reschedule();
-        SwitchEvent(/*sched_in=*/true, /*task=*/false);
+        SwitchEvent(/*sched_in=*/true, nullptr, &task_);
         Advance(static_cast<uint64_t>(std::max<int64_t>(0, w.duration.count())));
         // The idle task switches back to the task: CPU-wide events count it.
         SampleData idle;
@@ -708,13 +712,13 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
                                    {{"prev_comm", "swapper/0"}, {"next_comm", task_.comm}}},
                        idle);
         SoftwareOccurrence(PERF_COUNT_SW_CONTEXT_SWITCHES, idle);
-        SwitchEvent(/*sched_in=*/false, /*task=*/false);
+        SwitchEvent(/*sched_in=*/false, nullptr, &task_);
         task_.running = true;
         exec_start_ = now_;  // set_next_entity(): the task's runtime starts anew
         // perf_event_task_sched_in(): the whole context goes in, group by group.
         for (const auto& e : events_) e->deferred = false;
         Reschedule();
-        SwitchEvent(/*sched_in=*/true, /*task=*/true);
+        SwitchEvent(/*sched_in=*/true, &task_, nullptr);
       }
       break;
     case Workload::Kind::kSetComm: {
@@ -748,20 +752,26 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         out.children.push_back(child.tid);
         Advance(kForkNs);  // fork takes time: FORK, the child's records and EXIT have increasing times
         // The parent blocks in waitpid()/join while the child runs: a
-        // voluntary switch out (no PREEMPT), and in again once it is woken
-        // (Linux 6.18: the records suite's records.switch_around_fork).
-        SwitchEvent(/*sched_in=*/false, /*task=*/true);
-        if (w.kind == Workload::Kind::kForkExec) {
-          (void)RunAsTask(child, [&]() -> Result<WorkloadResult> {
+        // voluntary switch out (no PREEMPT) to the child, and in again from
+        // the child once its exit wakes the parent (Linux 6.18: the records
+        // suite's records.switch_around_fork and records.switch_cpu_wide_fork).
+        const Task parent = task_;
+        SwitchEvent(/*sched_in=*/false, &parent, &child);
+        (void)RunAsTask(child, [&]() -> Result<WorkloadResult> {
+          SwitchEvent(/*sched_in=*/true, &task_, &parent);  // its inherited events see it
+          if (w.kind == Workload::Kind::kForkExec) {
             ExecCurrent(w.path);
-            return Result<WorkloadResult>::Ok(WorkloadResult{});
-          });
-        } else if (w.pages_each != 0) {
-          (void)RunAsTask(child, [&] { return RunWorkload(Workload::TouchPages(w.pages_each)); });
-        }
+          } else if (w.pages_each != 0) {
+            return RunWorkload(Workload::TouchPages(w.pages_each));
+          }
+          return Result<WorkloadResult>::Ok(WorkloadResult{});
+        });
         ExitTaskModel(child);
-        Advance(kForkNs);  // waitpid() returns in the parent
-        SwitchEvent(/*sched_in=*/true, /*task=*/true);
+        Advance(kForkNs);  // the rest of do_exit(); then waitpid() returns in the parent
+        // do_task_dead(): the child's last switch out, after perf_event_exit_task()
+        // (its own events are gone), not runnable: no PREEMPT.
+        SwitchEvent(/*sched_in=*/false, &child, &parent);
+        SwitchEvent(/*sched_in=*/true, &task_, &child);
       }
       break;
     case Workload::Kind::kWriteMemory:
@@ -934,7 +944,7 @@ void MockBackend::BreakpointAccess(uint64_t addr, uint32_t width, Access access,
     MockEvent& ev = *events_[i];
     if (!ev.active || ev.hw.stopped || ev.pmu != PmuId::kBreakpoint) continue;
     if (ev.pid == -1 ? ev.cpu != 0 : ev.pid != task_.tid) continue;
-    if (!BreakpointHits(ev.attr, addr, width, access)) continue;
+    if (!BreakpointHits(ev.attr, addr, width, access, BreakpointArchOf(profile_.arch))) continue;
     if (ev.attr.exclude_user) continue;  // a user-mode access
     SoftwareEventCount(ev, 1, UserData(ip, ev.attr.bp_addr),
                        [this](MockEvent& e, int throttle, const SampleData& sd) { return Overflow(e, throttle, sd); });

@@ -119,6 +119,9 @@ const std::vector<PmuKind>& ImplementedPmuKinds() {
       // count-only PMUs over free-running MSRs (mocks/free_running_pmu.h).
       {"msr", PmuKind::kDynamicType, false, {}},
       {"power", PmuKind::kDynamicType, false, {}},
+      // kernel/events/core.c perf_tp_register(): perf_pmu_register(&perf_uprobe, "uprobe", -1);
+      // local uprobe trace events on a file (mocks/uprobe_pmu.h).
+      {"uprobe", PmuKind::kDynamicType, false, {}},
   };
   return kinds;
 }

@@ -46,8 +46,8 @@ TEST(Profile, SoftwareOnlyFixtureModelsThisVm) {
   EXPECT_EQ(p.mlock_kb, 516u);
   EXPECT_EQ(p.hz, 250u);
   EXPECT_FALSE(p.provenance.empty());
-  // Sorted by name, as sysfs lists them; the VM's uprobe PMU is not modelled.
-  ASSERT_EQ(p.pmus.size(), 5u);
+  // Sorted by name, as sysfs lists them.
+  ASSERT_EQ(p.pmus.size(), 6u);
   EXPECT_EQ(p.pmus[0].name, "breakpoint");
   EXPECT_EQ(p.pmus[0].type, 5u);
   EXPECT_EQ(p.pmus[1].name, "msr");
@@ -59,11 +59,14 @@ TEST(Profile, SoftwareOnlyFixtureModelsThisVm) {
   EXPECT_TRUE(p.pmus[3].events.empty()) << "sysfs has no events/ for the software PMU";
   EXPECT_EQ(p.pmus[4].name, "tracepoint");
   EXPECT_EQ(p.pmus[4].type, 2u);
+  EXPECT_EQ(p.pmus[5].name, "uprobe");
+  EXPECT_EQ(p.pmus[5].type, 8u);
+  EXPECT_EQ(p.pmus[5].format.at("retprobe"), "config:0");
   EXPECT_EQ(p.tracepoints.at("syscalls:sys_enter_getpid"), 309u) << "tracefs id on the VM";
   EXPECT_EQ(p.hw_breakpoint_slots, 4u);
   const MachineInfo m = p.ToMachineInfo();
   EXPECT_EQ(m.ncpus, 2);
-  EXPECT_EQ(m.pmus.size(), 5u);
+  EXPECT_EQ(m.pmus.size(), 6u);
 }
 
 TEST(Profile, TracepointsMustBeModelledAndNeedTheTracepointPmu) {

@@ -3,6 +3,7 @@
 // ioctls reaching the copies, close freeing them, POLLHUP once the monitored
 // task exits, enable_on_exec and remove_on_exec at exec. The expected values
 // are the kernel's (suites/inherit and suites/signals pass on Linux 6.18).
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -190,6 +191,37 @@ TEST_F(TasksModel, ParentSwitchesAroundItsChild) {
   }
   EXPECT_THAT(types, ::testing::ElementsAre(PERF_RECORD_FORK, PERF_RECORD_SWITCH, PERF_RECORD_SWITCH));
   EXPECT_THAT(miscs, ::testing::ElementsAre(PERF_RECORD_MISC_SWITCH_OUT, 0)) << "voluntary out (no PREEMPT), then in";
+}
+
+// A CPU-wide event on CPU 0 sees the hand-over from the parent to the child
+// it waits for and back, each side named (perf_event_switch(prev, next) in
+// perf_event_task_sched_out()/sched_in(); records.switch_cpu_wide_fork on
+// Linux 6.18): not the idle task.
+TEST_F(TasksModel, CpuWideSwitchAtForkNamesTheChild) {
+  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_DUMMY);
+  a.disabled = 0;
+  a.context_switch = 1;
+  a.sample_type = PERF_SAMPLE_TID;
+  a.sample_id_all = 1;
+  const int fd = MustOpen(a, -1, 0);
+  std::optional<RingBuffer> rb = Map(fd, 8);
+  ASSERT_TRUE(rb.has_value());
+  const uint32_t parent = static_cast<uint32_t>(b().CurrentTask().tid);
+  ASSERT_OK_AND_ASSIGN(WorkloadResult w, b().RunWorkload(Workload::ForkTouch(1, 2)));
+  const auto child = static_cast<uint32_t>(w.children.at(0));
+  std::vector<std::string> seen;
+  for (const Record& r : Records(*rb, a)) {
+    if (r.header.type != PERF_RECORD_SWITCH_CPU_WIDE) continue;
+    const auto& s = std::get<SwitchRecord>(r.body);
+    seen.push_back(fmt::format("{}{} {}->{}", (r.header.misc & PERF_RECORD_MISC_SWITCH_OUT) ? "out" : "in",
+                               (r.header.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? "+preempt" : "",
+                               *r.sample_id->tid, *s.next_prev_tid));
+  }
+  const auto rec = [](const char* kind, uint32_t self, uint32_t other) {
+    return fmt::format("{} {}->{}", kind, self, other);
+  };
+  EXPECT_THAT(seen, ::testing::ElementsAre(rec("out", parent, child), rec("in", child, parent),
+                                           rec("out", child, parent), rec("in", parent, child)));
 }
 
 }  // namespace

@@ -134,6 +134,7 @@ class MockBackend final : public Backend {
   // --- mock_permissions.cc ---
   static Credentials ProfileCredentials(const MockProfile& p);
   bool Perfmon() const;   // perfmon_capable(): CAP_PERFMON or CAP_SYS_ADMIN
+  bool SysAdmin() const;  // capable(CAP_SYS_ADMIN)
   bool IpcLock() const;   // capable(CAP_IPC_LOCK)
   // perf_mmap_calc_limits(): `pages` more locked pages fill user->locked_vm up
   // to perf_event_mlock_kb * ncpus (*user_extra), the rest counts against
@@ -285,7 +286,7 @@ class MockBackend final : public Backend {
   void ForEachSideBand(Fn fn);
   void ForEachSideBandFn(const std::function<void(MockEvent&)>& fn);  // for other files
   void MmapEvent(uint64_t addr, uint64_t len, bool exec);  // perf_event_mmap()
-  void SwitchEvent(bool sched_in, bool task);               // perf_event_switch(): the task or idle
+  void SwitchEvent(bool sched_in, const Task* self, const Task* other);  // perf_event_switch(); nullptr: idle
   uint64_t NewRegion(uint64_t pages);
   // Workload::kExec in the forked child: COMM (COMM_EXEC) and the binary's mapping.
 

@@ -230,8 +230,9 @@ def probe_profile(name, root="/", opener=None, arch=None, ncpus=None, page_size=
         entry = {"name": pmu_name, "type": typ, "format": _dir_files(os.path.join(d, "format")),
                  "events": _dir_files(os.path.join(d, "events")), "caps": _dir_files(os.path.join(d, "caps"))}
         # msr and power (RAPL): count-only PMUs the mock models from their
-        # events/ (mocks/free_running_pmu.h); their types are dynamic.
-        if pmu_name in ("software", "tracepoint", "breakpoint", "msr", "power"):
+        # events/ (mocks/free_running_pmu.h); uprobe: local uprobe trace events
+        # (mocks/uprobe_pmu.h). Their types are dynamic.
+        if pmu_name in ("software", "tracepoint", "breakpoint", "msr", "power", "uprobe"):
             pmus.append(entry)
             continue
         kind = _core_kind(pmu_name, arch, cpuinfo)

@@ -86,10 +86,10 @@ class ProfileProbeTest(unittest.TestCase):
         self.assertEqual(p["attr_size"], 136)
         self.assertEqual(p["hz"], 250)
         self.assertTrue(p["privileged"])
-        self.assertEqual([q["name"] for q in p["pmus"]], ["breakpoint", "msr", "software", "tracepoint"],
-                         "msr is modelled (mocks/free_running_pmu.h), with its sysfs type")
+        self.assertEqual([q["name"] for q in p["pmus"]], ["breakpoint", "msr", "software", "tracepoint", "uprobe"],
+                         "msr and uprobe are modelled (mocks/free_running_pmu.h, uprobe_pmu.h), with their sysfs types")
         self.assertEqual([q["type"] for q in p["pmus"] if q["name"] == "msr"], [10])
-        self.assertIn("uprobe (type 8)", p["provenance"], "unimplemented PMUs are named, not listed")
+        self.assertEqual([q["type"] for q in p["pmus"] if q["name"] == "uprobe"], [8])
         self.assertEqual(p["hw_breakpoint_slots"], 4)
         self.assertEqual(p["clock_pmu_types"], {"cpu_clock": 6, "task_clock": 7})
         self.assertTrue(p["attr_aux_action"])

@@ -14,9 +14,13 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <linux/hw_breakpoint.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -366,6 +370,145 @@ PERFTEST_CASE(PmuSuite, CapsFilesAreNonEmpty, "pmu.caps",
     PERFTEST_SKIP(SkipClass::kUnsupported, "no PMU here has caps/ files (software, tracepoint and breakpoint "
                                            "PMUs have none; hardware PMUs do)");
   }
+}
+
+// The uprobe PMU (kernel/events/core.c perf_uprobe, CONFIG_UPROBE_EVENTS):
+// one perf_event_open() makes a local uprobe on a file. The cases probe a
+// file they create and no process maps, so no breakpoint is ever planted.
+class UprobePmu : public PmuSuite {
+ protected:
+  void SetUp() override {
+    PmuSuite::SetUp();
+    uprobe_ = Find("uprobe");
+    if (uprobe_ == nullptr) {
+      PERFTEST_SKIP(SkipClass::kUnsupported, "sysfs lists no uprobe PMU (a kernel without CONFIG_UPROBE_EVENTS)");
+    }
+    char name[] = "/tmp/perftest-uprobe-XXXXXX";
+    const int fd = ::mkstemp(name);
+    ASSERT_GE(fd, 0) << "mkstemp: " << std::strerror(errno);
+    ASSERT_EQ(::write(fd, "0123456789abcdef", kFileSize), static_cast<ssize_t>(kFileSize));
+    ::close(fd);
+    file_ = name;
+  }
+  void TearDown() override {
+    if (!file_.empty()) ::unlink(file_.c_str());
+    PmuSuite::TearDown();
+  }
+  // A uprobe on `path` at `offset`; config carries retprobe and ref_ctr_offset.
+  perf_event_attr Probe(const char* path, uint64_t offset = 0, uint64_t config = 0) {
+    perf_event_attr a = MakeAttr(uprobe_->type, config);
+    a.config1 = reinterpret_cast<uintptr_t>(path);  // attr.uprobe_path
+    a.config2 = offset;                             // attr.probe_offset
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    return a;
+  }
+  Result<int> OpenProbe(perf_event_attr a) {
+    Result<int> r = backend().PerfEventOpen(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (r.ok()) (void)backend().Close(*r);
+    return r;
+  }
+  static constexpr size_t kFileSize = 16;
+  const Pmu* uprobe_ = nullptr;
+  std::string file_;
+};
+
+PERFTEST_CASE(UprobePmu, FormatNamesRetprobeAndRefCtrOffset, "pmu.uprobe_format",
+              "core.c: PMU_FORMAT_ATTR(retprobe, \"config:0\") (PERF_PROBE_CONFIG_IS_RETPROBE) and "
+              "ref_ctr_offset \"config:32-63\" (PERF_UPROBE_REF_CTR_OFFSET_SHIFT) in uprobe_attr_groups") {
+  ASSERT_EQ(uprobe_->format.count("retprobe"), 1u);
+  EXPECT_EQ(uprobe_->format.at("retprobe"), "config:0");
+  ASSERT_EQ(uprobe_->format.count("ref_ctr_offset"), 1u);
+  EXPECT_EQ(uprobe_->format.at("ref_ctr_offset"), "config:32-63");
+  EXPECT_GE(uprobe_->type, uint32_t{PERF_TYPE_MAX}) << "perf_pmu_register(&perf_uprobe, \"uprobe\", -1): dynamic";
+}
+
+PERFTEST_CASE(UprobePmu, PathRules, "pmu.uprobe_path",
+              "trace_event_perf.c perf_uprobe_init(): no uprobe_path (config1) EINVAL, strndup_user(PATH_MAX) "
+              "EFAULT, or EINVAL returned as E2BIG, empty path EINVAL; trace_uprobe.c create_local_trace_uprobe(): "
+              "kern_path(LOOKUP_FOLLOW) errno, not d_is_reg() EINVAL; uprobes.c uprobe_register(): no read_folio EIO") {
+  EXPECT_THAT(OpenProbe(Probe(file_.c_str())), Succeeds()) << "a regular file, offset 0";
+  EXPECT_THAT(OpenProbe(Probe(nullptr)), FailsWithErrno(EINVAL)) << "config1 = 0";
+  perf_event_attr a = Probe(nullptr);
+  a.config1 = 1;
+  EXPECT_THAT(OpenProbe(a), FailsWithErrno(EFAULT)) << "config1 in the NULL page";
+  EXPECT_THAT(OpenProbe(Probe("")), FailsWithErrno(EINVAL)) << "the empty path";
+  const std::string no_nul(4096, 'a');  // PATH_MAX bytes, then the NUL
+  EXPECT_THAT(OpenProbe(Probe(no_nul.c_str())), FailsWithErrno(E2BIG)) << "no NUL within PATH_MAX";
+  EXPECT_THAT(OpenProbe(Probe("/nonexistent/perftest")), FailsWithErrno(ENOENT));
+  const std::string under_file = file_ + "/x";
+  EXPECT_THAT(OpenProbe(Probe(under_file.c_str())), FailsWithErrno(ENOTDIR));
+  const std::string long_name = "/tmp/" + std::string(300, 'a');
+  EXPECT_THAT(OpenProbe(Probe(long_name.c_str())), FailsWithErrno(ENAMETOOLONG)) << "a component past NAME_MAX";
+  EXPECT_THAT(OpenProbe(Probe("/tmp")), FailsWithErrno(EINVAL)) << "a directory";
+  EXPECT_THAT(OpenProbe(Probe("/dev/null")), FailsWithErrno(EINVAL)) << "a character device";
+  EXPECT_THAT(OpenProbe(Probe("/proc/self/status")), FailsWithErrno(EIO)) << "procfs: no read_folio";
+}
+
+PERFTEST_CASE(UprobePmu, OffsetRetprobeAndRefCtrRules, "pmu.uprobe_offset",
+              "uprobes.c uprobe_register(): offset > i_size_read() EINVAL (loff_t, signed), "
+              "!IS_ALIGNED(ref_ctr_offset, sizeof(short)) EINVAL; core.c perf_uprobe_event_init(): "
+              "config bit 0 retprobe, config >> 32 ref_ctr_offset, has_branch_stack() EOPNOTSUPP") {
+  const char* f = file_.c_str();
+  EXPECT_THAT(OpenProbe(Probe(f, kFileSize)), Succeeds()) << "offset == i_size";
+  EXPECT_THAT(OpenProbe(Probe(f, kFileSize + 1)), FailsWithErrno(EINVAL)) << "past the end";
+  EXPECT_THAT(OpenProbe(Probe(f, uint64_t{1} << 63)), Succeeds()) << "a negative loff_t is not past the end";
+  // IS_ALIGNED(offset, UPROBE_SWBP_INSN_SIZE): x86's int3 is one byte; arm64's brk 4, riscv64's c.ebreak 2.
+  if (backend().Machine().arch == "x86_64") {
+    EXPECT_THAT(OpenProbe(Probe(f, 3)), Succeeds()) << "any offset on x86";
+  } else {
+    EXPECT_THAT(OpenProbe(Probe(f, 3)), FailsWithErrno(EINVAL)) << "an offset inside an instruction slot";
+    EXPECT_THAT(OpenProbe(Probe(f, 4)), Succeeds());
+  }
+  EXPECT_THAT(OpenProbe(Probe(f, 0, 1)), Succeeds()) << "retprobe";
+  EXPECT_THAT(OpenProbe(Probe(f, 0, 0xfffffffe)), Succeeds()) << "config bits 1-31 are not looked at";
+  EXPECT_THAT(OpenProbe(Probe(f, 0, uint64_t{2} << 32)), Succeeds()) << "ref_ctr_offset 2";
+  EXPECT_THAT(OpenProbe(Probe(f, 0, uint64_t{1} << 32)), FailsWithErrno(EINVAL)) << "ref_ctr_offset 1: odd";
+  perf_event_attr b = Probe(nullptr);
+  b.sample_period = 1;
+  b.sample_type = PERF_SAMPLE_BRANCH_STACK;
+  b.branch_sample_type = PERF_SAMPLE_BRANCH_ANY | PERF_SAMPLE_BRANCH_USER;
+  EXPECT_THAT(OpenProbe(b), FailsWithErrno(EOPNOTSUPP)) << "branch sampling, checked before the path";
+}
+
+PERFTEST_CASE(UprobePmu, NeedsSysAdmin, "pmu.uprobe_sys_admin",
+              "core.c perf_uprobe_event_init(): !capable(CAP_SYS_ADMIN) -> EACCES, whatever perf_event_paranoid "
+              "(\"perf: Require CAP_SYS_ADMIN for uprobes\", 2025: CAP_PERFMON no longer suffices)") {
+  perf_event_attr a = Probe(file_.c_str());
+  ChildCredentials nobody;
+  nobody.uid = 65534;
+  auto open = [&](Backend& c) {
+    perf_event_attr copy = a;
+    Result<int> r = c.PerfEventOpen(&copy, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (!r.ok()) return r.error();
+    (void)c.Close(*r);
+    return 0;
+  };
+  PERFTEST_ASSIGN_OR_SKIP(int err, backend().RunInChild(nobody, open), "a child task without capabilities");
+  EXPECT_EQ(err, EACCES) << "an unprivileged user probing its own task";
+  ChildCredentials perfmon = nobody;
+  perfmon.caps = std::vector<int>{CAP_PERFMON};
+  PERFTEST_ASSIGN_OR_SKIP(err, backend().RunInChild(perfmon, open), "a child task keeping CAP_PERFMON");
+  EXPECT_EQ(err, EACCES) << "CAP_PERFMON is not enough (it was before the 2025 change)";
+  ChildCredentials admin = nobody;
+  admin.caps = std::vector<int>{CAP_SYS_ADMIN};
+  PERFTEST_ASSIGN_OR_SKIP(err, backend().RunInChild(admin, open), "a child task keeping CAP_SYS_ADMIN");
+  EXPECT_EQ(err, 0) << "CAP_SYS_ADMIN suffices";
+}
+
+PERFTEST_CASE(UprobePmu, FilterSeesCommonFields, "pmu.uprobe_filter",
+              "core.c perf_event_set_filter(): perf_event_is_tracing() includes the uprobe PMU, "
+              "ftrace_profile_set_filter() on the local trace event: the common_* fields, one filter per event") {
+  perf_event_attr a = Probe(file_.c_str());
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
+  const char* probe_ip = "__probe_ip == 0";
+  EXPECT_THAT(backend().Ioctl(ev.fd(), PERF_EVENT_IOC_SET_FILTER, reinterpret_cast<uintptr_t>(probe_ip)),
+              FailsWithErrno(EINVAL)) << "the probe's own field is not filterable on a local uprobe";
+  const char* pid = "common_pid != 0";
+  EXPECT_THAT(backend().Ioctl(ev.fd(), PERF_EVENT_IOC_SET_FILTER, reinterpret_cast<uintptr_t>(pid)), Succeeds());
+  EXPECT_THAT(backend().Ioctl(ev.fd(), PERF_EVENT_IOC_SET_FILTER, reinterpret_cast<uintptr_t>(pid)),
+              FailsWithErrno(EEXIST));
+  EXPECT_THAT(ev.ReadValue(), SucceedsWith(0u)) << "nothing executes the unmapped file";
 }
 
 }  // namespace

@@ -479,6 +479,70 @@ PERFTEST_CASE(Records, SwitchCpuWide, "records.switch_cpu_wide",
   EXPECT_GE(outs, 1u);
 }
 
+PERFTEST_CASE(Records, SwitchCpuWideAtFork, "records.switch_cpu_wide_fork",
+              "<linux/perf_event.h> PERF_RECORD_SWITCH_CPU_WIDE {next_prev_pid, next_prev_tid}; core.c "
+              "perf_event_task_sched_out(prev, next) -> perf_event_switch(prev, next, false) and "
+              "perf_event_task_sched_in(prev, next) -> perf_event_switch(next, prev, true)") {
+  perf_event_attr a = SideBand();
+  a.context_switch = 1;
+  a.task = 1;
+  a.exclude_kernel = 0;
+  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_CPU | PERF_SAMPLE_TIME;
+  a.sample_id_all = 1;
+  PERFTEST_ASSIGN_OR_SKIP(Event probe, Event::Open(backend(), a, -1, 0), "a CPU-wide event");
+  ASSERT_OK(probe.Close());
+  std::vector<ParsedRecord> recs;
+  std::vector<WorkloadResult> w;
+  {
+    // Parent and child on CPU 0 (the child inherits the mask).
+    cpu_set_t old_mask, cpu0;
+    ASSERT_EQ(::sched_getaffinity(0, sizeof old_mask, &old_mask), 0);
+    CPU_ZERO(&cpu0);
+    CPU_SET(0, &cpu0);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof cpu0, &cpu0), 0);
+    Collect(a, {Workload::ForkTouch(1, 64)}, &recs, &w, nullptr, -1, 0, 64);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof old_mask, &old_mask), 0);
+    ASSERT_FALSE(HasFatalFailure());
+  }
+  ASSERT_EQ(w.size(), 1u);
+  ASSERT_EQ(w[0].children.size(), 1u);
+  const auto child = static_cast<uint32_t>(w[0].children[0]);
+  std::vector<const ParsedRecord*> sw = OfType(recs, PERF_RECORD_SWITCH_CPU_WIDE);
+  const ParsedRecord* child_in = nullptr;
+  const ParsedRecord* child_out = nullptr;
+  for (size_t i = 0; i < sw.size(); ++i) {
+    const ParsedRecord& r = *sw[i];
+    const auto& s = std::get<SwitchRecord>(r.record.body);
+    ASSERT_TRUE(s.next_prev_tid.has_value());
+    const bool out = r.record.header.misc & PERF_RECORD_MISC_SWITCH_OUT;
+    if (*r.record.sample_id->tid == child) (out ? child_out : child_in) = &r;
+    // One context switch writes OUT in the task leaving (naming the next)
+    // and then IN in the task arriving (naming the previous), on this CPU.
+    if (out && i + 1 < sw.size()) {
+      const ParsedRecord& in = *sw[i + 1];
+      EXPECT_FALSE(in.record.header.misc & PERF_RECORD_MISC_SWITCH_OUT) << "record " << i + 1;
+      EXPECT_EQ(*in.record.sample_id->tid, *s.next_prev_tid) << "IN is written by the task OUT named";
+      EXPECT_EQ(*std::get<SwitchRecord>(in.record.body).next_prev_tid, *r.record.sample_id->tid)
+          << "and names the task that left";
+    }
+  }
+  // The child inherits the CPU 0 affinity: it runs there between the parent's FORK and its EXIT.
+  ASSERT_NE(child_in, nullptr) << "the child switched in on CPU 0";
+  ASSERT_NE(child_out, nullptr) << "the child switched out for the last time on CPU 0";
+  // From fork until the child's last switch a task (the child, then the
+  // woken parent) is runnable on CPU 0, so neither side is the idle task.
+  EXPECT_NE(*std::get<SwitchRecord>(child_in->record.body).next_prev_pid, 0u) << "the child comes from a task, not idle";
+  EXPECT_NE(*std::get<SwitchRecord>(child_out->record.body).next_prev_pid, 0u) << "and hands over to a task";
+  EXPECT_FALSE(child_out->record.header.misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) << "an exiting task is not runnable";
+  // attr.task: the EXIT of every task leaving CPU 0, the child's among them.
+  std::optional<uint64_t> exit_time;
+  for (const ParsedRecord* r : OfType(recs, PERF_RECORD_EXIT)) {
+    if (std::get<TaskRecord>(r->record.body).tid == child) exit_time = r->record.sample_id->time;
+  }
+  ASSERT_TRUE(exit_time.has_value()) << "the child's EXIT, written on CPU 0";
+  EXPECT_LT(*exit_time, *child_out->record.sample_id->time) << "perf_event_exit_task() runs before the final schedule()";
+}
+
 PERFTEST_CASE(Records, NamespacesOnFork, "records.namespaces",
               "<linux/perf_event.h> attr.namespaces, PERF_RECORD_NAMESPACES; core.c perf_event_namespaces()") {
   perf_event_attr a = SideBand();
