@@ -8,28 +8,12 @@
 namespace perftest {
 namespace {
 
-// Per-counter u64 words: value, [id], [lost].
-size_t WordsPerCounter(uint64_t rf) {
-  return 1 + ((rf & PERF_FORMAT_ID) ? 1 : 0) + ((rf & PERF_FORMAT_LOST) ? 1 : 0);
-}
-
-// Header u64 words: [nr], [time_enabled], [time_running].
-size_t HeaderWords(uint64_t rf) {
-  return ((rf & PERF_FORMAT_GROUP) ? 1 : 0) + ((rf & PERF_FORMAT_TOTAL_TIME_ENABLED) ? 1 : 0) +
-         ((rf & PERF_FORMAT_TOTAL_TIME_RUNNING) ? 1 : 0);
-}
-
 void Put(uint64_t v, std::vector<std::byte>* out) {
   const auto* p = reinterpret_cast<const std::byte*>(&v);
   out->insert(out->end(), p, p + sizeof v);
 }
 
 }  // namespace
-
-size_t ReadFormatSize(uint64_t rf, size_t nr_counters) {
-  if (!(rf & PERF_FORMAT_GROUP)) nr_counters = 1;
-  return 8 * (HeaderWords(rf) + nr_counters * WordsPerCounter(rf));
-}
 
 Result<ReadValues> DecodeReadFormat(uint64_t rf, std::span<const std::byte> bytes) {
   const size_t nwords = bytes.size() / 8;

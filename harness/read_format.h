@@ -8,6 +8,8 @@
 // Group form:      nr, [time_enabled], [time_running], nr x {value, [id], [lost]}
 #pragma once
 
+#include <linux/perf_event.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -34,8 +36,18 @@ struct ReadValues {
 };
 
 // Bytes of a read_format record for `nr_counters` counters (1 unless
-// PERF_FORMAT_GROUP). Bits outside PERF_FORMAT_MAX-1 are ignored.
-size_t ReadFormatSize(uint64_t read_format, size_t nr_counters = 1);
+// PERF_FORMAT_GROUP). Bits outside PERF_FORMAT_MAX-1 are ignored. Inline: the
+// mock computes it on every read(2).
+inline size_t ReadFormatSize(uint64_t read_format, size_t nr_counters = 1) {
+  const uint64_t rf = read_format;
+  // Header u64 words: [nr], [time_enabled], [time_running].
+  const size_t header = ((rf & PERF_FORMAT_GROUP) ? 1 : 0) + ((rf & PERF_FORMAT_TOTAL_TIME_ENABLED) ? 1 : 0) +
+                        ((rf & PERF_FORMAT_TOTAL_TIME_RUNNING) ? 1 : 0);
+  // Per-counter u64 words: value, [id], [lost].
+  const size_t per_counter = 1 + ((rf & PERF_FORMAT_ID) ? 1 : 0) + ((rf & PERF_FORMAT_LOST) ? 1 : 0);
+  if (!(rf & PERF_FORMAT_GROUP)) nr_counters = 1;
+  return 8 * (header + nr_counters * per_counter);
+}
 
 // Decodes `bytes` laid out per `read_format`. Errors: EMSGSIZE when `bytes` is
 // shorter than the layout needs (for GROUP, than `nr` entries need).

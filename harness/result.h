@@ -31,9 +31,10 @@ struct Monostate {};
 // The call as it was made, for messages: either its text, or a copy of its
 // arguments and the function that formats them, run the first time the text
 // is asked for (str()). A backend describes every call this way, so a call
-// that succeeds and is never printed costs no formatting (the benchmark
-// bench/mock_bench.cc measures exactly that path). Converts from std::string
-// and const char*, so Result<T>::Ok(v, "read(fd=5, len=8)") keeps working.
+// that succeeds and is never printed costs no formatting and no allocation
+// (the benchmark bench/mock_bench.cc measures exactly that path). Converts
+// from std::string and const char*, so Result<T>::Ok(v, "read(fd=5, len=8)")
+// keeps working.
 //
 //   struct ReadArgs { int fd; size_t len; };
 //   std::string FormatRead(const ReadArgs& a);  // "read(fd=5, len=8)"
@@ -46,15 +47,16 @@ class CallDescription {
   CallDescription(const char* text) { SetText(std::string(text)); }
 
   // `Format(args)` gives the text on first use. Args must be trivially
-  // copyable; they are copied (inline up to kInlineArgs bytes, else to the
-  // heap, e.g. perf_event_open's attr), so they may point at nothing the
-  // caller owns.
+  // copyable; they are copied (inline up to kInlineArgs bytes — enough for
+  // perf_event_open's attr and arguments — else to the heap), so they may
+  // point at nothing the caller owns.
   template <auto Format, typename Args>
   static CallDescription Deferred(const Args& args) {
     static_assert(std::is_trivially_copyable_v<Args>);
     CallDescription d;
     if constexpr (sizeof(Args) <= kInlineArgs && alignof(Args) <= alignof(uint64_t)) {
       std::memcpy(d.args_, &args, sizeof args);
+      d.args_size_ = sizeof(Args);
       d.format_ = [](const CallDescription& c) -> std::string {
         Args a;
         std::memcpy(&a, c.args_, sizeof a);
@@ -62,7 +64,7 @@ class CallDescription {
       };
     } else {
       d.big_args_ = ::operator new(sizeof(Args));
-      d.big_size_ = sizeof(Args);
+      d.args_size_ = sizeof(Args);
       std::memcpy(d.big_args_, &args, sizeof args);
       d.format_ = [](const CallDescription& c) -> std::string {
         Args a;
@@ -94,54 +96,61 @@ class CallDescription {
 
   // The text ("" when none was given). Not thread-safe on first use.
   const std::string& str() const {
-    if (!has_text_) SetText(format_ != nullptr ? format_(*this) : std::string());
-    return *Text();
+    if (text_ == nullptr) SetText(format_ != nullptr ? format_(*this) : std::string());
+    return *text_;
   }
 
  private:
-  static constexpr size_t kInlineArgs = 32;
+  // Arguments up to this size are kept inline (perf_event_open's are 152
+  // bytes with the attr of today's UAPI); copies of small ones copy only
+  // kSmallArgs bytes.
+  static constexpr size_t kInlineArgs = 160;
+  static constexpr size_t kSmallArgs = 32;
 
-  // The text is constructed only once there is one: a deferred description
-  // is copied and destroyed without touching a std::string.
-  std::string* Text() const { return std::launder(reinterpret_cast<std::string*>(text_)); }
-  void SetText(std::string t) const {
-    ::new (static_cast<void*>(text_)) std::string(std::move(t));
-    has_text_ = true;
+  // The text is on the heap, made only once there is one: a deferred
+  // description is moved and destroyed without touching a std::string.
+  void SetText(std::string t) const { text_ = new std::string(std::move(t)); }
+  void CopyArgs(const CallDescription& o) noexcept {
+    format_ = o.format_;
+    args_size_ = o.args_size_;
+    if (o.args_size_ <= kSmallArgs) [[likely]] {
+      std::memcpy(args_, o.args_, kSmallArgs);
+    } else if (o.big_args_ == nullptr) {
+      std::memcpy(args_, o.args_, kInlineArgs);
+    }
   }
   void CopyFrom(const CallDescription& o) {
-    format_ = o.format_;
-    std::memcpy(args_, o.args_, sizeof args_);
+    CopyArgs(o);
     if (o.big_args_ != nullptr) [[unlikely]] {
-      big_args_ = ::operator new(o.big_size_);
-      big_size_ = o.big_size_;
-      std::memcpy(big_args_, o.big_args_, big_size_);
+      big_args_ = ::operator new(o.args_size_);
+      std::memcpy(big_args_, o.big_args_, o.args_size_);
     }
-    if (o.has_text_) [[unlikely]] SetText(*o.Text());
+    if (o.text_ != nullptr) [[unlikely]] SetText(*o.text_);
   }
   void MoveFrom(CallDescription& o) noexcept {
-    format_ = o.format_;
-    std::memcpy(args_, o.args_, sizeof args_);
+    CopyArgs(o);
     big_args_ = o.big_args_;
-    big_size_ = o.big_size_;
+    text_ = o.text_;
     o.big_args_ = nullptr;
-    if (o.has_text_) [[unlikely]] SetText(std::move(*o.Text()));
+    o.text_ = nullptr;
   }
   void Destroy() noexcept {
-    if (big_args_ != nullptr || has_text_) [[unlikely]] DestroySlow();
+    if (big_args_ != nullptr || text_ != nullptr) [[unlikely]] DestroySlow();
   }
   [[gnu::noinline]] void DestroySlow() noexcept {
     ::operator delete(big_args_);
     big_args_ = nullptr;
-    if (has_text_) Text()->~basic_string();
-    has_text_ = false;
+    delete text_;
+    text_ = nullptr;
   }
 
-  alignas(std::string) mutable unsigned char text_[sizeof(std::string)];
-  mutable bool has_text_ = false;
   std::string (*format_)(const CallDescription&) = nullptr;
-  uint64_t args_[kInlineArgs / sizeof(uint64_t)] = {};
-  void* big_args_ = nullptr;  // Args over kInlineArgs bytes (operator new), else nullptr
-  size_t big_size_ = 0;
+  mutable std::string* text_ = nullptr;  // the text once made or given, else nullptr
+  void* big_args_ = nullptr;             // Args over kInlineArgs bytes (operator new), else nullptr
+  size_t args_size_ = 0;                 // sizeof(Args)
+  // Args up to kInlineArgs bytes; uninitialized past args_size_ (copies of
+  // small args copy kSmallArgs bytes, which may include some of that).
+  alignas(uint64_t) unsigned char args_[kInlineArgs];
 };
 
 template <typename T>

@@ -108,6 +108,63 @@ TEST(Result, ErrnoName) {
   EXPECT_EQ(ErrnoName(E2BIG), "E2BIG");
 }
 
+// CallDescription::Deferred(): arguments kept inline (small ones, and up to
+// perf_event_open's attr) or on the heap (larger), formatted once on first
+// use; copies and moves keep the arguments or the text made so far.
+struct SmallArgs {
+  int fd;
+  size_t len;
+};
+std::string FormatSmall(const SmallArgs& a) { return "read(fd=" + std::to_string(a.fd) + ", len=" + std::to_string(a.len) + ")"; }
+struct MediumArgs {
+  uint64_t words[18];  // 144 bytes: inline, past the small-copy size
+};
+std::string FormatMedium(const MediumArgs& a) { return "medium(" + std::to_string(a.words[0] + a.words[17]) + ")"; }
+struct LargeArgs {
+  uint64_t words[40];  // 320 bytes: on the heap
+};
+std::string FormatLarge(const LargeArgs& a) { return "large(" + std::to_string(a.words[0] + a.words[39]) + ")"; }
+
+template <typename D>
+void ExpectCopiesAndMovesKeep(const D& d, const std::string& text) {
+  CallDescription copy(d);
+  CallDescription assigned;
+  assigned = d;
+  CallDescription moved(std::move(copy));
+  CallDescription move_assigned("placeholder");
+  move_assigned = std::move(assigned);
+  EXPECT_EQ(moved.str(), text);
+  EXPECT_EQ(move_assigned.str(), text);
+  EXPECT_EQ(d.str(), text);
+  CallDescription after_text(d);  // copies the text made by d.str()
+  EXPECT_EQ(after_text.str(), text);
+}
+
+TEST(CallDescription, DeferredSmallMediumAndLargeArgs) {
+  ExpectCopiesAndMovesKeep(CallDescription::Deferred<FormatSmall>(SmallArgs{5, 8}), "read(fd=5, len=8)");
+  MediumArgs m{};
+  m.words[0] = 40;
+  m.words[17] = 2;
+  ExpectCopiesAndMovesKeep(CallDescription::Deferred<FormatMedium>(m), "medium(42)");
+  LargeArgs l{};
+  l.words[0] = 7;
+  l.words[39] = 3;
+  ExpectCopiesAndMovesKeep(CallDescription::Deferred<FormatLarge>(l), "large(10)");
+}
+
+TEST(CallDescription, TextAndEmpty) {
+  EXPECT_EQ(CallDescription().str(), "");
+  ExpectCopiesAndMovesKeep(CallDescription("close(fd=3)"), "close(fd=3)");
+  ExpectCopiesAndMovesKeep(CallDescription(std::string("close(fd=4)")), "close(fd=4)");
+}
+
+TEST(CallDescription, ResultKeepsDeferredCall) {
+  Result<int> r = Result<int>::Ok(3, CallDescription::Deferred<FormatSmall>(SmallArgs{3, 16}));
+  Result<int> copy = r;
+  EXPECT_EQ(copy.ToString(), "read(fd=3, len=16) = 3");
+  EXPECT_EQ(r.call(), "read(fd=3, len=16)");
+}
+
 TEST(Result, ErrnoNameOfUnknownValue) {
   EXPECT_EQ(ErrnoName(99999), "E<unknown 99999>");
   EXPECT_EQ(ErrnoName(-1), "E<unknown -1>");

@@ -62,7 +62,6 @@ int CheckOpenFlags(unsigned long flags, std::string* why) {
 }
 
 int CopyAttr(perf_event_attr* uattr, const AttrLimits& limits, perf_event_attr* out, std::string* why) {
-  std::memset(out, 0, sizeof *out);
   uint32_t size = uattr->size;
   if (size == 0) size = PERF_ATTR_SIZE_VER0;  // "ABI compatibility quirk"
   auto e2big = [&](std::string text) {
@@ -81,7 +80,12 @@ int CopyAttr(perf_event_attr* uattr, const AttrLimits& limits, perf_event_attr* 
                                limits.attr_size));
     }
   }
-  std::memcpy(out, uattr, std::min<size_t>(size, sizeof *out));
+  if (size >= sizeof *out) {
+    std::memcpy(out, uattr, sizeof *out);  // the usual case: one fixed-size copy
+  } else {
+    std::memset(out, 0, sizeof *out);
+    std::memcpy(out, uattr, size);
+  }
   out->size = size;
   perf_event_attr& a = *out;
 

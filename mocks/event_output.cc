@@ -171,11 +171,6 @@ size_t EncodeReadOne(const MockEvent& ev, void* buf) {
   return n * sizeof(uint64_t);
 }
 
-size_t ReadSize(const MockEvent& ev) {
-  const uint64_t rf = ev.attr.read_format;
-  return ReadFormatSize(rf, (rf & PERF_FORMAT_GROUP) ? ev.group_size() : 1);
-}
-
 SampleId MakeSampleId(const MockEvent& ev, const OutputContext& ctx) {
   const uint64_t st = ev.attr.sample_type;
   SampleId id;

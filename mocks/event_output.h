@@ -62,7 +62,10 @@ ReadValues ReadEventValues(const MockEvent& ev);
 size_t EncodeReadOne(const MockEvent& ev, void* buf);
 
 // Bytes read(2) returns: perf_event_read_size() (group size counted now).
-size_t ReadSize(const MockEvent& ev);
+inline size_t ReadSize(const MockEvent& ev) {
+  const uint64_t rf = ev.attr.read_format;
+  return ReadFormatSize(rf, (rf & PERF_FORMAT_GROUP) ? ev.group_size() : 1);
+}
 
 // The sample_id_all trailer of `ev` in `ctx` (__perf_event_header__init_id()).
 SampleId MakeSampleId(const MockEvent& ev, const OutputContext& ctx);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "harness/internal/describe.h"
 #include "mocks/internal/mock_backend_impl.h"
@@ -208,7 +209,7 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
     return fail(EINVAL, "inherit with PERF_SAMPLE_READ needs PERF_SAMPLE_TID");
   }
 
-  auto ev = std::make_unique<MockEvent>();
+  std::unique_ptr<MockEvent> ev = NewEvent();
   ev->attr = attr;
   ev->pid = task ? (pid == 0 ? task_.tid : pid) : -1;
   ev->cpu = cpu;
@@ -382,7 +383,19 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   return Result<int>::Ok(fd, std::move(call));
 }
 
+// The hot path (read(2) of a counting event, bench/mock_bench.cc): an event
+// that is not in error, without PERF_FORMAT_GROUP, into a buffer that holds
+// its record. Everything else takes ReadSlow(), which makes the same checks
+// in the kernel's order.
 Result<size_t> MockBackend::Read(int fd, void* buf, size_t len) {
+  MockEvent* ev = FindFd(fd);
+  if (ev != nullptr && !ev->error && !(ev->attr.read_format & PERF_FORMAT_GROUP) && len >= ReadSize(*ev)) [[likely]] {
+    return Result<size_t>::Ok(EncodeReadOne(*ev, buf), ReadCall(fd, len));
+  }
+  return ReadSlow(fd, buf, len);
+}
+
+Result<size_t> MockBackend::ReadSlow(int fd, void* buf, size_t len) {
   CallDescription call = ReadCall(fd, len);
   MockEvent* ev = FindFd(fd);
   if (ev == nullptr) {
@@ -513,7 +526,6 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
   if (ev == nullptr) {
     return Fail<int>(FdIsOpen(fd) ? ENOTTY : EBADF, call, "not a perf event fd");
   }
-  std::string why;
   // perf_event_for_each_child(): the event, then its inherited copies.
   auto with_children = [](MockEvent& e, auto& fn) {
     fn(e);
@@ -550,9 +562,11 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
       ev->event_limit += static_cast<int>(arg);
       EnableEvent(*ev);
       return Result<int>::Ok(0, std::move(call));
-    case PERF_EVENT_IOC_PERIOD:
+    case PERF_EVENT_IOC_PERIOD: {
+      std::string why;
       if (int err = PeriodIoctl(*ev, arg, &why)) return Fail<int>(err, call, why);
       return Result<int>::Ok(0, std::move(call));
+    }
     case PERF_EVENT_IOC_ID: {
       if (arg == 0) return Fail<int>(EFAULT, call, "NULL id pointer");
       const uint64_t id = ev->primary_id();
@@ -560,6 +574,7 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
       return Result<int>::Ok(0, std::move(call));
     }
     case PERF_EVENT_IOC_SET_OUTPUT: {
+      std::string why;
       MockEvent* output = nullptr;
       if (arg != ~uintptr_t{0}) {  // "if (arg != -1)"; otherwise fdget() of the (unsigned int) fd
         output = FindFd(static_cast<int>(static_cast<unsigned int>(arg)));
@@ -569,6 +584,7 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
       return Result<int>::Ok(0, std::move(call));
     }
     case PERF_EVENT_IOC_SET_FILTER: {
+      std::string why;
       // strndup_user() first, then perf_event_set_filter(): only tracepoints and address filters.
       if (arg == 0) return Fail<int>(EFAULT, call, "NULL filter string");
       if (ev->tracepoint == nullptr) return Fail<int>(EINVAL, call, "filters need a tracepoint or an address-filter PMU");
@@ -606,6 +622,7 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
       return Result<int>::Ok(0, std::move(call));
     }
     case PERF_EVENT_IOC_MODIFY_ATTRIBUTES: {
+      std::string why;
       // perf_event_modify_attr(): only breakpoints can be modified.
       if (arg == 0) return Fail<int>(EFAULT, call, "NULL attr pointer");
       perf_event_attr new_attr;
@@ -755,9 +772,30 @@ void MockBackend::DestroyEvent(MockEvent* ev) {
     sib.erase(std::remove(sib.begin(), sib.end(), ev), sib.end());
   }
   ev->rb.reset();
-  events_.erase(std::remove_if(events_.begin(), events_.end(), [&](const auto& p) { return p.get() == ev; }),
-                events_.end());
+  auto it = std::find_if(events_.begin(), events_.end(), [&](const auto& p) { return p.get() == ev; });
+  if (it != events_.end()) {
+    std::unique_ptr<MockEvent> freed = std::move(*it);
+    events_.erase(it);
+    RecycleEvent(std::move(freed));
+  }
   Reschedule();
+}
+
+std::unique_ptr<MockEvent> MockBackend::NewEvent() {
+  if (free_events_.empty()) return std::make_unique<MockEvent>();
+  std::unique_ptr<MockEvent> ev = std::move(free_events_.back());
+  free_events_.pop_back();
+  return ev;
+}
+
+void MockBackend::RecycleEvent(std::unique_ptr<MockEvent> ev) {
+  if (free_events_.size() >= kMaxFreeEvents) return;  // freed here
+  // A new event in the old one's memory: what it held (buffer, filter, PT
+  // trace) goes now, as with delete.
+  MockEvent* raw = ev.get();
+  raw->~MockEvent();
+  ::new (static_cast<void*>(raw)) MockEvent();
+  free_events_.push_back(std::move(ev));
 }
 
 Result<void> MockBackend::Close(int fd) {

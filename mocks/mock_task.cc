@@ -92,10 +92,9 @@ void MockBackend::Reschedule() {
   for (size_t i = 0; i < events_.size(); ++i) {
     MockEvent& e = *events_[i];
     if (e.active && (!Schedulable(e) || (!e.is_leader() && !e.leader->active))) SchedOut(e);
-  }
-  // perf_event_groups_insert() at install time: group_index in creation order.
-  for (const auto& e : events_) {
-    if (e->is_leader() && e->group_index == 0) e->group_index = ++group_seq_;
+    // perf_event_groups_insert() at install time: group_index in creation
+    // order (SchedOut() changes no group_index nor leader).
+    if (e.is_leader() && e.group_index == 0) e.group_index = ++group_seq_;
   }
   for (size_t i = 0; i < events_.size(); ++i) {
     MockEvent& e = *events_[i];
@@ -107,11 +106,13 @@ void MockBackend::Reschedule() {
       continue;
     }
     if (e.pmu == PmuId::kCore) continue;  // ScheduleCoreGroups()
-    std::vector<const MockEvent*> group;
-    for (const MockEvent* s : e.siblings) {
-      if (s->pmu == PmuId::kCore && !s->active && Schedulable(*s)) group.push_back(s);
+    if (!e.siblings.empty()) {
+      std::vector<const MockEvent*> group;
+      for (const MockEvent* s : e.siblings) {
+        if (s->pmu == PmuId::kCore && !s->active && Schedulable(*s)) group.push_back(s);
+      }
+      if (!group.empty() && !CountersFree(group)) continue;
     }
-    if (!group.empty() && !CountersFree(group)) continue;
     SchedIn(e);
   }
   if (profile_.has_hardware) ScheduleCoreGroups();  // no core PMU, no core groups

@@ -182,6 +182,12 @@ class MockBackend final : public Backend {
   int BreakpointEventInit(MockEvent& ev, std::string* why);           // hw_breakpoint_event_init()
   int ModifyBreakpoint(MockEvent& ev, const perf_event_attr& attr, std::string* why);  // perf_event_modify_breakpoint()
   void DestroyEvent(MockEvent* ev);
+  // A default MockEvent for perf_event_open(): one that DestroyEvent() freed
+  // (RecycleEvent(): reset, kept in free_events_), else a new one. Saves the
+  // allocation on the open/close path (bench/mock_bench.cc).
+  std::unique_ptr<MockEvent> NewEvent();
+  void RecycleEvent(std::unique_ptr<MockEvent> ev);
+  Result<size_t> ReadSlow(int fd, void* buf, size_t len);  // Read() but for its hot path
   void ReleaseBuffer(const std::shared_ptr<MockRingBuffer>& rb);     // perf_mmap_close(), last mapping
 
   // --- mock_aux.cc: the AUX area and the intel_pt PMU ---
@@ -315,6 +321,8 @@ class MockBackend final : public Backend {
   uint64_t pinned_vm_ = 0;          // mm->pinned_vm, pages
 
   std::vector<std::unique_ptr<MockEvent>> events_;  // creation order; includes closed-but-mapped ones
+  static constexpr size_t kMaxFreeEvents = 16;
+  std::vector<std::unique_ptr<MockEvent>> free_events_;  // fresh (default) events for NewEvent()
   FdTable fds_;
   int placeholder_fd_ = -1;  // the memfd that unbacked event fds are dups of (mock_fds.cc)
   std::vector<std::pair<int, bool>> spare_fds_;  // {fd, FD_CLOEXEC}: dups of it, of closed events
