@@ -71,6 +71,20 @@ class Records : public SuiteTest {
     ASSERT_OK_AND_ASSIGN(*recs, DrainRecords(rb, SampleLayout::FromAttr(attr), /*consume=*/true));
   }
 
+  // Collect() for a CPU-wide event on CPU 0 while this thread (and any child
+  // it forks: the mask is inherited) runs on CPU 0 only, so CPU 0 switches
+  // even on an idle machine; the old affinity comes back after.
+  void CollectOnCpu0(const perf_event_attr& attr, const std::vector<Workload>& work, std::vector<ParsedRecord>* recs,
+                     std::vector<WorkloadResult>* results = nullptr) {
+    cpu_set_t old_mask, cpu0;
+    ASSERT_EQ(::sched_getaffinity(0, sizeof old_mask, &old_mask), 0);
+    CPU_ZERO(&cpu0);
+    CPU_SET(0, &cpu0);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof cpu0, &cpu0), 0);
+    Collect(attr, work, recs, results, nullptr, -1, 0, 64);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof old_mask, &old_mask), 0);
+  }
+
   // Inherited events cannot be mapped per task (perf_mmap(): "Don't allow
   // mmap() of inherited per-task counters", EINVAL): opens `attr` for this
   // task once per CPU, each with its own buffer, runs the workloads and
@@ -449,18 +463,8 @@ PERFTEST_CASE(Records, SwitchCpuWide, "records.switch_cpu_wide",
   PERFTEST_ASSIGN_OR_SKIP(Event probe, Event::Open(backend(), a, -1, 0), "a CPU-wide event");
   ASSERT_OK(probe.Close());
   std::vector<ParsedRecord> recs;
-  {
-    // This thread sleeps on CPU 0, so CPU 0 switches even on an idle machine
-    // (elsewhere it could stay idle throughout); the old mask comes back after.
-    cpu_set_t old_mask, cpu0;
-    ASSERT_EQ(::sched_getaffinity(0, sizeof old_mask, &old_mask), 0);
-    CPU_ZERO(&cpu0);
-    CPU_SET(0, &cpu0);
-    ASSERT_EQ(::sched_setaffinity(0, sizeof cpu0, &cpu0), 0);
-    Collect(a, {Workload::Sleep(4, 2ms)}, &recs, nullptr, nullptr, -1, 0, 64);
-    ASSERT_EQ(::sched_setaffinity(0, sizeof old_mask, &old_mask), 0);
-    ASSERT_FALSE(HasFatalFailure());
-  }
+  // This thread sleeps on CPU 0 (elsewhere CPU 0 could stay idle throughout).
+  ASSERT_NO_FATAL_FAILURE(CollectOnCpu0(a, {Workload::Sleep(4, 2ms)}, &recs));
   std::vector<const ParsedRecord*> sw = OfType(recs, PERF_RECORD_SWITCH_CPU_WIDE);
   ASSERT_GE(sw.size(), 2u) << "CPU 0 switched tasks while this task slept";
   EXPECT_TRUE(OfType(recs, PERF_RECORD_SWITCH).empty()) << "a CPU-wide event gets the CPU_WIDE form only";
@@ -493,17 +497,7 @@ PERFTEST_CASE(Records, SwitchCpuWideAtFork, "records.switch_cpu_wide_fork",
   ASSERT_OK(probe.Close());
   std::vector<ParsedRecord> recs;
   std::vector<WorkloadResult> w;
-  {
-    // Parent and child on CPU 0 (the child inherits the mask).
-    cpu_set_t old_mask, cpu0;
-    ASSERT_EQ(::sched_getaffinity(0, sizeof old_mask, &old_mask), 0);
-    CPU_ZERO(&cpu0);
-    CPU_SET(0, &cpu0);
-    ASSERT_EQ(::sched_setaffinity(0, sizeof cpu0, &cpu0), 0);
-    Collect(a, {Workload::ForkTouch(1, 64)}, &recs, &w, nullptr, -1, 0, 64);
-    ASSERT_EQ(::sched_setaffinity(0, sizeof old_mask, &old_mask), 0);
-    ASSERT_FALSE(HasFatalFailure());
-  }
+  ASSERT_NO_FATAL_FAILURE(CollectOnCpu0(a, {Workload::ForkTouch(1, 64)}, &recs, &w));  // parent and child on CPU 0
   ASSERT_EQ(w.size(), 1u);
   ASSERT_EQ(w[0].children.size(), 1u);
   const auto child = static_cast<uint32_t>(w[0].children[0]);
