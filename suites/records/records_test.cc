@@ -452,6 +452,38 @@ PERFTEST_CASE(Records, SwitchAroundFork, "records.switch_around_fork",
   EXPECT_TRUE(in_after) << "and a switch in after it: waitpid(2) returns";
 }
 
+PERFTEST_CASE(Records, SwitchInheritedByChild, "records.switch_inherit_child",
+              "<linux/perf_event.h> attr.context_switch with attr.inherit; core.c perf_event_task_sched_in() -> "
+              "perf_event_switch(): the child's inherited copy records its switch in; perf_event_exit_task() "
+              "(EXIT through the copy) runs in do_exit() before the final schedule(), so the copy records no "
+              "switch of the child after its EXIT") {
+  perf_event_attr a = SideBand();
+  a.context_switch = 1;
+  a.task = 1;
+  a.inherit = 1;
+  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+  a.sample_id_all = 1;
+  std::vector<ParsedRecord> recs;
+  std::vector<WorkloadResult> w;
+  ASSERT_NO_FATAL_FAILURE(CollectPerCpu(a, {Workload::ForkTouch(1, 64)}, &recs, &w));
+  ASSERT_EQ(w.size(), 1u);
+  ASSERT_EQ(w[0].children.size(), 1u);
+  const auto child = static_cast<uint32_t>(w[0].children[0]);
+  std::optional<uint64_t> exit_time;
+  for (const ParsedRecord* r : OfType(recs, PERF_RECORD_EXIT)) {
+    if (std::get<TaskRecord>(r->record.body).tid == child) exit_time = r->record.sample_id->time;
+  }
+  ASSERT_TRUE(exit_time.has_value()) << "the child's EXIT, through its inherited copy";
+  EXPECT_TRUE(OfType(recs, PERF_RECORD_SWITCH_CPU_WIDE).empty()) << "per-task events: the PERF_RECORD_SWITCH form";
+  size_t child_ins = 0;
+  for (const ParsedRecord* r : OfType(recs, PERF_RECORD_SWITCH)) {
+    if (*r->record.sample_id->tid != child) continue;
+    child_ins += !(r->record.header.misc & PERF_RECORD_MISC_SWITCH_OUT);
+    EXPECT_LT(*r->record.sample_id->time, *exit_time) << "no switch of the child after its EXIT";
+  }
+  EXPECT_GE(child_ins, 1u) << "the child's first switch in, through its inherited copy";
+}
+
 PERFTEST_CASE(Records, SwitchCpuWide, "records.switch_cpu_wide",
               "<linux/perf_event.h> PERF_RECORD_SWITCH_CPU_WIDE {next_prev_pid, next_prev_tid}; "
               "core.c perf_event_switch_output()") {
