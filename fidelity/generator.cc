@@ -330,6 +330,14 @@ OpenCall GenerateOpen(Rng& rng, const GeneratorParams& p, size_t prior_events) {
     a.bp_type = rng.Percent(92) ? 0 : static_cast<uint32_t>(rng.Next());
     a.config1 = rng.Percent(85) ? 0 : rng.Percent(30) ? rng.Below(256) : rng.Next();
     a.config2 = rng.Percent(85) ? 0 : rng.Percent(30) ? rng.Below(256) : rng.Next();
+    // A uprobe on the host's target file (uprobe_path, config1), at an
+    // offset in it or just past it (config2), with the retprobe bit and a
+    // small ref_ctr_offset (config bits 32-63) now and then.
+    if (p.uprobe_path != nullptr && PmuNameForType(a.type, p) == "uprobe" && rng.Percent(60)) {
+      a.config1 = reinterpret_cast<uintptr_t>(p.uprobe_path);
+      a.config2 = rng.Percent(90) ? rng.Below(kUprobeTargetSize + 8) : rng.Next();
+      a.config = rng.Below(2) | (rng.Percent(70) ? 0 : rng.Below(8) << 32);
+    }
   }
 
   if (a.sample_type & PERF_SAMPLE_BRANCH_STACK) {

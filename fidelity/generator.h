@@ -53,10 +53,19 @@ struct GeneratorParams {
   bool generate_hardware_types = false;
   // Valid PERF_TYPE_TRACEPOINT configs (tracefs event ids).
   std::vector<uint64_t> tracepoint_ids;
+  // A regular file of kUprobeTargetSize bytes that no process maps (host.cc
+  // makes it), NUL-terminated and alive for the whole program: uprobe opens
+  // name it in attr.config1 now and then, so that some succeed and the
+  // operations that follow run on real uprobe events. A uprobe on a file
+  // nobody maps plants no breakpoint. nullptr: uprobe paths stay random.
+  const char* uprobe_path = nullptr;
   uint32_t max_sample_rate = 100000;  // perf_event_max_sample_rate, Hz
   uint32_t max_stack = 127;           // perf_event_max_stack
   size_t page_size = 4096;
 };
+
+// Size of the file GeneratorParams::uprobe_path names.
+inline constexpr uint64_t kUprobeTargetSize = 64;
 
 // The sequence `seed` names under `params`.
 Sequence GenerateSequence(uint64_t seed, const GeneratorParams& params);

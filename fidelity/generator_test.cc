@@ -198,6 +198,31 @@ TEST(Generator, NeverGeneratesAvoidedTypes) {
   EXPECT_THAT(names, ::testing::UnorderedElementsAre("software", "tracepoint", "breakpoint", "msr", "unlisted"));
 }
 
+// With a uprobe target file, some uprobe opens name it (config1) at an offset
+// in or just past it; the others keep random path pointers; no other PMU's
+// attr points at it.
+TEST(Generator, UprobeOpensNameTheTargetFile) {
+  static const char kPath[] = "/tmp/target";
+  GeneratorParams p = VmParams();
+  p.pmus.push_back({"uprobe", 8});
+  p.uprobe_path = kPath;
+  const auto target = reinterpret_cast<uintptr_t>(kPath);
+  int uprobes = 0, named = 0;
+  for (const OpenCall& c : TenThousandOpens(p)) {
+    if (c.attr.type != 8) {
+      EXPECT_NE(c.attr.config1, target);
+      continue;
+    }
+    ++uprobes;
+    if (c.attr.config1 != target) continue;
+    ++named;
+    EXPECT_LT(c.attr.config & 0xfffffffeu, 1u) << "config: retprobe bit 0 and ref_ctr_offset bits 32-63 only";
+  }
+  EXPECT_GT(uprobes, 100);
+  EXPECT_GT(named, uprobes / 4);
+  EXPECT_LT(named, uprobes);
+}
+
 TEST(Generator, HardwareTypesWhenTheHostHasNoHardwarePmu) {
   std::set<std::string> names;
   for (const OpenCall& c : TenThousandOpens(VmParams())) names.insert(PmuNameForType(c.attr.type, VmParams()));

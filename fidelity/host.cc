@@ -1,9 +1,12 @@
 #include "fidelity/host.h"
 
 #include <linux/perf_event.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
+#include <string>
 
 namespace perftest::fidelity {
 
@@ -29,6 +32,31 @@ std::vector<uint64_t> ReadTracepointIds() {
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
 }
+
+namespace {
+
+// GeneratorParams::uprobe_path: a kUprobeTargetSize-byte file in /tmp, removed
+// at exit (the name lives in a static array: no destructor runs before the atexit handler).
+char g_uprobe_target[] = "/tmp/perftest-fidelity-uprobe-XXXXXX";
+
+const char* UprobeTargetPath() {
+  static const bool made = [] {
+    const int fd = ::mkstemp(g_uprobe_target);
+    if (fd < 0) return false;
+    const std::string bytes(kUprobeTargetSize, '\x90');
+    const bool ok = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+    ::close(fd);
+    if (!ok) {
+      ::unlink(g_uprobe_target);
+      return false;
+    }
+    std::atexit([] { ::unlink(g_uprobe_target); });
+    return true;
+  }();
+  return made ? g_uprobe_target : nullptr;
+}
+
+}  // namespace
 
 GeneratorParams HostGeneratorParams(Backend& kernel) {
   const MachineInfo& m = kernel.Machine();
@@ -62,6 +90,9 @@ GeneratorParams HostGeneratorParams(Backend& kernel) {
   std::sort(p.avoid_types.begin(), p.avoid_types.end());
   p.avoid_types.erase(std::unique(p.avoid_types.begin(), p.avoid_types.end()), p.avoid_types.end());
   p.tracepoint_ids = ReadTracepointIds();
+  if (std::any_of(p.pmus.begin(), p.pmus.end(), [](const auto& q) { return q.name == "uprobe"; })) {
+    p.uprobe_path = UprobeTargetPath();
+  }
   return p;
 }
 

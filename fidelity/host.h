@@ -6,8 +6,10 @@
 //   GeneratorParams params = HostGeneratorParams(*kernel);
 //
 // Safe PMUs (fuzzed): software, tracepoint, breakpoint, uprobe, msr, power —
-// counting or sampling on them cannot raise NMIs, and a random uprobe path
-// pointer only makes the kernel fail to copy it. Every other PMU the host
+// counting or sampling on them cannot raise NMIs, a random uprobe path
+// pointer only makes the kernel fail to copy it, and the uprobe path the
+// generator names (GeneratorParams::uprobe_path, a file this creates in /tmp)
+// is a file no process maps, so a uprobe on it plants no breakpoint. Every other PMU the host
 // lists (cpu, cpu_core, intel_pt, armv8_pmuv3_0, uncore_*, kprobe — a random
 // kprobe_addr would plant a probe — ...) goes to avoid_types and is never
 // opened. PERF_TYPE_HARDWARE/HW_CACHE/RAW are

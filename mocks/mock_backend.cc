@@ -239,6 +239,7 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
     return fail(ENOENT, fmt::format("no PMU has type {} on this machine", attr.type));
   }
   const bool software = clock_type || pmu->type == PERF_TYPE_SOFTWARE;
+  bool no_exclude = false, no_task_ctx = false;  // the PMU's PERF_PMU_CAP_NO_EXCLUDE, perf_invalid_context
   if (clock_type) {
     const uint64_t config = attr.type == profile_.cpu_clock_type ? PERF_COUNT_SW_CPU_CLOCK : PERF_COUNT_SW_TASK_CLOCK;
     if (attr.config != config) {
@@ -264,26 +265,25 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
     const bool msr = pmu->name == "msr";
     if (int err = msr ? MsrEventInit(attr, *pmu, &why) : RaplEventInit(attr, cpu, *pmu, &why)) return fail(err, why);
     ev->pmu = PmuId::kFreeRunning;
-    // perf_try_init_event(): PERF_PMU_CAP_NO_EXCLUDE; perf_event_alloc(): the
-    // RAPL PMU has no task context ("Disallow uncore-task events").
-    if (attr.exclude_user || attr.exclude_kernel || attr.exclude_hv || attr.exclude_idle || attr.exclude_host ||
-        attr.exclude_guest) {
-      return fail(EINVAL, "the PMU has PERF_PMU_CAP_NO_EXCLUDE: no exclude_* bit may be set (perf_try_init_event())");
-    }
-    if (!msr && (task || cgroup)) return fail(EINVAL, "no task events on an uncore PMU (perf_invalid_context)");
+    no_exclude = true;    // PERF_PMU_CAP_NO_EXCLUDE
+    no_task_ctx = !msr;   // RAPL: perf_invalid_context
   } else if (profile_.has_hardware && pmu->type == profile_.core_pmu_type) {
     if (int err = HardwareEventInit(attr, pmu->type, profile_.hardware, &ev->hw_event, &why)) return fail(err, why);
     ev->pmu = PmuId::kCore;
     PeriodStateInit(*ev);
-    // perf_try_init_event(): PERF_PMU_CAP_NO_EXCLUDE refuses every exclude_* bit.
-    if (!profile_.hardware.mode_exclusion && (attr.exclude_user || attr.exclude_kernel || attr.exclude_hv ||
-                                              attr.exclude_idle || attr.exclude_host || attr.exclude_guest)) {
-      return fail(EINVAL, "the PMU has PERF_PMU_CAP_NO_EXCLUDE: no exclude_* bit may be set (perf_try_init_event())");
-    }
+    no_exclude = !profile_.hardware.mode_exclusion;  // PERF_PMU_CAP_NO_EXCLUDE
   }
   // perf_try_init_event(), right after pmu->event_init(): software, tracepoint
-  // and breakpoint PMUs lack PERF_PMU_CAP_EXTENDED_REGS.
+  // and breakpoint PMUs lack PERF_PMU_CAP_EXTENDED_REGS; then
+  // PERF_PMU_CAP_NO_EXCLUDE refuses every exclude_* bit (in that order:
+  // fidelity found msr with exclude_idle and an XMM register EOPNOTSUPP).
   if (HasExtendedRegs(attr, limits.x86_64)) return fail(EOPNOTSUPP, "XMM registers need PERF_PMU_CAP_EXTENDED_REGS");
+  if (no_exclude && (attr.exclude_user || attr.exclude_kernel || attr.exclude_hv || attr.exclude_idle ||
+                     attr.exclude_host || attr.exclude_guest)) {
+    return fail(EINVAL, "the PMU has PERF_PMU_CAP_NO_EXCLUDE: no exclude_* bit may be set (perf_try_init_event())");
+  }
+  // perf_event_alloc(), after perf_init_event(): "Disallow uncore-task events".
+  if (no_task_ctx && (task || cgroup)) return fail(EINVAL, "no task events on an uncore PMU (perf_invalid_context)");
   // perf_event_alloc(), after perf_init_event(): capabilities these PMUs lack
   // (PERF_PMU_CAP_AUX_OUTPUT, PERF_PMU_CAP_AUX_PAUSE), in the kernel's order.
   if (attr.aux_output) return fail(EOPNOTSUPP, "aux_output needs PERF_PMU_CAP_AUX_OUTPUT");

@@ -633,7 +633,7 @@ PERFTEST_CASE(Ioctl, ModifyBreakpointAddress, "ioctl.modify_attributes_breakpoin
               FailsWithErrno(EINVAL))
       << "sample_period may not change";
   perf_event_attr bad_len = rw;
-  bad_len.bp_len = 3;
+  bad_len.bp_len = 9;  // no arch's length (x86: 1, 2, 4, 8; arm64: 1..8)
   EXPECT_THAT(Raw(bp, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, reinterpret_cast<uintptr_t>(&bad_len)), FailsWithErrno(EINVAL));
 }
 
@@ -650,7 +650,7 @@ PERFTEST_CASE(Ioctl, ModifyBreakpointFollowsAttrDisabled, "ioctl.modify_attribut
   PERFTEST_ASSIGN_OR_SKIP(Event bp, Event::Open(backend(), attr), "a data breakpoint");
   ASSERT_OK(bp.Enable());
   perf_event_attr bad = attr;
-  bad.bp_len = 3;
+  bad.bp_len = 9;  // no arch's length (x86: 1, 2, 4, 8; arm64: 1..8)
   EXPECT_THAT(Raw(bp, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, reinterpret_cast<uintptr_t>(&bad)), FailsWithErrno(EINVAL));
   ASSERT_OK(backend().RunWorkload(Workload::WriteMemory(&g_watch_a, 8, 4)));
   EXPECT_EQ(Value(bp), 0u) << "the failed MODIFY disabled the breakpoint (its attr.disabled is 1)";
@@ -670,7 +670,7 @@ PERFTEST_CASE(Ioctl, ModifyBreakpointFollowsAttrDisabled, "ioctl.modify_attribut
   // A MODIFY that fails still went through the disable, and the event's
   // attr.disabled is 0 now: it comes back on.
   bad = moved;
-  bad.bp_len = 3;
+  bad.bp_len = 9;  // no arch's length (x86: 1, 2, 4, 8; arm64: 1..8)
   EXPECT_THAT(Raw(bp, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, reinterpret_cast<uintptr_t>(&bad)), FailsWithErrno(EINVAL));
   ASSERT_OK(backend().RunWorkload(Workload::WriteMemory(&g_watch_b, 8, 2)));
   EXPECT_EQ(Value(bp), 9u);

@@ -71,6 +71,20 @@ class Records : public SuiteTest {
     ASSERT_OK_AND_ASSIGN(*recs, DrainRecords(rb, SampleLayout::FromAttr(attr), /*consume=*/true));
   }
 
+  // Collect() for a CPU-wide event on CPU 0 while this thread (and any child
+  // it forks: the mask is inherited) runs on CPU 0 only, so CPU 0 switches
+  // even on an idle machine; the old affinity comes back after.
+  void CollectOnCpu0(const perf_event_attr& attr, const std::vector<Workload>& work, std::vector<ParsedRecord>* recs,
+                     std::vector<WorkloadResult>* results = nullptr) {
+    cpu_set_t old_mask, cpu0;
+    ASSERT_EQ(::sched_getaffinity(0, sizeof old_mask, &old_mask), 0);
+    CPU_ZERO(&cpu0);
+    CPU_SET(0, &cpu0);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof cpu0, &cpu0), 0);
+    Collect(attr, work, recs, results, nullptr, -1, 0, 64);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof old_mask, &old_mask), 0);
+  }
+
   // Inherited events cannot be mapped per task (perf_mmap(): "Don't allow
   // mmap() of inherited per-task counters", EINVAL): opens `attr` for this
   // task once per CPU, each with its own buffer, runs the workloads and
@@ -438,6 +452,38 @@ PERFTEST_CASE(Records, SwitchAroundFork, "records.switch_around_fork",
   EXPECT_TRUE(in_after) << "and a switch in after it: waitpid(2) returns";
 }
 
+PERFTEST_CASE(Records, SwitchInheritedByChild, "records.switch_inherit_child",
+              "<linux/perf_event.h> attr.context_switch with attr.inherit; core.c perf_event_task_sched_in() -> "
+              "perf_event_switch(): the child's inherited copy records its switch in; perf_event_exit_task() "
+              "(EXIT through the copy) runs in do_exit() before the final schedule(), so the copy records no "
+              "switch of the child after its EXIT") {
+  perf_event_attr a = SideBand();
+  a.context_switch = 1;
+  a.task = 1;
+  a.inherit = 1;
+  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME;
+  a.sample_id_all = 1;
+  std::vector<ParsedRecord> recs;
+  std::vector<WorkloadResult> w;
+  ASSERT_NO_FATAL_FAILURE(CollectPerCpu(a, {Workload::ForkTouch(1, 64)}, &recs, &w));
+  ASSERT_EQ(w.size(), 1u);
+  ASSERT_EQ(w[0].children.size(), 1u);
+  const auto child = static_cast<uint32_t>(w[0].children[0]);
+  std::optional<uint64_t> exit_time;
+  for (const ParsedRecord* r : OfType(recs, PERF_RECORD_EXIT)) {
+    if (std::get<TaskRecord>(r->record.body).tid == child) exit_time = r->record.sample_id->time;
+  }
+  ASSERT_TRUE(exit_time.has_value()) << "the child's EXIT, through its inherited copy";
+  EXPECT_TRUE(OfType(recs, PERF_RECORD_SWITCH_CPU_WIDE).empty()) << "per-task events: the PERF_RECORD_SWITCH form";
+  size_t child_ins = 0;
+  for (const ParsedRecord* r : OfType(recs, PERF_RECORD_SWITCH)) {
+    if (*r->record.sample_id->tid != child) continue;
+    child_ins += !(r->record.header.misc & PERF_RECORD_MISC_SWITCH_OUT);
+    EXPECT_LT(*r->record.sample_id->time, *exit_time) << "no switch of the child after its EXIT";
+  }
+  EXPECT_GE(child_ins, 1u) << "the child's first switch in, through its inherited copy";
+}
+
 PERFTEST_CASE(Records, SwitchCpuWide, "records.switch_cpu_wide",
               "<linux/perf_event.h> PERF_RECORD_SWITCH_CPU_WIDE {next_prev_pid, next_prev_tid}; "
               "core.c perf_event_switch_output()") {
@@ -449,18 +495,8 @@ PERFTEST_CASE(Records, SwitchCpuWide, "records.switch_cpu_wide",
   PERFTEST_ASSIGN_OR_SKIP(Event probe, Event::Open(backend(), a, -1, 0), "a CPU-wide event");
   ASSERT_OK(probe.Close());
   std::vector<ParsedRecord> recs;
-  {
-    // This thread sleeps on CPU 0, so CPU 0 switches even on an idle machine
-    // (elsewhere it could stay idle throughout); the old mask comes back after.
-    cpu_set_t old_mask, cpu0;
-    ASSERT_EQ(::sched_getaffinity(0, sizeof old_mask, &old_mask), 0);
-    CPU_ZERO(&cpu0);
-    CPU_SET(0, &cpu0);
-    ASSERT_EQ(::sched_setaffinity(0, sizeof cpu0, &cpu0), 0);
-    Collect(a, {Workload::Sleep(4, 2ms)}, &recs, nullptr, nullptr, -1, 0, 64);
-    ASSERT_EQ(::sched_setaffinity(0, sizeof old_mask, &old_mask), 0);
-    ASSERT_FALSE(HasFatalFailure());
-  }
+  // This thread sleeps on CPU 0 (elsewhere CPU 0 could stay idle throughout).
+  ASSERT_NO_FATAL_FAILURE(CollectOnCpu0(a, {Workload::Sleep(4, 2ms)}, &recs));
   std::vector<const ParsedRecord*> sw = OfType(recs, PERF_RECORD_SWITCH_CPU_WIDE);
   ASSERT_GE(sw.size(), 2u) << "CPU 0 switched tasks while this task slept";
   EXPECT_TRUE(OfType(recs, PERF_RECORD_SWITCH).empty()) << "a CPU-wide event gets the CPU_WIDE form only";
@@ -493,17 +529,7 @@ PERFTEST_CASE(Records, SwitchCpuWideAtFork, "records.switch_cpu_wide_fork",
   ASSERT_OK(probe.Close());
   std::vector<ParsedRecord> recs;
   std::vector<WorkloadResult> w;
-  {
-    // Parent and child on CPU 0 (the child inherits the mask).
-    cpu_set_t old_mask, cpu0;
-    ASSERT_EQ(::sched_getaffinity(0, sizeof old_mask, &old_mask), 0);
-    CPU_ZERO(&cpu0);
-    CPU_SET(0, &cpu0);
-    ASSERT_EQ(::sched_setaffinity(0, sizeof cpu0, &cpu0), 0);
-    Collect(a, {Workload::ForkTouch(1, 64)}, &recs, &w, nullptr, -1, 0, 64);
-    ASSERT_EQ(::sched_setaffinity(0, sizeof old_mask, &old_mask), 0);
-    ASSERT_FALSE(HasFatalFailure());
-  }
+  ASSERT_NO_FATAL_FAILURE(CollectOnCpu0(a, {Workload::ForkTouch(1, 64)}, &recs, &w));  // parent and child on CPU 0
   ASSERT_EQ(w.size(), 1u);
   ASSERT_EQ(w[0].children.size(), 1u);
   const auto child = static_cast<uint32_t>(w[0].children[0]);
