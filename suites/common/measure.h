@@ -5,6 +5,7 @@
 //   // ev enabled, the workload run, ev disabled, the counter read.
 #pragma once
 
+#include <sys/resource.h>
 #include <time.h>
 
 #include <cstdint>
@@ -45,6 +46,14 @@ inline uint64_t ThreadCpuNs() {
   timespec ts{};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Voluntary plus involuntary context switches of this thread so far
+// (getrusage(RUSAGE_THREAD): ru_nvcsw + ru_nivcsw); -1 if unavailable.
+inline long ThreadContextSwitches() {
+  rusage ru{};
+  if (::getrusage(RUSAGE_THREAD, &ru) != 0) return -1;
+  return ru.ru_nvcsw + ru.ru_nivcsw;
 }
 
 }  // namespace perftest
