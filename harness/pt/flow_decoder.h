@@ -247,6 +247,9 @@ class FlowDecoder {
   int Resolve(uint32_t block);
   int NextSlow(FlowStep* step);
   int CutAtError(FlowBlock* out, const Block& b, int err);
+  void NoteEvent(bool bound, uint64_t ip);
+  bool ReachBound(const Block& b);
+  int CheckBound(const Block& b);
   int TakeTip(uint64_t* target);
   bool UnboundControl() const;
   int BeyondControl(const Insn& x);
@@ -294,6 +297,13 @@ class FlowDecoder {
   uint64_t ctl_ip_ = 0;
   uint64_t ctl_from_ = 0;
   uint64_t ctl_offset_ = 0;
+
+  // An event libipt holds until the flow reaches bound_ip_ (NoteEvent), and
+  // whether a further event waits behind it; an MWAIT waiting for its EXSTOP.
+  bool bound_pending_ = false;
+  bool bound_wall_ = false;
+  bool mwait_held_ = false;
+  uint64_t bound_ip_ = 0;
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool have_unread_ = false;
