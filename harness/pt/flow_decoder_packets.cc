@@ -118,8 +118,9 @@ int FlowDecoder::FetchControl() {
       case PacketType::kFup: {
         if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad FUP");
         if (p.ipbytes() == 0) {
-          // The error is at the FUP, as libipt's (-pte_noip): inside the
-          // read-ahead window after a TIP, it fails the branch that took it.
+          // The error is at the FUP, as libipt's (-pte_ip_suppressed):
+          // inside the read-ahead window after a TIP, it fails the branch
+          // that took it.
           const int err = Fail(EBADMSG, fmt::format("FUP at {:#x} without an IP", p.offset));
           error_offset_ = p.offset;
           return err;
