@@ -248,7 +248,7 @@ class FlowDecoder {
   int NextSlow(FlowStep* step);
   int CutAtError(FlowBlock* out, const Block& b, int err);
   void NoteEvent(bool bound, uint64_t ip);
-  bool ReachBound(const Block& b);
+  void ReachBound(const Block& b);
   int CheckBound(const Block& b);
   int TakeTip(uint64_t* target);
   bool UnboundControl() const;
@@ -298,12 +298,15 @@ class FlowDecoder {
   uint64_t ctl_from_ = 0;
   uint64_t ctl_offset_ = 0;
 
-  // An event libipt holds until the flow reaches bound_ip_ (NoteEvent), and
-  // whether a further event waits behind it; an MWAIT waiting for its EXSTOP.
+  // The events libipt's instruction decoder has not taken yet (NoteEvent):
+  // the first is bound to an IP the flow has not reached; each entry is an
+  // IP, or kUnbound. bound_pending_: there is one; bound_wall_: and more
+  // behind it. mwait_held_: an MWAIT waits for its EXSTOP.
+  static constexpr uint64_t kUnbound = ~uint64_t{0};
+  std::vector<uint64_t> bound_;
   bool bound_pending_ = false;
   bool bound_wall_ = false;
   bool mwait_held_ = false;
-  uint64_t bound_ip_ = 0;
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool have_unread_ = false;

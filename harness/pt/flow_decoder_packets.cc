@@ -308,16 +308,13 @@ int FlowDecoder::FetchControl() {
 // (pt_qry_cache_tnt: "an event ahead", -pte_bad_query). `bound`: the event
 // binds to `ip`.
 void FlowDecoder::NoteEvent(bool bound, uint64_t ip) {
-  if (!enabled_) {
-    bound_pending_ = bound_wall_ = false;  // (libipt takes events at once while disabled)
-    return;
+  if (!enabled_) {  // (libipt takes events at once while tracing is disabled)
+    bound_.clear();
+  } else if (!bound_.empty() || bound) {
+    bound_.push_back(bound ? ip : kUnbound);
   }
-  if (bound_pending_) {
-    bound_wall_ = true;
-  } else if (bound) {
-    bound_pending_ = true;
-    bound_ip_ = ip;
-  }
+  bound_pending_ = !bound_.empty();
+  bound_wall_ = bound_.size() >= 2;
 }
 
 }  // namespace perftest::pt

@@ -389,26 +389,32 @@ int FlowDecoder::TakeTip(uint64_t*) {
   return Fail(EBADMSG, fmt::format("branch at {:#x}: no TIP", ip_));
 }
 
-// Whether the flow through `b` reaches the IP of the event libipt holds
-// (NoteEvent): then it lets it go, with any event behind it.
-bool FlowDecoder::ReachBound(const Block& b) {
-  if (bound_ip_ < b.ip || bound_ip_ >= b.end()) return false;
+// The flow runs through `b`: at each instruction, libipt lets the held
+// event go if the flow is at its IP, and with it the events behind it up to
+// the next one bound to another IP (NoteEvent).
+void FlowDecoder::ReachBound(const Block& b) {
   const uint8_t* lengths = cache_->lengths(b);
+  size_t head = 0;
   uint64_t x = b.ip;
-  for (uint32_t i = 0; i < b.ninsn() && x < bound_ip_; ++i) x += lengths[i];
-  if (x != bound_ip_) return false;
-  bound_pending_ = bound_wall_ = false;
-  return true;
+  for (uint32_t i = 0; i < b.ninsn() && head < bound_.size(); x += lengths[i++]) {
+    while (head < bound_.size() && (bound_[head] == x || bound_[head] == kUnbound)) ++head;
+  }
+  // (An unbound event left at the head goes at once.)
+  while (head < bound_.size() && bound_[head] == kUnbound) ++head;
+  bound_.erase(bound_.begin(), bound_.begin() + static_cast<long>(head));
+  bound_pending_ = !bound_.empty();
+  bound_wall_ = bound_.size() >= 2;
 }
 
 // The branch that ends `b` needs a packet: libipt's query fails while it
 // holds an event that the flow has not reached and another event waits
 // behind it (NoteEvent).
 int FlowDecoder::CheckBound(const Block& b) {
-  if (!bound_wall_ || ReachBound(b)) return 0;
+  ReachBound(b);
+  if (!bound_wall_) return 0;
   return Fail(EBADMSG, fmt::format("{} at {:#x}: its packet lies behind an event, and the event before that one "
                                    "is bound to IP {:#x}, which the flow has not reached",
-                                   BranchClassName(b.branch()), b.last().ip, bound_ip_));
+                                   BranchClassName(b.branch()), b.last().ip, bound_.front()));
 }
 
 }  // namespace perftest::pt

@@ -74,6 +74,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   have_unread_ = false;
   mode_pending_ = false;
   fup_pending_ = false;
+  bound_.clear();
   bound_pending_ = bound_wall_ = mwait_held_ = false;
   events_.clear();
   event_head_ = 0;
