@@ -462,6 +462,24 @@ TEST(FlowDecoder, MwaitAndExstopShareTheirFup) {
   }
 }
 
+// An MWAIT right after the TNT a branch takes, then a TNT: libipt asks for
+// the MWAIT's event at once, and the event query finds no FUP for it
+// (-pte_bad_query), failing the jz that took the first TNT.
+TEST(FlowDecoder, MwaitWithoutItsFupFailsTheBranchBeforeIt) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.Next(make::Mwait(1, 0));
+  (void)enc.Next(make::Pad());
+  (void)enc.Next(make::Tnt8(1, 1));
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_bad_query);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, EBADMSG);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+}
+
 // A FUP without an IP right after the TIP of an indirect jump: libipt's
 // read-ahead after the TIP fails on it (-pte_ip_suppressed), so the jump
 // that took the TIP fails and is not reported — the flow never gets to the
