@@ -249,7 +249,6 @@ int FlowDecoder::FetchControl() {
         return 0;
       }
       case PacketType::kPsb:
-        NoteEvent(false, 0);  // (libipt: the PSB+'s status events, at PSBEND)
         if (const int err = ReadPsbPlus(p.offset, false)) return err;
         break;
       case PacketType::kPip:

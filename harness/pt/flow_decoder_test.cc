@@ -480,6 +480,34 @@ TEST(FlowDecoder, MwaitWithoutItsFupFailsTheBranchBeforeIt) {
   EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
 }
 
+// A PSB+ in the middle of the flow: libipt's status events at its PSBEND
+// (PIP, MODE.Exec, ... bound to the FUP's IP; CBR not) wait until the flow
+// reaches that IP. A FUP the flow never reaches (a corrupted one) holds the
+// PIP's, with MODE.Exec's behind it: the jz's query fails (-pte_bad_query).
+// At the current IP the flow goes on.
+TEST(FlowDecoder, MidFlowPsbPlusEventsWaitForTheFupIp) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (uint64_t fup : {kBase, uint64_t{0x402000}}) {
+    SCOPED_TRACE(fup == kBase ? "the FUP at the current IP" : "an unreached FUP");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Psb());
+    (void)enc.Next(make::Cbr(0x20));
+    (void)enc.Next(make::Pip(0x12345000, false));
+    (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+    (void)enc.NextIp(PacketType::kFup, fup);
+    (void)enc.Next(make::PsbEnd());
+    (void)enc.Next(make::Tnt8(1, 1));
+    const bool reached = fup == kBase;
+    ExpectSameFlowAsLibipt(enc.bytes(), image, reached ? -pte_eos : -pte_bad_query);
+    Walk w = Decode(enc.bytes(), image);
+    EXPECT_EQ(w.err, reached ? ENODATA : EBADMSG);
+    const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase + 1} : std::vector<uint64_t>{kBase};
+    EXPECT_EQ(w.ips, want);
+  }
+}
+
 // A FUP without an IP right after the TIP of an indirect jump: libipt's
 // read-ahead after the TIP fails on it (-pte_ip_suppressed), so the jump
 // that took the TIP fails and is not reported — the flow never gets to the
