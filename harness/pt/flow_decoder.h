@@ -51,7 +51,10 @@
 //             needed or the reverse, a compressed return with an empty
 //             return stack or a not-taken return, an IP packet whose IP is
 //             suppressed where one is needed, TIP/FUP while disabled, an
-//             asynchronous event whose IP is never reached, the reserved
+//             asynchronous event whose IP is never reached, a branch whose
+//             packet lies behind an event that libipt holds for an IP the
+//             flow has not reached (PTW/EXSTOP/MWAIT with a FUP, a mid-flow
+//             PSB+'s status events), an MWAIT with no FUP for it, the reserved
 //             execution mode (MODE.Exec CS.L=1 CS.D=1), or more than
 //             max_steps_without_packet blocks without a packet (a loop)
 //   others    a packet error, as PacketDecoder::Next (EILSEQ, EBADMSG,
