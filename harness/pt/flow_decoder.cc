@@ -94,7 +94,8 @@ int FlowDecoder::Fail(int err, std::string message) {
 // everything else), in a small function that touches the block once.
 int FlowDecoder::Next(FlowStep* step) {
   // (Events pending: NextSlow() empties events_ when it hands out the last.)
-  if (!enabled_ || !synced_ || deferred_error_ != 0 || !events_.empty()) [[unlikely]] return NextSlow(step);
+  if (!enabled_ || !synced_ || deferred_error_ != 0 || !events_.empty() || bound_pending_) [[unlikely]]
+    return NextSlow(step);
   if (tnt_count_ == 0 && ctl_ == Ctl::kNone) {
     // NextSlow()'s first move in this state: read on to the next TNT or
     // control packet. Errors and events go the slow way.

@@ -51,7 +51,10 @@
 //             needed or the reverse, a compressed return with an empty
 //             return stack or a not-taken return, an IP packet whose IP is
 //             suppressed where one is needed, TIP/FUP while disabled, an
-//             asynchronous event whose IP is never reached, the reserved
+//             asynchronous event whose IP is never reached, a branch whose
+//             packet lies behind an event that libipt holds for an IP the
+//             flow has not reached (PTW/EXSTOP/MWAIT with a FUP, a mid-flow
+//             PSB+'s status events), an MWAIT with no FUP for it, the reserved
 //             execution mode (MODE.Exec CS.L=1 CS.D=1), or more than
 //             max_steps_without_packet blocks without a packet (a loop)
 //   others    a packet error, as PacketDecoder::Next (EILSEQ, EBADMSG,
@@ -247,6 +250,9 @@ class FlowDecoder {
   int Resolve(uint32_t block);
   int NextSlow(FlowStep* step);
   int CutAtError(FlowBlock* out, const Block& b, int err);
+  void NoteEvent(bool bound, uint64_t ip);
+  void ReachBound(const Block& b);
+  int CheckBound(const Block& b);
   int TakeTip(uint64_t* target);
   bool UnboundControl() const;
   int BeyondControl(const Insn& x);
@@ -294,6 +300,16 @@ class FlowDecoder {
   uint64_t ctl_ip_ = 0;
   uint64_t ctl_from_ = 0;
   uint64_t ctl_offset_ = 0;
+
+  // The events libipt's instruction decoder has not taken yet (NoteEvent):
+  // the first is bound to an IP the flow has not reached; each entry is an
+  // IP, or kUnbound. bound_pending_: there is one; bound_wall_: and more
+  // behind it. mwait_held_: an MWAIT waits for its EXSTOP.
+  static constexpr uint64_t kUnbound = ~uint64_t{0};
+  std::vector<uint64_t> bound_;
+  bool bound_pending_ = false;
+  bool bound_wall_ = false;
+  bool mwait_held_ = false;
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool have_unread_ = false;

@@ -48,13 +48,13 @@ int FlowDecoder::CheckAhead() {
       Packet q;
       unsigned size;
       if (!internal::FastDecode(trace.data(), off, q, size)) break;  // the careful way, below
-      switch (q.type) {
-        case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
-          off += size;
-          continue;
-        default:
-          return 0;
+      if (q.type == PacketType::kPad || q.type == PacketType::kCyc || q.type == PacketType::kMtc ||
+          q.type == PacketType::kTsc) {
+        off += size;
+        continue;
       }
+      if (q.type == PacketType::kMwait) break;  // the careful way
+      return 0;
     }
   }
   PacketDecoder ahead = packets_;
@@ -73,6 +73,23 @@ int FlowDecoder::CheckAhead() {
       case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
       case PacketType::kTma: case PacketType::kCbr: case PacketType::kMnt:
         continue;
+      case PacketType::kMwait:
+        // An event packet: libipt's instruction decoder asks for the event
+        // at once. MWAIT makes none by itself (it waits for a FUP), so the
+        // event query reads on, and a TNT or TIP next has no event for it
+        // (pt_qry_event: -pte_bad_query), failing the branch.
+        for (;;) {
+          Packet r;
+          if (ahead.Next(r) != 0) return 0;
+          if (r.type == PacketType::kPad || r.type == PacketType::kCyc || r.type == PacketType::kMtc ||
+              r.type == PacketType::kTsc || r.type == PacketType::kTma || r.type == PacketType::kCbr)
+            continue;
+          if (r.type != PacketType::kTnt8 && r.type != PacketType::kTnt64 && r.type != PacketType::kTip) return 0;
+          const int e = Fail(EBADMSG, fmt::format("MWAIT at {:#x} followed by {} at {:#x}: no event for it", q.offset,
+                                                  PacketName(r.type), r.offset));
+          error_offset_ = r.offset;
+          return e;
+        }
       default:
         return 0;
     }

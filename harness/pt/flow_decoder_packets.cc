@@ -113,10 +113,18 @@ int FlowDecoder::FetchControl() {
         ctl_ip_ = last_ip_.raw();
         ctl_offset_ = p.offset;
         steps_without_packet_ = 0;
+        if (ctl_ != Ctl::kTip) NoteEvent(false, 0);  // (libipt: a TIP alone is no event)
         return 0;
       case PacketType::kFup: {
         if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad FUP");
-        if (p.ipbytes() == 0) return Fail(EBADMSG, fmt::format("FUP at {:#x} without an IP", p.offset));
+        if (p.ipbytes() == 0) {
+          // The error is at the FUP, as libipt's (-pte_ip_suppressed):
+          // inside the read-ahead window after a TIP, it fails the branch
+          // that took it.
+          const int err = Fail(EBADMSG, fmt::format("FUP at {:#x} without an IP", p.offset));
+          error_offset_ = p.offset;
+          return err;
+        }
         ctl_from_ = last_ip_.raw();
         ctl_offset_ = p.offset;
         // The packet that says what happened there: TIP (interrupt,
@@ -130,6 +138,7 @@ int FlowDecoder::FetchControl() {
             ctl_suppressed_ = q.ipbytes() == 0;
             ctl_ip_ = last_ip_.raw();
             steps_without_packet_ = 0;
+            NoteEvent(false, 0);
             return 0;
           }
           if (q.type == PacketType::kModeExec) {
@@ -159,6 +168,7 @@ int FlowDecoder::FetchControl() {
         mode_pending_ = true;
         pending_mode_ = p.exec_mode();
         pending_mode_offset_ = p.offset;
+        NoteEvent(false, 0);  // (libipt: an event, bound to the next TIP)
         break;
       case PacketType::kModeTsx:
       case PacketType::kPtw:
@@ -198,6 +208,11 @@ int FlowDecoder::FetchControl() {
             Unread(q);
           }
         }
+        // libipt holds an MWAIT until the EXSTOP after it; with an IP both
+        // bind to the EXSTOP's FUP.
+        if (e.type == FlowEvent::Type::kExStop && mwait_held_) NoteEvent(!e.ip_suppressed, e.ip);
+        mwait_held_ = false;
+        NoteEvent(!e.ip_suppressed, e.ip);
         Queue(e);
         break;
       }
@@ -222,6 +237,7 @@ int FlowDecoder::FetchControl() {
           break;
         }
         ctl_ = Ctl::kOverflow;
+        NoteEvent(false, 0);
         if (q.type == PacketType::kFup) {
           if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
           ctl_suppressed_ = q.ipbytes() == 0;
@@ -237,29 +253,36 @@ int FlowDecoder::FetchControl() {
         break;
       case PacketType::kPip:
       case PacketType::kVmcs:
+        NoteEvent(false, 0);
         Queue(StatusEvent(p));
         break;
       case PacketType::kTraceStop:
+        NoteEvent(false, 0);
         Queue(FlowEvent{.type = FlowEvent::Type::kStop, .ip_suppressed = true, .offset = p.offset});
         break;
       case PacketType::kMwait:
+        mwait_held_ = true;  // bound as the EXSTOP after it (above)
         Queue(FlowEvent{.type = FlowEvent::Type::kMwait, .ip_suppressed = true, .payload = p.payload,
                         .offset = p.offset});
         break;
       case PacketType::kPwre:
+        NoteEvent(false, 0);
         Queue(FlowEvent{.type = FlowEvent::Type::kPwre, .ip_suppressed = true, .payload = p.payload,
                         .offset = p.offset});
         break;
       case PacketType::kPwrx:
+        NoteEvent(false, 0);
         Queue(FlowEvent{.type = FlowEvent::Type::kPwrx, .ip_suppressed = true, .payload = p.payload,
                         .offset = p.offset});
         break;
       case PacketType::kMnt:
+        NoteEvent(false, 0);
         Queue(FlowEvent{.type = FlowEvent::Type::kMnt, .ip_suppressed = true, .payload = p.mnt_payload(),
                         .offset = p.offset});
         break;
       case PacketType::kCbr:
         Timing(p);
+        NoteEvent(false, 0);
         Queue(StatusEvent(p));
         break;
       case PacketType::kCyc:
@@ -274,6 +297,23 @@ int FlowDecoder::FetchControl() {
         break;
     }
   }
+}
+
+// An event read while tracing is enabled, in libipt's terms (its query
+// decoder's events). libipt's instruction decoder holds an event bound to an
+// IP (PTW, EXSTOP, MWAIT, MODE.TSX with their FUP: pt_insn_check_ip_event)
+// until the flow reaches that IP, and takes no further event meanwhile; a
+// branch whose packet lies behind such a further event then fails
+// (pt_qry_cache_tnt: "an event ahead", -pte_bad_query). `bound`: the event
+// binds to `ip`.
+void FlowDecoder::NoteEvent(bool bound, uint64_t ip) {
+  if (!enabled_) {  // (libipt takes events at once while tracing is disabled)
+    bound_.clear();
+  } else if (!bound_.empty() || bound) {
+    bound_.push_back(bound ? ip : kUnbound);
+  }
+  bound_pending_ = !bound_.empty();
+  bound_wall_ = bound_.size() >= 2;
 }
 
 }  // namespace perftest::pt

@@ -167,6 +167,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       return Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
                                               : fmt::format("invalid instruction at {:#x}", ip_));
     }
+    if (bound_pending_) [[unlikely]] ReachBound(*b);
     FlowBlock& out = step->block;
     step->kind = FlowStep::kBlock;
     out.ip = b->ip;
@@ -206,7 +207,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       return 0;
     }
     // The common case inline: a conditional branch with a TNT bit at hand.
-    if (last_branch == BranchClass::kCondJump && tnt_count_ != 0) [[likely]] {
+    if (last_branch == BranchClass::kCondJump && tnt_count_ != 0 && !bound_wall_) [[likely]] {
       --tnt_count_;
       const int taken = static_cast<int>((tnt_bits_ >> tnt_count_) & 1);
       ip_ = taken ? b->target() : b->end();
@@ -274,6 +275,9 @@ int FlowDecoder::Resolve(uint32_t block) {
       return 0;
     case BranchClass::kCondJump:
       if (const int err = NeedControl()) return err;
+      if (bound_wall_) [[unlikely]] {
+        if (const int err = CheckBound(b)) return err;
+      }
       if (tnt_count_ != 0) [[likely]] {
         --tnt_count_;
         const int taken = static_cast<int>((tnt_bits_ >> tnt_count_) & 1);
@@ -286,6 +290,9 @@ int FlowDecoder::Resolve(uint32_t block) {
       return Fail(EBADMSG, fmt::format("conditional branch at {:#x}: no TNT bit", x.ip));
     case BranchClass::kReturn:
       if (const int err = NeedControl()) return err;
+      if (bound_wall_) [[unlikely]] {
+        if (const int err = CheckBound(b)) return err;
+      }
       if (tnt_count_ != 0) {
         --tnt_count_;
         if (((tnt_bits_ >> tnt_count_) & 1) == 0)
@@ -319,6 +326,9 @@ int FlowDecoder::Resolve(uint32_t block) {
     case BranchClass::kIndirectJump:
     case BranchClass::kFarTransfer:
       if (const int err = NeedControl()) return err;
+      if (bound_wall_) [[unlikely]] {
+        if (const int err = CheckBound(b)) return err;
+      }
       if (tnt_count_ != 0 && ctl_ == Ctl::kNone) [[unlikely]] {
         // libipt's indirect-branch query takes the next TIP while TNT bits
         // are still cached (it fails only if a TNT packet comes first): the
@@ -377,6 +387,34 @@ int FlowDecoder::TakeTip(uint64_t*) {
     return PeekAfterIp();
   }
   return Fail(EBADMSG, fmt::format("branch at {:#x}: no TIP", ip_));
+}
+
+// The flow runs through `b`: at each instruction, libipt lets the held
+// event go if the flow is at its IP, and with it the events behind it up to
+// the next one bound to another IP (NoteEvent).
+void FlowDecoder::ReachBound(const Block& b) {
+  const uint8_t* lengths = cache_->lengths(b);
+  size_t head = 0;
+  uint64_t x = b.ip;
+  for (uint32_t i = 0; i < b.ninsn() && head < bound_.size(); x += lengths[i++]) {
+    while (head < bound_.size() && (bound_[head] == x || bound_[head] == kUnbound)) ++head;
+  }
+  // (An unbound event left at the head goes at once.)
+  while (head < bound_.size() && bound_[head] == kUnbound) ++head;
+  bound_.erase(bound_.begin(), bound_.begin() + static_cast<long>(head));
+  bound_pending_ = !bound_.empty();
+  bound_wall_ = bound_.size() >= 2;
+}
+
+// The branch that ends `b` needs a packet: libipt's query fails while it
+// holds an event that the flow has not reached and another event waits
+// behind it (NoteEvent).
+int FlowDecoder::CheckBound(const Block& b) {
+  ReachBound(b);
+  if (!bound_wall_) return 0;
+  return Fail(EBADMSG, fmt::format("{} at {:#x}: its packet lies behind an event, and the event before that one "
+                                   "is bound to IP {:#x}, which the flow has not reached",
+                                   BranchClassName(b.branch()), b.last().ip, bound_.front()));
 }
 
 }  // namespace perftest::pt

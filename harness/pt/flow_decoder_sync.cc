@@ -18,6 +18,14 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
   last_ip_.Reset();
   bool have_fup = false;
   uint64_t fup_ip = 0;
+  // libipt's events at PSBEND, in order: whether each binds to the FUP's IP
+  // (MODE.Exec, MODE.TSX, PIP, VMCS) or not (CBR, MNT). Mid-flow they go
+  // through NoteEvent().
+  bool events[16];
+  size_t nevents = 0;
+  auto event = [&](bool bound) {
+    if (nevents < std::size(events)) events[nevents++] = bound;
+  };
   for (;;) {
     Packet p;
     if (const int err = ReadPacket(&p)) return err;
@@ -26,6 +34,8 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         if (at_sync) {
           enabled_ = have_fup;
           ip_ = fup_ip;
+        } else {
+          for (size_t i = 0; i < nevents; ++i) NoteEvent(events[i] && have_fup, fup_ip);
         }
         return 0;
       case PacketType::kFup:
@@ -35,17 +45,21 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         break;
       case PacketType::kModeExec:
         mode_ = p.exec_mode();
+        event(true);
         break;
       case PacketType::kModeTsx:
+        event(true);
         Queue(FlowEvent{.type = FlowEvent::Type::kTsx, .ip_suppressed = true, .payload = p.payload & 3,
                         .offset = p.offset});
         break;
       case PacketType::kPip:
       case PacketType::kVmcs:
+        event(true);
         Queue(StatusEvent(p));
         break;
       case PacketType::kCbr:
         Timing(p);
+        event(false);
         Queue(StatusEvent(p));
         break;
       case PacketType::kTsc:
@@ -54,8 +68,10 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
       case PacketType::kCyc:
         Timing(p);
         break;
-      case PacketType::kPad:
       case PacketType::kMnt:
+        event(false);
+        break;
+      case PacketType::kPad:
       case PacketType::kOvf:  // an overflow resolved at the PSB: the PSB+ gives the state
         break;
       default:
@@ -74,6 +90,8 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   have_unread_ = false;
   mode_pending_ = false;
   fup_pending_ = false;
+  bound_.clear();
+  bound_pending_ = bound_wall_ = mwait_held_ = false;
   events_.clear();
   event_head_ = 0;
   deferred_error_ = 0;

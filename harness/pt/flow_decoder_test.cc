@@ -411,6 +411,121 @@ TEST(FlowDecoder, IndirectBranchTakesTheTipPastCachedTntBits) {
   EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001}));
 }
 
+// libipt holds an event bound to an IP (here a PTW with its FUP) until the
+// flow reaches that IP, and takes no further event meanwhile: with a second
+// PTW behind it, the jz's query meets an event ahead of its TNT
+// (-pte_bad_query), and the jz is not reported. With the one PTW only, the
+// jz takes its TNT bit and the flow goes on.
+TEST(FlowDecoder, EventBoundToAnUnreachedIpBlocksTheNextQuery) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (bool second : {true, false}) {
+    SCOPED_TRACE(second ? "a second PTW behind the first" : "one PTW");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Ptw(0x1234, 4, true));
+    (void)enc.NextIp(PacketType::kFup, 0x402000);  // no code there: never reached
+    if (second) {
+      (void)enc.Next(make::Ptw(0x5678, 4, true));
+      (void)enc.NextIp(PacketType::kFup, 0x402010);
+    }
+    (void)enc.Next(make::Tnt8(1, 1));
+    ExpectSameFlowAsLibipt(enc.bytes(), image, second ? -pte_bad_query : -pte_eos);
+    Walk w = Decode(enc.bytes(), image);
+    EXPECT_EQ(w.err, second ? EBADMSG : ENODATA);
+    const std::vector<uint64_t> want = second ? std::vector<uint64_t>{kBase} : std::vector<uint64_t>{kBase, kBase + 1};
+    EXPECT_EQ(w.ips, want);
+  }
+}
+
+// An MWAIT waits for the EXSTOP after it; with an IP both bind to the
+// EXSTOP's FUP, one after the other: while the flow has not reached that
+// IP the second is an event ahead of the jz's TNT (-pte_bad_query). Reached
+// (the FUP at the jz), both go and the jz takes its bit.
+TEST(FlowDecoder, MwaitAndExstopShareTheirFup) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (uint64_t fup : {uint64_t{0x402000}, kBase + 1}) {
+    SCOPED_TRACE(fup == kBase + 1 ? "the FUP at the jz" : "an unreached FUP");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Mwait(1, 0));
+    (void)enc.Next(make::ExStop(true));
+    (void)enc.NextIp(PacketType::kFup, fup);
+    (void)enc.Next(make::Tnt8(1, 1));
+    const bool reached = fup == kBase + 1;
+    ExpectSameFlowAsLibipt(enc.bytes(), image, reached ? -pte_eos : -pte_bad_query);
+    Walk w = Decode(enc.bytes(), image);
+    EXPECT_EQ(w.err, reached ? ENODATA : EBADMSG);
+    const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase + 1} : std::vector<uint64_t>{kBase};
+    EXPECT_EQ(w.ips, want);
+  }
+}
+
+// An MWAIT right after the TNT a branch takes, then a TNT: libipt asks for
+// the MWAIT's event at once, and the event query finds no FUP for it
+// (-pte_bad_query), failing the jz that took the first TNT.
+TEST(FlowDecoder, MwaitWithoutItsFupFailsTheBranchBeforeIt) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.Next(make::Mwait(1, 0));
+  (void)enc.Next(make::Pad());
+  (void)enc.Next(make::Tnt8(1, 1));
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_bad_query);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, EBADMSG);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+}
+
+// A PSB+ in the middle of the flow: libipt's status events at its PSBEND
+// (PIP, MODE.Exec, ... bound to the FUP's IP; CBR not) wait until the flow
+// reaches that IP. A FUP the flow never reaches (a corrupted one) holds the
+// PIP's, with MODE.Exec's behind it: the jz's query fails (-pte_bad_query).
+// At the current IP the flow goes on.
+TEST(FlowDecoder, MidFlowPsbPlusEventsWaitForTheFupIp) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (uint64_t fup : {kBase, uint64_t{0x402000}}) {
+    SCOPED_TRACE(fup == kBase ? "the FUP at the current IP" : "an unreached FUP");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Psb());
+    (void)enc.Next(make::Cbr(0x20));
+    (void)enc.Next(make::Pip(0x12345000, false));
+    (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+    (void)enc.NextIp(PacketType::kFup, fup);
+    (void)enc.Next(make::PsbEnd());
+    (void)enc.Next(make::Tnt8(1, 1));
+    const bool reached = fup == kBase;
+    ExpectSameFlowAsLibipt(enc.bytes(), image, reached ? -pte_eos : -pte_bad_query);
+    Walk w = Decode(enc.bytes(), image);
+    EXPECT_EQ(w.err, reached ? ENODATA : EBADMSG);
+    const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase + 1} : std::vector<uint64_t>{kBase};
+    EXPECT_EQ(w.ips, want);
+  }
+}
+
+// A FUP without an IP right after the TIP of an indirect jump: libipt's
+// read-ahead after the TIP fails on it (-pte_ip_suppressed), so the jump
+// that took the TIP fails and is not reported — the flow never gets to the
+// TIP's target.
+TEST(FlowDecoder, FupWithoutIpAfterATipFailsTheBranch) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, 0x500000);
+  (void)enc.NextIp(PacketType::kFup, std::nullopt);
+  (void)enc.NextIp(PacketType::kTip, 0x401000);
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_ip_suppressed);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, EBADMSG);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+}
+
 // libipt's instruction decoder, instruction by instruction, on the same traces
 // and on corrupted copies of them.
 TEST(FlowDecoder, MatchesLibiptInsnDecoder) {
