@@ -71,7 +71,9 @@ void BM_PtPacketDecode(benchmark::State& state) {
     int err = 0;
     while (err == 0) {
       err = decoder.Decode(batch);
-      for (const PacketRecord& r : batch.records()) sum += r.payload + static_cast<uint64_t>(r.type) + r.offset;
+      for (size_t c = 0; c < batch.chunk_count(); ++c) {
+        for (const PacketRecord& r : batch.chunk(c)) sum += r.payload + static_cast<uint64_t>(r.type) + r.offset;
+      }
       packets += batch.size();
     }
     if (err != ENODATA) state.SkipWithError("decode error");

@@ -276,7 +276,7 @@ inline bool SemiStep(const uint8_t* B, uint64_t base, uint64_t rel, Rec& r, unsi
 // kLanes lanes decode at once, interleaved (each lane's chain byte -> size
 // -> next byte is a few loads long; several hide each other's latency).
 constexpr size_t kLanes = 4;
-constexpr size_t kMaxSegments = 64;
+constexpr size_t kMaxSegments = PacketBatch::kMaxChunks;
 constexpr uint64_t kMinSegmentBytes = 1024;
 constexpr size_t kMinLanePackets = 4096;
 constexpr uint64_t kMinLaneBytes = 4096;
@@ -423,7 +423,8 @@ int PacketDecoder::StepCareful(const uint8_t* B, uint64_t rel, uint8_t& block, P
 }
 
 template <typename Rec>
-size_t PacketDecoder::DecodeSegments(Rec* out, size_t cap, int& err) noexcept {
+size_t PacketDecoder::DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch::Chunk* chunks,
+                                     size_t* nchunks) noexcept {
   const uint8_t* const B = pos_;
   const uint64_t base = offset();
   const uint64_t avail = static_cast<uint64_t>(end_ - pos_);
@@ -526,9 +527,14 @@ size_t PacketDecoder::DecodeSegments(Rec* out, size_t cap, int& err) noexcept {
   // Keep segment k + 1 only if segment k ended exactly where it begins, outside a block.
   size_t count = 0;
   size_t last = 0;
+  if (chunks != nullptr) *nchunks = 0;
   for (size_t k = 0; k < nseg && segs[k].done; ++k) {
     const Segment& s = segs[k];
-    if (k > 0) std::memmove(out + count, out + s.start, s.count * sizeof(Rec));
+    if (chunks != nullptr) {
+      if (s.count > 0) chunks[(*nchunks)++] = {s.start, s.count};
+    } else if (k > 0) {
+      std::memmove(out + count, out + s.start, s.count * sizeof(Rec));
+    }
     count += s.count;
     last = k;
     if (s.err != 0 || s.end != s.stop || s.block != 0) break;
@@ -559,7 +565,7 @@ size_t PacketDecoder::Decode(std::span<Packet> out, int& err) noexcept {
   err = 0;
   if (out.empty()) return 0;
   if (synced_ && block_ == 0 && out.size() >= kMinLanePackets && end_ - pos_ >= static_cast<ptrdiff_t>(kMinLaneBytes)) {
-    return DecodeSegments(out.data(), out.size(), err);
+    return DecodeSegments(out.data(), out.size(), err, nullptr, nullptr);
   }
   // In order, a packet at a time: short traces, a small `out`, inside a PEBS block.
   return DecodeSerial(out.data(), out.size(), err);
@@ -570,9 +576,11 @@ int PacketDecoder::Decode(PacketBatch& batch) noexcept {
   batch.base_ = offset();
   const size_t cap = batch.records_.size();
   if (synced_ && block_ == 0 && cap >= kMinLanePackets && end_ - pos_ >= static_cast<ptrdiff_t>(kMinLaneBytes)) {
-    batch.size_ = DecodeSegments(batch.records_.data(), cap, err);
+    batch.size_ = DecodeSegments(batch.records_.data(), cap, err, batch.chunks_, &batch.nchunks_);
   } else {
     batch.size_ = DecodeSerial(batch.records_.data(), cap, err);
+    batch.chunks_[0] = {0, batch.size_};
+    batch.nchunks_ = batch.size_ > 0 ? 1 : 0;
   }
   return err;
 }

@@ -109,7 +109,8 @@ class PacketDecoder {
 
   // Many Next() calls at once: decodes the next packets from offset() on
   // into `batch` (packet_batch.h; replacing what it held) — the packets
-  // Next() would return, in order, as 16-byte PacketRecords. Returns 0 when
+  // Next() would return, in order, as 16-byte PacketRecords in one or more
+  // chunks (one per segment, below: they are not moved together). Returns 0 when
   // more may follow (call again), else the errno Next() returns at the
   // stopping point: ENODATA at the end of the trace, or an error, with
   // offset() at the failing packet, as after Next(). A call decodes at most
@@ -152,8 +153,10 @@ class PacketDecoder {
  private:
   int NextSlow(Packet& packet) noexcept;
   // Decode()'s engine, for Packet or PacketRecord output (packet_decoder.cc).
+  // With `chunks`, the segments' records stay where they were decoded,
+  // described there; else they are moved together.
   template <typename Rec>
-  size_t DecodeSegments(Rec* out, size_t cap, int& err) noexcept;
+  size_t DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch::Chunk* chunks, size_t* nchunks) noexcept;
   template <typename Rec>
   size_t DecodeSerial(Rec* out, size_t cap, int& err) noexcept;
   // One packet at B[rel] the careful way, in PEBS block context `block` (updated).

@@ -476,7 +476,7 @@ Outcome WithBatch(const std::vector<uint8_t>& trace, size_t capacity, PacketDeco
   PacketBatch batch(capacity);
   return RunProtocol(trace, options, [&batch](PacketDecoder& d, std::vector<Packet>& out) {
     const int err = d.Decode(batch);
-    for (size_t i = 0; i < batch.size(); ++i) out.push_back(batch[i]);
+    batch.ForEach([&](const PacketRecord& r) { out.push_back(batch.ToPacket(r)); });
     return err;
   });
 }
@@ -565,16 +565,23 @@ TEST(PacketBatch, RecordsGiveBackPackets) {
   EXPECT_EQ(d.Decode(batch), ENODATA);
   EXPECT_EQ(batch.base(), base);
   ASSERT_GT(batch.size(), 1000u);
-  for (size_t i = 0; i < batch.size(); ++i) {
-    Packet p;
-    ASSERT_EQ(ref.Next(p), 0);
-    const PacketRecord& r = batch.records()[i];
-    ASSERT_EQ(batch[i], p) << i;
-    EXPECT_EQ(batch.offset(r), p.offset);
-    EXPECT_EQ(r.payload, p.payload);
-    EXPECT_EQ(r.type, p.type);
-    EXPECT_EQ(r.size, p.size);
+  EXPECT_GT(batch.chunk_count(), 1u);  // 64 KiB: several segments
+  size_t n = 0;
+  for (size_t c = 0; c < batch.chunk_count(); ++c) {
+    ASSERT_FALSE(batch.chunk(c).empty());
+    for (const PacketRecord& r : batch.chunk(c)) {
+      Packet p;
+      ASSERT_EQ(ref.Next(p), 0);
+      ASSERT_EQ(batch.ToPacket(r), p) << n;
+      EXPECT_EQ(batch.offset(r), p.offset);
+      EXPECT_EQ(r.payload, p.payload);
+      EXPECT_EQ(r.type, p.type);
+      EXPECT_EQ(r.size, p.size);
+      ++n;
+    }
   }
+  EXPECT_EQ(n, batch.size());
+  EXPECT_EQ(batch.Packets().size(), n);
   Packet p;
   EXPECT_EQ(ref.Next(p), ENODATA);
   // At the end: nothing more, the same error.

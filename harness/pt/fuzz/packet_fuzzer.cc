@@ -120,11 +120,14 @@ void DecodeBatchInBulk(std::span<const uint8_t> trace, size_t capacity, bool blo
     const uint64_t base = b.offset();
     const int err = b.Decode(batch);
     FUZZ_CHECK(batch.base() == base && batch.size() <= batch.capacity());
-    for (size_t i = 0; i < batch.size(); ++i) {
+    size_t n = 0;
+    batch.ForEach([&](const PacketRecord& r) {
       Packet p;
       FUZZ_CHECK(a.Next(p) == 0);
-      FUZZ_CHECK(p == batch[i]);
-    }
+      FUZZ_CHECK(p == batch.ToPacket(r));
+      ++n;
+    });
+    FUZZ_CHECK(n == batch.size());
     FUZZ_CHECK(a.offset() == b.offset());
     if (err == 0) continue;
     Packet p;

@@ -46,16 +46,22 @@ class OurBatchDecoder {
   int SyncForward(uint64_t* offset) { return Sync(d_.SyncForward(), offset); }
   int SyncSet(uint64_t offset) { return d_.SyncSet(offset).error(); }
   int Next(RefPacket* out) {
-    while (next_ == batch_.size()) {
+    while (chunk_ == batch_.chunk_count()) {
       if (err_ != 0) {
         const int err = err_;
         err_ = 0;  // Decode() again after a resync (or once more at the end: the same error)
         return err;
       }
       err_ = d_.Decode(batch_);
+      chunk_ = 0;
       next_ = 0;
     }
-    *out = FromOurs(batch_[next_++]);
+    const std::span<const PacketRecord> c = batch_.chunk(chunk_);
+    *out = FromOurs(batch_.ToPacket(c[next_++]));
+    if (next_ == c.size()) {
+      ++chunk_;
+      next_ = 0;
+    }
     return 0;
   }
   uint64_t offset() const { return d_.offset(); }
@@ -68,7 +74,7 @@ class OurBatchDecoder {
   }
   PacketDecoder d_;
   PacketBatch& batch_;
-  size_t next_ = 0;
+  size_t chunk_ = 0, next_ = 0;  // the next record: batch_.chunk(chunk_)[next_]
   int err_ = 0;
 };
 
