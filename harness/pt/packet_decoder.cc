@@ -281,7 +281,7 @@ constexpr uint64_t kMinSegmentBytes = 1024;
 constexpr size_t kMinLanePackets = 4096;
 constexpr uint64_t kMinLaneBytes = 4096;
 // The lanes run kRounds packets each between two checks of their limits.
-constexpr uint64_t kRounds = 4;
+constexpr uint64_t kRounds = 8;
 
 struct Segment {
   uint64_t start = 0, stop = 0;  // [start, stop) from the base; stop is a PSB or the budget's end
@@ -317,26 +317,31 @@ size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<Rec>* const* lanes) {
   size_t leave = K;
   for (;;) {
     bool near = false;
+#pragma GCC unroll 4
     for (size_t j = 0; j < K; ++j) near |= static_cast<int64_t>(off[j]) > lim[j];
     if (near) [[unlikely]] {
       leave = 0;
       while (static_cast<int64_t>(off[leave]) <= lim[leave]) ++leave;
       break;
     }
+    // Round r writes out[j][r]: unrolled, a constant displacement.
+#pragma GCC unroll 8
     for (uint64_t r = 0; r < kRounds; ++r) {
 #pragma GCC unroll 4
       for (size_t j = 0; j < K; ++j) {
         unsigned size;
-        if (!FastStep(B, base, off[j], *out[j], size)) [[unlikely]] {
-          if (!SemiStep(B, base, off[j], *out[j], size)) {
+        if (!FastStep(B, base, off[j], out[j][r], size)) [[unlikely]] {
+          if (!SemiStep(B, base, off[j], out[j][r], size)) {
             leave = j;
+            // Lanes before j have done round r, the others not.
+            for (size_t i = 0; i < K; ++i) out[i] += r + (i < j ? 1 : 0);
             goto done;
           }
         }
         off[j] += size;
-        ++out[j];
       }
     }
+    for (size_t j = 0; j < K; ++j) out[j] += kRounds;
   }
 done:
   for (size_t j = 0; j < K; ++j) {
