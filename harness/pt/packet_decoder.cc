@@ -275,6 +275,7 @@ inline bool SemiStep(const uint8_t* B, uint64_t base, uint64_t rel, Rec& r, unsi
 // Decode(): the trace ahead is cut at PSBs into segments, which up to
 // kLanes lanes decode at once, interleaved (each lane's chain byte -> size
 // -> next byte is a few loads long; several hide each other's latency).
+// (6 or 8 lanes are slower: their state no longer fits the registers.)
 constexpr size_t kLanes = 4;
 constexpr size_t kMaxSegments = PacketBatch::kMaxChunks;
 constexpr uint64_t kMinSegmentBytes = 1024;

@@ -58,7 +58,8 @@ enum class OpKind : uint8_t {
 };
 
 // What the first byte says. The fast path (FastDecode below) takes a packet
-// when ((byte 1 | 100h) & reject) == 0, with payload = bytes 1..8 & mask.
+// when ((byte 1 | 100h) & reject) == 0 (FastTables::reject holds the test as
+// a mask over bytes 0..1), with payload = bytes 1..8 & mask.
 struct OpEntry {
   uint64_t mask = 0;   // the payload bits among bytes 1..8
   PacketType type = PacketType::kInvalid;
@@ -143,7 +144,7 @@ inline constexpr std::array<OpKind, 256> kFirstByteKind = MakeFirstByteKindTable
 // single base register reaches all three:
 //   mask[b]  the payload bits among bytes 1..8
 //   info[b]  bytes 0..3: the Packet's type, size, opcode, ext (0); bytes 4..5:
-//            reject (OpEntry)
+//            OpEntry::reject
 //   size[b]  the packet's size
 //   reject[b] the bits of bytes 0..1 (little-endian) that send the packet to
 //            the slow path: the opcode's own bits for opcodes the fast path
@@ -231,9 +232,9 @@ inline constexpr std::array<uint64_t, 9> kPayloadMask = {
 // packet at begin[off], with bytes begin[off..off+8] readable, if it is a
 // fixed-size packet or a CYC of up to 2 bytes, into `packet`, sets `size` and
 // returns true; else returns false (the caller takes the slow path; `packet`
-// is untouched). Branch-free but for that one, well-predicted, test; the
-// size is read straight from the first byte, so the next packet's position
-// depends on two loads only.
+// is untouched). Branch-free but for that one, well-predicted, test (one
+// 16-bit load and the reject word); the size is read straight from the first
+// byte, so the next packet's position depends on two loads only.
 inline bool FastDecode(const uint8_t* begin, uint64_t off, Packet& packet, unsigned& size) {
   uint16_t word;  // bytes 0..1
   __builtin_memcpy(&word, begin + off, sizeof word);
