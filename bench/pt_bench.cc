@@ -20,7 +20,8 @@
 // that nothing is skipped.
 //
 //   BM_PtPacketDecode           PacketDecoder::Decode(PacketBatch&), 64 Ki records a batch
-//                               (PSB-delimited segments decoded interleaved)
+//                               (PSB-delimited segments, 4 decoded interleaved); the
+//                               checksum takes every record's payload, type and offset
 //   BM_PtPacketDecodeSpan       PacketDecoder::Decode(std::span<Packet>) into 16 Ki Packets
 //   BM_PtPacketNext             PacketDecoder::Next(Packet&) in a loop (one packet at a time)
 //   BM_PtPacketDecodeResult     PacketDecoder::Next() returning Result<Packet>
