@@ -228,119 +228,130 @@ inline bool SemiFastDecode(const uint8_t* begin, uint64_t off, Packet& p) {
   return true;
 }
 
-// A stretch of the trace decoded on its own, for Decode().
-struct Lane {
-  const uint8_t* pos;    // next packet
-  const uint8_t* start;  // where the lane began
-  const uint8_t* stop;   // the next lane's start (or the end of the trace)
-  Packet* first;         // its region of `out`
-  Packet* out;           // next free slot
-  Packet* out_end;
-  uint8_t block = 0;     // PEBS block context at pos
-  int err = 0;           // why it stopped: an errno of Next(), or 0
-};
-
-// Runs one lane to its stop, its region's end, an error or a BBP (after
-// which block context would have to carry over): fast path while 9 bytes
-// are readable, the careful path otherwise.
-void FinishLane(Lane& l, const uint8_t* begin, const uint8_t* end, bool block_packets) {
-  const uint8_t* fast_end = end - begin >= 9 ? end - 8 : begin;
-  while (l.pos < l.stop && l.out < l.out_end) {
-    if (l.block == 0 && l.pos < fast_end) {
-      unsigned n;
-      if (internal::FastDecode(begin, static_cast<uint64_t>(l.pos - begin), *l.out, n)) {
-        l.pos += n;
-        ++l.out;
-        continue;
-      }
-    }
-    const int err = DecodeOneSlow(begin, end, l.pos, l.block, block_packets, *l.out);
-    if (err != 0) {
-      l.err = err;
-      return;
-    }
-    l.pos += l.out->size;
-    ++l.out;
-    if (l.block != 0) return;  // a BBP: the rest is decoded in order
-  }
-  if (l.pos == end) l.err = ENODATA;
+// Writing a decoded packet as the output type of Decode(): a Packet with its
+// absolute offset, or a PacketRecord with its offset from the batch's base.
+inline void SetOffset(Packet& p, uint64_t base, uint64_t rel) { p.offset = base + rel; }
+inline void SetOffset(PacketRecord& r, uint64_t /*base*/, uint64_t rel) { r.offset = static_cast<uint32_t>(rel); }
+inline void Assign(Packet& out, const Packet& p, uint64_t /*base*/) { out = p; }
+inline void Assign(PacketRecord& out, const Packet& p, uint64_t base) {
+  out.payload = p.payload;
+  std::memcpy(&out.type, &p.type, 4);  // type, size, opcode, ext
+  out.offset = static_cast<uint32_t>(p.offset - base);
 }
 
-// Runs the K lanes lanes[idx[0..K-1]] in lock step, one packet each per
-// round, with their positions in registers, until one of them must leave:
-// it nears its limit (it is then finished on its own), fails, or opens a
-// PEBS block. Returns that lane's index into `idx`. A packet is at most 16
-// bytes, so `rounds` rounds fit before every lane's limit without checks.
-template <size_t K>
-size_t Interleave(Lane* lanes, const size_t* idx, const uint8_t* const* limit, const uint8_t* begin,
-                  const uint8_t* end, bool block_packets) {
-  uint64_t off[K];  // offsets, not pointers: they are also the packets' `offset`
-  Packet* out[K];
+// Bytes that must be readable at a packet for the unchecked steps below: the
+// fast path reads bytes 0..8, SemiFastDecode bytes 0..9.
+constexpr uint64_t kUncheckedBytes = 10;
+
+// FastDecode() for either output type; the packet is at B[rel], B being the
+// trace at `base`.
+template <typename Rec>
+inline bool FastStep(const uint8_t* B, uint64_t base, uint64_t rel, Rec& r, unsigned& size) {
+  const uint8_t* p = B + rel;
+  uint16_t word;  // bytes 0..1
+  std::memcpy(&word, p, sizeof word);
+  const uint8_t b = static_cast<uint8_t>(word);
+  if ((word & internal::kFast.reject[b]) != 0) return false;
+  uint64_t raw;  // bytes 1..8
+  std::memcpy(&raw, p + 1, sizeof raw);
+  r.payload = raw & internal::kFast.mask[b];
+  const auto info = static_cast<uint32_t>(internal::kFast.info[b]);
+  std::memcpy(&r.type, &info, 4);  // type, size, opcode, ext (0)
+  SetOffset(r, base, rel);
+  size = internal::kFast.size[b];
+  return true;
+}
+
+// SemiFastDecode() for either output type, with kUncheckedBytes readable.
+template <typename Rec>
+inline bool SemiStep(const uint8_t* B, uint64_t base, uint64_t rel, Rec& r, unsigned& size) {
+  Packet p;
+  if (!SemiFastDecode(B - base, base + rel, p)) return false;
+  Assign(r, p, base);
+  size = p.size;
+  return true;
+}
+
+// Decode(): the trace ahead is cut at PSBs into segments, which up to
+// kLanes lanes decode at once, interleaved (each lane's chain byte -> size
+// -> next byte is a few loads long; several hide each other's latency).
+// (6 or 8 lanes are slower: their state no longer fits the registers.)
+constexpr size_t kLanes = 4;
+constexpr size_t kMaxSegments = PacketBatch::kMaxChunks;
+constexpr uint64_t kMinSegmentBytes = 1024;
+constexpr size_t kMinLanePackets = 4096;
+constexpr uint64_t kMinLaneBytes = 4096;
+// The lanes run kRounds packets each between two checks of their limits.
+// (4 and 16 measure the same: fewer checks against longer careful tails.)
+constexpr uint64_t kRounds = 8;
+
+struct Segment {
+  uint64_t start = 0, stop = 0;  // [start, stop) from the base; stop is a PSB or the budget's end
+  uint64_t end = 0;              // where its lane stopped
+  size_t count = 0;              // records written from region(start)
+  int err = 0;                   // why it stopped early (an errno of Next()), or 0
+  uint8_t block = 0;             // PEBS block context at `end`
+  bool done = false;
+};
+
+template <typename Rec>
+struct SegLane {
+  uint64_t off = 0;    // next packet, from the base
+  int64_t lim = -1;    // kRounds packets fit unchecked while off <= lim
+  Rec* out = nullptr;  // next record
+  size_t seg = 0;
+  uint8_t block = 0;
+};
+
+// Runs the K lanes `lanes` in lock step, kRounds packets each between two
+// checks, until one meets a packet the unchecked steps do not take or nears
+// its limit. Returns that lane's index in `lanes`.
+template <size_t K, typename Rec>
+size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<Rec>* const* lanes) {
+  uint64_t off[K];
+  int64_t lim[K];
+  Rec* out[K];
   for (size_t j = 0; j < K; ++j) {
-    off[j] = static_cast<uint64_t>(lanes[idx[j]].pos - begin);
-    out[j] = lanes[idx[j]].out;
+    off[j] = lanes[j]->off;
+    lim[j] = lanes[j]->lim;
+    out[j] = lanes[j]->out;
   }
   size_t leave = K;
-  while (leave == K) {
-    size_t rounds = SIZE_MAX;
-    for (size_t j = 0; j < K; ++j) {
-      const uint64_t lim = static_cast<uint64_t>(limit[idx[j]] - begin);
-      const Lane& l = lanes[idx[j]];
-      // Several lanes can stop in one round: each leaves in a later call.
-      if (l.err != 0 || l.block != 0 || off[j] + internal::kPsbSize > lim ||
-          l.out_end - out[j] < internal::kPsbSize) {
-        leave = j;
-        break;
-      }
-      rounds = std::min({rounds, static_cast<size_t>(lim - off[j]) / internal::kPsbSize,
-                         static_cast<size_t>(l.out_end - out[j])});
+  for (;;) {
+    bool near = false;
+#pragma GCC unroll 4
+    for (size_t j = 0; j < K; ++j) near |= static_cast<int64_t>(off[j]) > lim[j];
+    if (near) [[unlikely]] {
+      leave = 0;
+      while (static_cast<int64_t>(off[leave]) <= lim[leave]) ++leave;
+      break;
     }
-    if (leave != K) break;
-    // The hot loop: fast-path packets only, no calls, so the lanes' state stays in registers.
-    size_t slow = K;
-    for (size_t r = 0; r < rounds; ++r) {
+    // Round r writes out[j][r]: unrolled, a constant displacement.
+#pragma GCC unroll 8
+    for (uint64_t r = 0; r < kRounds; ++r) {
 #pragma GCC unroll 4
       for (size_t j = 0; j < K; ++j) {
         unsigned size;
-        if (!internal::FastDecode(begin, off[j], *out[j], size)) [[unlikely]] {
-          slow = j;
-          goto slow_packet;
+        if (!FastStep(B, base, off[j], out[j][r], size)) [[unlikely]] {
+          if (!SemiStep(B, base, off[j], out[j][r], size)) {
+            leave = j;
+            // Lanes before j have done round r, the others not.
+            for (size_t i = 0; i < K; ++i) out[i] += r + (i < j ? 1 : 0);
+            goto done;
+          }
         }
         off[j] += size;
-        ++out[j];
       }
     }
-    continue;
-  slow_packet:
-    // The careful path for this one packet (02h packets, MODE, long CYC, errors).
-    {
-      Lane& l = lanes[idx[slow]];
-      if (SemiFastDecode(begin, off[slow], *out[slow])) {  // 24 bytes readable: see `rounds`
-        off[slow] += out[slow]->size;
-        ++out[slow];
-        continue;
-      }
-      const int e = DecodeOneSlow(begin, end, begin + off[slow], l.block, block_packets, *out[slow]);
-      if (e != 0) {
-        l.err = e;
-        leave = slow;
-        break;
-      }
-      off[slow] += out[slow]->size;
-      ++out[slow];
-      if (l.block != 0) leave = slow;  // a BBP: block context from here on
-    }
+    for (size_t j = 0; j < K; ++j) out[j] += kRounds;
   }
+done:
   for (size_t j = 0; j < K; ++j) {
-    lanes[idx[j]].pos = begin + off[j];
-    lanes[idx[j]].out = out[j];
+    lanes[j]->off = off[j];
+    lanes[j]->out = out[j];
   }
   return leave;
 }
-
-constexpr size_t kMaxLanes = 4;
-constexpr size_t kMinLanePackets = 4096;
-
 
 }  // namespace
 
@@ -409,97 +420,176 @@ int PacketDecoder::NextSlow(Packet& packet) noexcept {
   return 0;
 }
 
-size_t PacketDecoder::DecodeLanes(std::span<Packet> out, int& err) noexcept {
-  // The stretch ahead that `out` can hold for sure (a packet is at least one
-  // byte), cut at PSBs into up to kMaxLanes lanes: each runs from a PSB (or
-  // pos_) to the first PSB at least `spacing` bytes on — about one PSB period
-  // each when the budget holds a few — so that the lanes are about as long
-  // and the next call starts at a PSB. Lane j's region of `out` starts at
-  // its byte distance from pos_, so no lane can run out of room.
-  const uint64_t budget = std::min<uint64_t>(out.size(), static_cast<uint64_t>(end_ - pos_));
-  const uint8_t* const limit_all = pos_ + budget;
-  // The PSB search from each bound starts `spacing` bytes on; when the last
-  // call found PSBs further apart than that (the trace's PSB period), it
-  // starts a little short of that distance instead (up to a quarter of the
-  // budget), so that it scans a few words rather than half a period. Only
-  // the lanes' lengths depend on it.
-  const uint64_t gap = psb_gap_ > 256 ? std::min<uint64_t>(psb_gap_ - 128, budget / kMaxLanes) : 0;
-  const uint64_t spacing = std::max<uint64_t>({budget / (2 * kMaxLanes), 1, gap});
-  const uint8_t* bounds[kMaxLanes + 1];
-  size_t nb = 0;
-  bounds[nb++] = pos_;
-  while (nb <= kMaxLanes) {
-    const std::optional<uint64_t> next =
-        FindPsbForward(trace(), static_cast<uint64_t>(bounds[nb - 1] - begin_) + spacing);
-    if (!next || begin_ + *next > limit_all || begin_ + *next <= bounds[nb - 1]) break;
-    bounds[nb++] = begin_ + *next;
+int PacketDecoder::StepCareful(const uint8_t* B, uint64_t rel, uint8_t& block, Packet& p) const noexcept {
+  if (block == 0 && static_cast<uint64_t>(end_ - B) - rel >= kUncheckedBytes) {
+    unsigned size;
+    if (internal::FastDecode(begin_, static_cast<uint64_t>(B - begin_) + rel, p, size)) return 0;
+    if (SemiFastDecode(begin_, static_cast<uint64_t>(B - begin_) + rel, p)) return 0;
   }
-  if (nb >= 3) psb_gap_ = static_cast<uint64_t>(bounds[2] - bounds[1]);
-  if (nb == 1) bounds[nb++] = limit_all;  // no PSB in reach: one lane to the budget's end
-  const size_t n = nb - 1;
-  Lane lanes[kMaxLanes];
-  for (size_t j = 0; j < n; ++j) {
-    Lane& l = lanes[j];
-    l.pos = l.start = bounds[j];
-    l.stop = bounds[j + 1];
-    l.first = l.out = out.data() + (l.start - pos_);
-    l.out_end = l.first + (l.stop - l.start);
-    l.block = j == 0 ? block_ : 0;
-  }
+  return DecodeOneSlow(begin_, end_, B + rel, block, options_.block_packets, p);
+}
 
-  // Interleaved while two or more lanes run; each lane that must leave is
-  // finished on its own (unless it failed or opened a PEBS block).
-  const uint8_t* const fast_end = end_ - 8;  // end_ - begin_ >= 9 here
-  const uint8_t* limit[kMaxLanes];
-  size_t idx[kMaxLanes];
-  for (size_t j = 0; j < n; ++j) {
-    limit[j] = std::min(lanes[j].stop, fast_end);
-    idx[j] = j;
+template <typename Rec>
+size_t PacketDecoder::DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch::Chunk* chunks,
+                                     size_t* nchunks) noexcept {
+  const uint8_t* const B = pos_;
+  const uint64_t base = offset();
+  const uint64_t avail = static_cast<uint64_t>(end_ - pos_);
+  // A record per byte at most: `cap` records hold this much trace for sure.
+  // (Under 4 GiB, so that offsets from the base fit a PacketRecord.)
+  const uint64_t budget = std::min<uint64_t>({cap, avail, uint64_t{1} << 30});
+
+  // Segments: from pos_ to the first PSB at least `spacing` bytes on, and so
+  // on, up to the budget's end. The search starts a little short of the PSB
+  // distance the last call found (the trace's PSB period), so that it scans
+  // a few words rather than a period.
+  const uint64_t spacing = std::max<uint64_t>(kMinSegmentBytes, psb_gap_ > 256 ? psb_gap_ - 128 : 0);
+  Segment segs[kMaxSegments];
+  size_t nseg = 0;
+  uint64_t start = 0;
+  while (nseg + 1 < kMaxSegments) {
+    const std::optional<uint64_t> next = FindPsbForward(trace().first(base + budget), base + start + spacing);
+    if (!next) break;
+    segs[nseg].start = start;
+    segs[nseg].stop = *next - base;
+    ++nseg;
+    start = *next - base;
   }
-  for (size_t k = n; k > 0; --k) {
-    size_t leave = 0;
-    switch (k) {
-      case 4: leave = Interleave<4>(lanes, idx, limit, begin_, end_, options_.block_packets); break;
-      case 3: leave = Interleave<3>(lanes, idx, limit, begin_, end_, options_.block_packets); break;
-      case 2: leave = Interleave<2>(lanes, idx, limit, begin_, end_, options_.block_packets); break;
-      default: break;
+  if (nseg >= 2) psb_gap_ = segs[1].stop - segs[1].start;
+  segs[nseg].start = start;
+  segs[nseg].stop = budget;
+  ++nseg;
+
+  // Each lane takes the next segment when it is done with one; after a
+  // segment that fails or runs past its stop, later ones are not needed.
+  const uint64_t size_rel = avail;
+  SegLane<Rec> lanes[kLanes];
+  SegLane<Rec>* active[kLanes];
+  size_t nactive = 0;
+  size_t next_seg = 0, seg_limit = nseg;
+  auto take = [&](SegLane<Rec>& l) {
+    if (next_seg >= seg_limit) return false;
+    l.seg = next_seg++;
+    l.off = segs[l.seg].start;
+    l.out = out + segs[l.seg].start;
+    l.block = l.seg == 0 ? block_ : 0;
+    return true;
+  };
+  // Decodes lane `l` the careful way until it may go back to RunLanes()
+  // (returns true) or has no segment left (false); at least one packet if
+  // RunLanes() left it there (`stuck`: a packet it does not take).
+  auto attend = [&](SegLane<Rec>& l, bool stuck) {
+    for (;;) {
+      Segment& s = segs[l.seg];
+      const uint64_t room = std::min(s.stop, size_rel - std::min(size_rel, kUncheckedBytes));
+      l.lim = room >= kRounds * kUncheckedBytes ? static_cast<int64_t>(room - kRounds * kUncheckedBytes) : -1;
+      int e = 0;
+      while (l.off < s.stop) {
+        if (!stuck && l.block == 0 && static_cast<int64_t>(l.off) <= l.lim) return true;
+        stuck = false;
+        Packet p;
+        e = StepCareful(B, l.off, l.block, p);
+        if (e != 0) break;
+        Assign(*l.out, p, base);
+        ++l.out;
+        l.off += p.size;
+      }
+      s.end = l.off;
+      s.count = static_cast<size_t>(l.out - (out + s.start));
+      s.err = e;
+      s.block = l.block;
+      s.done = true;
+      if (e != 0 || l.off != s.stop || l.block != 0) seg_limit = std::min(seg_limit, l.seg + 1);
+      if (!take(l)) return false;
     }
-    Lane& l = lanes[idx[leave]];
-    if (l.err == 0 && l.block == 0) FinishLane(l, begin_, end_, options_.block_packets);
-    for (size_t j = leave; j + 1 < k; ++j) idx[j] = idx[j + 1];
+  };
+  for (SegLane<Rec>& l : lanes) {
+    if (!take(l)) break;
+    if (attend(l, false)) active[nactive++] = &l;
+  }
+  while (nactive > 0) {
+    size_t j = 0;
+    switch (nactive) {
+      case 4: j = RunLanes<4>(B, base, active); break;
+      case 3: j = RunLanes<3>(B, base, active); break;
+      case 2: j = RunLanes<2>(B, base, active); break;
+      default: j = RunLanes<1>(B, base, active); break;
+    }
+    SegLane<Rec>& l = *active[j];
+    // A lane past the first failed segment is not needed.
+    if (l.seg < seg_limit && attend(l, true)) continue;
+    for (size_t k = j; k + 1 < nactive; ++k) active[k] = active[k + 1];
+    --nactive;
+    // Lanes past a segment that failed meanwhile.
+    for (size_t k = 0; k < nactive;) {
+      if (active[k]->seg >= seg_limit) {
+        for (size_t m = k; m + 1 < nactive; ++m) active[m] = active[m + 1];
+        --nactive;
+      } else {
+        ++k;
+      }
+    }
   }
 
-  // Keep lane j + 1 only if lane j ran cleanly into its start, outside a block.
-  size_t count = static_cast<size_t>(lanes[0].out - lanes[0].first);
+  // Keep segment k + 1 only if segment k ended exactly where it begins, outside a block.
+  size_t count = 0;
   size_t last = 0;
-  for (size_t j = 1; j < n; ++j) {
-    const Lane& prev = lanes[j - 1];
-    if (prev.err != 0 || prev.block != 0 || prev.pos != lanes[j].start) break;
-    const size_t k = static_cast<size_t>(lanes[j].out - lanes[j].first);
-    std::memmove(out.data() + count, lanes[j].first, k * sizeof(Packet));
-    count += k;
-    last = j;
+  if (chunks != nullptr) *nchunks = 0;
+  for (size_t k = 0; k < nseg && segs[k].done; ++k) {
+    const Segment& s = segs[k];
+    if (chunks != nullptr) {
+      if (s.count > 0) chunks[(*nchunks)++] = {s.start, s.count};
+    } else if (k > 0) {
+      std::memmove(out + count, out + s.start, s.count * sizeof(Rec));
+    }
+    count += s.count;
+    last = k;
+    if (s.err != 0 || s.end != s.stop || s.block != 0) break;
   }
-  pos_ = lanes[last].pos;
-  block_ = lanes[last].block;
+  pos_ = B + segs[last].end;
+  block_ = segs[last].block;
   UpdateFastEnd();
-  err = lanes[last].err;
+  err = segs[last].err;
+  if (err == 0 && pos_ == end_) err = ENODATA;
+  return count;
+}
+
+template <typename Rec>
+size_t PacketDecoder::DecodeSerial(Rec* out, size_t cap, int& err) noexcept {
+  const uint64_t base = offset();
+  size_t count = 0;
+  err = 0;
+  for (; count < cap; ++count) {
+    Packet p;
+    err = Next(p);
+    if (err != 0) break;
+    Assign(out[count], p, base);
+  }
   return count;
 }
 
 size_t PacketDecoder::Decode(std::span<Packet> out, int& err) noexcept {
   err = 0;
   if (out.empty()) return 0;
-  if (synced_ && block_ == 0 && out.size() >= kMinLanePackets && end_ - pos_ >= 4096) {
-    return DecodeLanes(out, err);
+  if (synced_ && block_ == 0 && out.size() >= kMinLanePackets && end_ - pos_ >= static_cast<ptrdiff_t>(kMinLaneBytes)) {
+    return DecodeSegments(out.data(), out.size(), err, nullptr, nullptr);
   }
   // In order, a packet at a time: short traces, a small `out`, inside a PEBS block.
-  size_t count = 0;
-  for (; count < out.size(); ++count) {
-    err = Next(out[count]);
-    if (err != 0) break;
+  return DecodeSerial(out.data(), out.size(), err);
+}
+
+int PacketDecoder::Decode(PacketBatch& batch) noexcept {
+  int err = 0;
+  batch.base_ = offset();
+  const size_t cap = batch.records_.size();
+  if (synced_ && block_ == 0 && cap >= kMinLanePackets && end_ - pos_ >= static_cast<ptrdiff_t>(kMinLaneBytes)) {
+    batch.size_ = DecodeSegments(batch.records_.data(), cap, err, batch.chunks_, &batch.nchunks_);
+  } else {
+    batch.size_ = DecodeSerial(batch.records_.data(), cap, err);
+    batch.chunks_[0] = {0, batch.size_};
+    batch.nchunks_ = batch.size_ > 0 ? 1 : 0;
   }
-  return count;
+  return err;
 }
 
 Result<Packet> PacketDecoder::Next() {

@@ -27,8 +27,8 @@
 // the rest (PSB, TMA, PTW, longer CYCs, errors, the trace's last bytes, PEBS
 // blocks) a careful one. Each packet's position depends on the previous
 // packet's first byte, so Next() in a loop is bound by that load-to-load
-// latency; Decode() decodes several PSB-delimited lanes interleaved to get
-// past it. Errors and their order match libipt 2.0 (pt_pkt_next), which the
+// latency; Decode() decodes several PSB-delimited segments interleaved to get
+// past it, into compact PacketRecords (packet_batch.h). Errors and their order match libipt 2.0 (pt_pkt_next), which the
 // differential tests check byte for byte.
 #pragma once
 
@@ -41,6 +41,7 @@
 
 #include "harness/pt/internal/opcodes.h"
 #include "harness/pt/packet.h"
+#include "harness/pt/packet_batch.h"
 #include "harness/result.h"
 
 namespace perftest::pt {
@@ -107,21 +108,31 @@ class PacketDecoder {
   Result<Packet> Next();
 
   // Many Next() calls at once: decodes the next packets from offset() on
-  // into `out` — the packets Next() would return, in order — and returns how
-  // many. `err` is 0 when more may follow (call again), else the errno Next()
-  // returns at the stopping point: ENODATA at the end of the trace, or an
-  // error, with offset() at the failing packet, as after Next(). A call
-  // decodes at most out.size() packets, and may stop short of that.
+  // into `batch` (packet_batch.h; replacing what it held) — the packets
+  // Next() would return, in order, as 16-byte PacketRecords in one or more
+  // chunks (one per segment, below: they are not moved together). Returns 0 when
+  // more may follow (call again), else the errno Next() returns at the
+  // stopping point: ENODATA at the end of the trace, or an error, with
+  // offset() at the failing packet, as after Next(). A call decodes at most
+  // batch.capacity() packets, and may stop short of that (at a PSB, or
+  // wherever its interleaved stretches could not be joined).
   //
-  // Faster than Next() in a loop on long, well-formed traces: it takes the
-  // bytes ahead that `out` can hold for sure (one packet per byte), cuts them
-  // at PSBs into up to 4 lanes of about a PSB period each, decodes the lanes
-  // interleaved so that their dependency chains (byte -> size -> next byte)
-  // overlap, and keeps a lane only if the one before it ended exactly where
-  // it begins, outside a PEBS block — else decoding goes on from where that
-  // one ended, next call. Give it room for a few PSB periods of 1-byte
-  // packets: 16 Ki packets for the default psb_period of 4 KiB. With less
-  // than 4 Ki, or within 4 KiB of the end, it decodes a packet at a time.
+  // The fast way through a long trace: it takes the bytes ahead that the
+  // batch can hold for sure (one packet per byte), cuts them at PSBs into
+  // segments of about a PSB period, and decodes 4 segments at a time,
+  // interleaved, so that their dependency chains (byte -> size -> next byte)
+  // overlap; a lane done with a segment takes the next. A segment is kept
+  // only if the one before it ended exactly where it begins, outside a PEBS
+  // block — else decoding goes on from where that one ended, next call.
+  // Give it room for several PSB periods of 1-byte packets (the default
+  // 64 Ki records is 16 periods of 4 KiB). With less than 4 Ki records,
+  // within 4 KiB of the end, or inside a PEBS block it decodes a packet at a
+  // time.
+  int Decode(PacketBatch& batch) noexcept;
+
+  // Decode(PacketBatch&) into Packets: fills `out` (at most out.size()
+  // packets) and returns how many; `err` as Decode(PacketBatch&) returns it.
+  // Takes the interleaved path with 4 Ki packets of room or more.
   size_t Decode(std::span<Packet> out, int& err) noexcept;
 
   // Where the next packet starts (the failing packet's offset after an
@@ -141,7 +152,15 @@ class PacketDecoder {
 
  private:
   int NextSlow(Packet& packet) noexcept;
-  size_t DecodeLanes(std::span<Packet> out, int& err) noexcept;
+  // Decode()'s engine, for Packet or PacketRecord output (packet_decoder.cc).
+  // With `chunks`, the segments' records stay where they were decoded,
+  // described there; else they are moved together.
+  template <typename Rec>
+  size_t DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch::Chunk* chunks, size_t* nchunks) noexcept;
+  template <typename Rec>
+  size_t DecodeSerial(Rec* out, size_t cap, int& err) noexcept;
+  // One packet at B[rel] the careful way, in PEBS block context `block` (updated).
+  int StepCareful(const uint8_t* B, uint64_t rel, uint8_t& block, Packet& p) const noexcept;
   void MoveTo(const uint8_t* pos);
   void UpdateFastEnd() {
     fast_end_ = (synced_ && block_ == 0 && end_ - begin_ >= 9) ? end_ - 8 : begin_;

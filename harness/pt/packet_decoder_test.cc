@@ -472,8 +472,17 @@ Outcome WithDecode(const std::vector<uint8_t>& trace, size_t batch, PacketDecode
   });
 }
 
+Outcome WithBatch(const std::vector<uint8_t>& trace, size_t capacity, PacketDecoder::Options options = {}) {
+  PacketBatch batch(capacity);
+  return RunProtocol(trace, options, [&batch](PacketDecoder& d, std::vector<Packet>& out) {
+    const int err = d.Decode(batch);
+    batch.ForEach([&](const PacketRecord& r) { out.push_back(batch.ToPacket(r)); });
+    return err;
+  });
+}
+
 TEST(PacketDecoder, DecodeIsNextInBulk) {
-  Spec("pt.decoder.bulk", "packet_decoder.h Decode(): the packets and errors of Next()");
+  Spec("pt.decoder.bulk", "packet_decoder.h Decode(), both forms: the packets and errors of Next()");
   std::mt19937_64 rng(77);
   std::vector<std::vector<uint8_t>> traces;
   for (uint64_t seed = 1; seed <= 3; ++seed) traces.push_back(testing::RealisticTrace({.seed = seed, .size = 256 << 10}));
@@ -513,8 +522,10 @@ TEST(PacketDecoder, DecodeIsNextInBulk) {
   }
   for (size_t i = 0; i < traces.size(); ++i) {
     const Outcome want = WithNext(traces[i]);
-    for (size_t batch : {1, 100, 4096, 16384, 100000}) {
-      const Outcome got = WithDecode(traces[i], batch);
+    for (size_t batch : {1, 100, 4096, 16384, 100000, 0x10001, 0x10002}) {
+      // Odd sizes: Decode(PacketBatch&) with 1, 100, ... records; else Decode(std::span<Packet>).
+      const Outcome got = batch > 0x10000 ? WithBatch(traces[i], batch == 0x10001 ? 4096 : PacketBatch::kDefaultCapacity)
+                                          : WithDecode(traces[i], batch);
       if (got == want) continue;
       if (const char* save = std::getenv("PERFTEST_PT_DIFF_SAVE"); save != nullptr) {
         if (std::FILE* f = std::fopen(save, "wb")) {
@@ -531,6 +542,51 @@ TEST(PacketDecoder, DecodeIsNextInBulk) {
       return;
     }
   }
+}
+
+TEST(PacketDecoder, BatchOfFewRecordsIsNextInBulk) {
+  Spec("pt.decoder.bulk_small", "packet_decoder.h Decode(PacketBatch&): a packet at a time with little room");
+  std::mt19937_64 rng(78);
+  const std::vector<uint8_t> trace = testing::RandomTrace(rng, 3000, 100, {.block_packets = true});
+  const Outcome want = WithNext(trace);
+  for (size_t capacity : {0, 1, 7, 100}) EXPECT_TRUE(WithBatch(trace, capacity) == want) << capacity;
+}
+
+TEST(PacketBatch, RecordsGiveBackPackets) {
+  Spec("pt.decoder.batch", "packet_batch.h: a PacketRecord holds a Packet, offset from base()");
+  const std::vector<uint8_t> trace = testing::RealisticTrace({.seed = 5, .size = 64 << 10});
+  PacketDecoder d(trace);
+  ASSERT_OK(d.SyncForward());
+  ASSERT_OK(d.SyncSet(d.offset() + 16));  // past the first PSB: a base that is not 0
+  PacketDecoder ref = d;
+  PacketBatch batch;
+  EXPECT_EQ(batch.capacity(), PacketBatch::kDefaultCapacity);
+  const uint64_t base = d.offset();
+  EXPECT_EQ(d.Decode(batch), ENODATA);
+  EXPECT_EQ(batch.base(), base);
+  ASSERT_GT(batch.size(), 1000u);
+  EXPECT_GT(batch.chunk_count(), 1u);  // 64 KiB: several segments
+  size_t n = 0;
+  for (size_t c = 0; c < batch.chunk_count(); ++c) {
+    ASSERT_FALSE(batch.chunk(c).empty());
+    for (const PacketRecord& r : batch.chunk(c)) {
+      Packet p;
+      ASSERT_EQ(ref.Next(p), 0);
+      ASSERT_EQ(batch.ToPacket(r), p) << n;
+      EXPECT_EQ(batch.offset(r), p.offset);
+      EXPECT_EQ(r.payload, p.payload);
+      EXPECT_EQ(r.type, p.type);
+      EXPECT_EQ(r.size, p.size);
+      ++n;
+    }
+  }
+  EXPECT_EQ(n, batch.size());
+  EXPECT_EQ(batch.Packets().size(), n);
+  Packet p;
+  EXPECT_EQ(ref.Next(p), ENODATA);
+  // At the end: nothing more, the same error.
+  EXPECT_EQ(d.Decode(batch), ENODATA);
+  EXPECT_TRUE(batch.empty());
 }
 
 }  // namespace

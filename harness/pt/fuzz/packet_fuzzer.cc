@@ -7,7 +7,8 @@
 //   - an error leaves offset() unchanged and is one of the documented errnos;
 //   - a sync point is a complete PSB, and resynchronization makes progress;
 //   - the IP of an IP packet updates LastIp without error;
-//   - Decode() in bulk gives the packets and errors of Next().
+//   - Decode() in bulk, into Packets or a PacketBatch, gives the packets and
+//     errors of Next().
 //
 //   build-fuzz/bin/pt_packet_fuzzer -max_total_time=60 -max_len=65536 CORPUS_DIR fixtures/pt
 #include <cerrno>
@@ -106,6 +107,40 @@ void DecodeInBulk(std::span<const uint8_t> trace, size_t batch) {
   }
 }
 
+// The same for Decode(PacketBatch&), with and without PEBS block packets.
+void DecodeBatchInBulk(std::span<const uint8_t> trace, size_t capacity, bool blocks) {
+  const PacketDecoder::Options options{.block_packets = blocks};
+  PacketDecoder a(trace, options);
+  PacketDecoder b(trace, options);
+  FUZZ_CHECK(a.SyncSet(0).ok() && b.SyncSet(0).ok());
+  static PacketBatch big;  // reused: allocation would dominate the run time
+  PacketBatch small(capacity);
+  PacketBatch& batch = capacity >= PacketBatch::kDefaultCapacity ? big : small;
+  for (int rounds = 0; rounds < 1000000; ++rounds) {
+    const uint64_t base = b.offset();
+    const int err = b.Decode(batch);
+    FUZZ_CHECK(batch.base() == base && batch.size() <= batch.capacity());
+    size_t n = 0;
+    batch.ForEach([&](const PacketRecord& r) {
+      Packet p;
+      FUZZ_CHECK(a.Next(p) == 0);
+      FUZZ_CHECK(p == batch.ToPacket(r));
+      ++n;
+    });
+    FUZZ_CHECK(n == batch.size());
+    FUZZ_CHECK(a.offset() == b.offset());
+    if (err == 0) continue;
+    Packet p;
+    FUZZ_CHECK(a.Next(p) == err);
+    if (err == ENODATA) return;
+    const auto sa = a.SyncForward();
+    const auto sb = b.SyncForward();
+    FUZZ_CHECK(sa.ok() == sb.ok());
+    if (!sa.ok()) return;
+    FUZZ_CHECK(*sa == *sb);
+  }
+}
+
 void DecodeBackward(std::span<const uint8_t> trace) {
   PacketDecoder d(trace);
   uint64_t previous = trace.size() + 1;
@@ -131,6 +166,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // needs 4 KiB of trace ahead: run with -max_len=65536), and a small one.
   DecodeInBulk(trace, 4096 + (size > 0 ? data[0] * 16 : 0));
   DecodeInBulk(trace, 1 + (size > 1 ? data[1] : 0));
+  DecodeBatchInBulk(trace, PacketBatch::kDefaultCapacity, size % 3 != 0);
+  DecodeBatchInBulk(trace, 4096 + (size > 2 ? data[2] * 16 : 0), size % 3 == 0);
   if (size < 4096) {
     DumpOptions options;
     options.last_ip = true;

@@ -58,7 +58,8 @@ enum class OpKind : uint8_t {
 };
 
 // What the first byte says. The fast path (FastDecode below) takes a packet
-// when ((byte 1 | 100h) & reject) == 0, with payload = bytes 1..8 & mask.
+// when ((byte 1 | 100h) & reject) == 0 (FastTables::reject holds the test as
+// a mask over bytes 0..1), with payload = bytes 1..8 & mask.
 struct OpEntry {
   uint64_t mask = 0;   // the payload bits among bytes 1..8
   PacketType type = PacketType::kInvalid;
@@ -143,12 +144,17 @@ inline constexpr std::array<OpKind, 256> kFirstByteKind = MakeFirstByteKindTable
 // single base register reaches all three:
 //   mask[b]  the payload bits among bytes 1..8
 //   info[b]  bytes 0..3: the Packet's type, size, opcode, ext (0); bytes 4..5:
-//            reject (OpEntry)
+//            OpEntry::reject
 //   size[b]  the packet's size
+//   reject[b] the bits of bytes 0..1 (little-endian) that send the packet to
+//            the slow path: the opcode's own bits for opcodes the fast path
+//            never takes (02h, 99h, bad ones), bit 8 (byte 1's Exp bit) for a
+//            CYC with Exp set, else 0
 struct FastTables {
   uint64_t mask[256];
   uint64_t info[256];
   uint8_t size[256];
+  uint16_t reject[256];
 };
 constexpr FastTables MakeFastTables() {
   FastTables t{};
@@ -159,6 +165,7 @@ constexpr FastTables MakeFastTables() {
     t.info[i] = uint64_t{static_cast<uint8_t>(e.type)} | uint64_t{e.size} << 8 | uint64_t{e.opcode} << 16 |
                 uint64_t{e.ext} << 24 | uint64_t{e.reject} << 32;
     t.size[i] = e.size;
+    t.reject[i] = e.reject == 0x100 ? static_cast<uint16_t>(i == 0 ? 0 : i) : static_cast<uint16_t>(e.reject << 8);
   }
   return t;
 }
@@ -225,16 +232,18 @@ inline constexpr std::array<uint64_t, 9> kPayloadMask = {
 // packet at begin[off], with bytes begin[off..off+8] readable, if it is a
 // fixed-size packet or a CYC of up to 2 bytes, into `packet`, sets `size` and
 // returns true; else returns false (the caller takes the slow path; `packet`
-// is untouched). Branch-free but for that one, well-predicted, test; the
-// size is read straight from the first byte, so the next packet's position
-// depends on two loads only.
+// is untouched). Branch-free but for that one, well-predicted, test (one
+// 16-bit load and the reject word); the size is read straight from the first
+// byte, so the next packet's position depends on two loads only.
 inline bool FastDecode(const uint8_t* begin, uint64_t off, Packet& packet, unsigned& size) {
-  const uint8_t b = begin[off];
+  uint16_t word;  // bytes 0..1
+  __builtin_memcpy(&word, begin + off, sizeof word);
+  const uint8_t b = static_cast<uint8_t>(word);
+  if ((word & kFast.reject[b]) != 0) return false;
   uint64_t raw;  // bytes 1..8
   __builtin_memcpy(&raw, begin + off + 1, sizeof raw);
   size = kFast.size[b];
   const uint64_t info = kFast.info[b];
-  if ((((raw & 0xff) | 0x100) & (info >> 32)) != 0) return false;
   packet.offset = off;
   packet.payload = raw & kFast.mask[b];
   const auto tail = static_cast<uint32_t>(info);
