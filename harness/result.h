@@ -55,7 +55,9 @@ class CallDescription {
     static_assert(std::is_trivially_copyable_v<Args>);
     CallDescription d;
     if constexpr (sizeof(Args) <= kInlineArgs && alignof(Args) <= alignof(uint64_t)) {
-      std::memcpy(d.args_, &args, sizeof args);
+      // A copy construction, not a memcpy: the compiler stores the fields
+      // straight into args_, with no temporary read back as a whole.
+      ::new (static_cast<void*>(d.args_)) Args(args);
       d.args_size_ = sizeof(Args);
       d.format_ = [](const CallDescription& c) -> std::string {
         Args a;
