@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -51,6 +52,14 @@ int ClockOf(const MockEvent& ev) { return ev.attr.use_clockid ? ev.attr.clockid 
 
 // perf_event_validate_size(): "16*1024", the largest read_format record.
 constexpr size_t kMaxReadSize = 16 * 1024;
+
+// ReadFormatSize(read_format) of one counter for each read_format below
+// PERF_FORMAT_MAX (CopyAttr() refuses other bits): a lookup on Read()'s hot path.
+const std::array<uint8_t, PERF_FORMAT_MAX> kReadOneSize = [] {
+  std::array<uint8_t, PERF_FORMAT_MAX> t{};
+  for (uint64_t rf = 0; rf < PERF_FORMAT_MAX; ++rf) t[rf] = static_cast<uint8_t>(ReadFormatSize(rf, 1));
+  return t;
+}();
 
 }  // namespace
 
@@ -389,8 +398,17 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
 // in the kernel's order.
 Result<size_t> MockBackend::Read(int fd, void* buf, size_t len) {
   MockEvent* ev = FindFd(fd);
-  if (ev != nullptr && !ev->error && !(ev->attr.read_format & PERF_FORMAT_GROUP) && len >= ReadSize(*ev)) [[likely]] {
-    return Result<size_t>::Ok(EncodeReadOne(*ev, buf), ReadCall(fd, len));
+  if (ev != nullptr && !ev->error && !(ev->attr.read_format & PERF_FORMAT_GROUP) &&
+      len >= kReadOneSize[ev->attr.read_format & (PERF_FORMAT_MAX - 1)]) [[likely]] {
+    // The Result is made first, in place, while the arguments are still in
+    // registers; the record EncodeReadOne() writes is ReadSize() bytes (perf_read_one()).
+    auto read_one = [&] {
+      const size_t size = kReadOneSize[ev->attr.read_format & (PERF_FORMAT_MAX - 1)];  // ReadSize(*ev)
+      Result<size_t> r = Result<size_t>::OkWith(size, [&] { return ReadCall(fd, len); });
+      EncodeReadOne(*ev, buf);
+      return r;
+    };
+    return read_one();
   }
   return ReadSlow(fd, buf, len);
 }
@@ -519,8 +537,41 @@ uint32_t MockBackend::KernelAttrType(const MockEvent& ev) const {
   return ev.attr.type;
 }
 
-// _perf_ioctl().
+// The hot path (bench/mock_bench.cc): ENABLE, DISABLE and RESET of one
+// event (no PERF_IOC_FLAG_GROUP) that has no inherited copies. The rest, and
+// every failure, goes through IoctlSlow(): _perf_ioctl() in full.
 Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
+  MockEvent* ev = FindFd(fd);
+  if (ev != nullptr && !(arg & PERF_IOC_FLAG_GROUP) && ev->children.empty()) [[likely]] {
+    // The Result (0: these cannot fail) is made first, in place, while the
+    // arguments are still in registers; then the action.
+    auto ok_after = [&](auto action) {
+      Result<int> r = Result<int>::OkWith(0, [&] { return IoctlCall(fd, request, arg); });
+      action();
+      return r;
+    };
+    switch (request) {
+      case PERF_EVENT_IOC_ENABLE:
+        return ok_after([&] { EnableEvent(*ev); });
+      case PERF_EVENT_IOC_DISABLE:
+        return ok_after([&] { DisableEvent(*ev); });
+      case PERF_EVENT_IOC_RESET:
+        return ok_after([&] { ResetEvent(*ev); });
+      default:
+        break;
+    }
+  }
+  return IoctlSlow(fd, request, arg);
+}
+
+// _perf_event_reset(): the count only; times, child counts and the period stay.
+void MockBackend::ResetEvent(MockEvent& ev) {
+  ev.count = 0;
+  UpdateUserPage(ev);
+}
+
+// _perf_ioctl().
+Result<int> MockBackend::IoctlSlow(int fd, unsigned long request, uintptr_t arg) {
   CallDescription call = IoctlCall(fd, request, arg);
   MockEvent* ev = FindFd(fd);
   if (ev == nullptr) {
@@ -550,11 +601,7 @@ Result<int> MockBackend::Ioctl(int fd, unsigned long request, uintptr_t arg) {
       group_or_self([&](MockEvent& e) { DisableEvent(e); });
       return Result<int>::Ok(0, std::move(call));
     case PERF_EVENT_IOC_RESET:
-      // _perf_event_reset(): the count only; times, child counts and the period stay.
-      group_or_self([&](MockEvent& e) {
-        e.count = 0;
-        UpdateUserPage(e);
-      });
+      group_or_self([&](MockEvent& e) { ResetEvent(e); });
       return Result<int>::Ok(0, std::move(call));
     case PERF_EVENT_IOC_REFRESH:
       // _perf_event_refresh().

@@ -65,7 +65,9 @@ static PmuId EffectivePmu(const MockEvent& e) {
 // The PMU whose ctx_resched() schedules the event's group.
 static PmuId GroupPmu(const MockEvent& e) { return EffectivePmu(*e.leader); }
 
-bool MockBackend::Schedulable(const MockEvent& ev) const {
+// inline: called per event by Reschedule() and the scheduling code of this
+// file only (calling it from another file needs the `inline` dropped).
+inline bool MockBackend::Schedulable(const MockEvent& ev) const {
   if (!ev.enabled || ev.deferred) return false;
   if (!ev.is_leader() && !ev.leader->enabled) return false;  // group scheduling
   if (ev.pid == -1) return true;                              // a CPU context always runs

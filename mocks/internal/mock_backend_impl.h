@@ -188,6 +188,8 @@ class MockBackend final : public Backend {
   std::unique_ptr<MockEvent> NewEvent();
   void RecycleEvent(std::unique_ptr<MockEvent> ev);
   Result<size_t> ReadSlow(int fd, void* buf, size_t len);  // Read() but for its hot path
+  Result<int> IoctlSlow(int fd, unsigned long request, uintptr_t arg);  // Ioctl() but for its hot path
+  void ResetEvent(MockEvent& ev);  // _perf_event_reset()
   void ReleaseBuffer(const std::shared_ptr<MockRingBuffer>& rb);     // perf_mmap_close(), last mapping
 
   // --- mock_aux.cc: the AUX area and the intel_pt PMU ---
