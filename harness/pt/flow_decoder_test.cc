@@ -547,8 +547,10 @@ TEST(FlowDecoder, MatchesLibiptInsnDecoder) {
     insns += ours.insns;
     errors += ours.errors;
   }
-  std::printf("[flow differential] %llu traces, %llu instructions identical to libipt pt_insn_next\n",
-              static_cast<unsigned long long>(traces), static_cast<unsigned long long>(insns));
+  std::printf("[flow differential] %llu traces, %llu instructions identical to libipt pt_insn_next (%llu decode "
+              "errors in ours)\n",
+              static_cast<unsigned long long>(traces), static_cast<unsigned long long>(insns),
+              static_cast<unsigned long long>(errors));
   RecordProperty("traces", static_cast<int>(traces));
   RecordProperty("instructions", static_cast<int>(insns));
 }

@@ -470,7 +470,11 @@ PERFTEST_CASE(Sampling, CallchainExcludeUserKernel, "sampling.callchain_exclude"
   ASSERT_OK(probe.Close());
   for (int which = 0; which < 2; ++which) {
     perf_event_attr a = SwitchSampler(PERF_SAMPLE_IP | PERF_SAMPLE_CALLCHAIN);
-    (which == 0 ? a.exclude_callchain_user : a.exclude_callchain_kernel) = 1;
+    if (which == 0) {
+      a.exclude_callchain_user = 1;
+    } else {
+      a.exclude_callchain_kernel = 1;
+    }
     SCOPED_TRACE(which == 0 ? "exclude_callchain_user" : "exclude_callchain_kernel");
     Capture c;
     ASSERT_NO_FATAL_FAILURE(Run(a, Workload::Sleep(3, 1ms), &c));

@@ -77,6 +77,21 @@ void DecodeForward(std::span<const uint8_t> trace, bool blocks, bool from_zero) 
   }
 }
 
+// After a bulk decode of `b` ended with `err` (non-zero): Next() of `a` gives
+// the same error, and both resync to the same PSB. False when decoding is over
+// (ENODATA, or no PSB left).
+bool SameErrorThenResync(PacketDecoder& a, PacketDecoder& b, int err) {
+  Packet p;
+  FUZZ_CHECK(a.Next(p) == err);
+  if (err == ENODATA) return false;
+  const auto sa = a.SyncForward();
+  const auto sb = b.SyncForward();
+  FUZZ_CHECK(sa.ok() == sb.ok());
+  if (!sa.ok()) return false;
+  FUZZ_CHECK(*sa == *sb);
+  return true;
+}
+
 // PacketDecoder::Decode() gives what Next() gives, packets and errors, through
 // the same resync protocol, for a batch size taken from the input.
 void DecodeInBulk(std::span<const uint8_t> trace, size_t batch) {
@@ -95,15 +110,7 @@ void DecodeInBulk(std::span<const uint8_t> trace, size_t batch) {
       FUZZ_CHECK(p == buf[i]);
     }
     FUZZ_CHECK(a.offset() == b.offset());
-    if (err == 0) continue;
-    Packet p;
-    FUZZ_CHECK(a.Next(p) == err);
-    if (err == ENODATA) return;
-    const auto sa = a.SyncForward();
-    const auto sb = b.SyncForward();
-    FUZZ_CHECK(sa.ok() == sb.ok());
-    if (!sa.ok()) return;
-    FUZZ_CHECK(*sa == *sb);
+    if (err != 0 && !SameErrorThenResync(a, b, err)) return;
   }
 }
 
@@ -129,15 +136,7 @@ void DecodeBatchInBulk(std::span<const uint8_t> trace, size_t capacity, bool blo
     });
     FUZZ_CHECK(n == batch.size());
     FUZZ_CHECK(a.offset() == b.offset());
-    if (err == 0) continue;
-    Packet p;
-    FUZZ_CHECK(a.Next(p) == err);
-    if (err == ENODATA) return;
-    const auto sa = a.SyncForward();
-    const auto sb = b.SyncForward();
-    FUZZ_CHECK(sa.ok() == sb.ok());
-    if (!sa.ok()) return;
-    FUZZ_CHECK(*sa == *sb);
+    if (err != 0 && !SameErrorThenResync(a, b, err)) return;
   }
 }
 

@@ -10,20 +10,18 @@
 namespace perftest::pt::testing {
 namespace {
 
-// Our decoder behind LibiptDecoder's interface.
-class OurDecoder {
+// The sync calls of our PacketDecoder in LibiptDecoder's form (0 or an errno,
+// the offset through a pointer).
+class OurSync {
  public:
-  explicit OurDecoder(std::span<const uint8_t> trace) : d_(trace, PacketDecoder::Options{.block_packets = false}) {}
+  explicit OurSync(std::span<const uint8_t> trace) : d_(trace, PacketDecoder::Options{.block_packets = false}) {}
   int SyncForward(uint64_t* offset) { return Sync(d_.SyncForward(), offset); }
   int SyncBackward(uint64_t* offset) { return Sync(d_.SyncBackward(), offset); }
   int SyncSet(uint64_t offset) { return d_.SyncSet(offset).error(); }
-  int Next(RefPacket* out) {
-    Packet p;
-    const int err = d_.Next(p);
-    if (err == 0) *out = FromOurs(p);
-    return err;
-  }
   uint64_t offset() const { return d_.offset(); }
+
+ protected:
+  PacketDecoder d_;
 
  private:
   static int Sync(const Result<uint64_t>& r, uint64_t* offset) {
@@ -31,20 +29,28 @@ class OurDecoder {
     *offset = *r;
     return 0;
   }
-  PacketDecoder d_;
+};
+
+// Our decoder behind LibiptDecoder's interface.
+class OurDecoder : public OurSync {
+ public:
+  using OurSync::OurSync;
+  int Next(RefPacket* out) {
+    Packet p;
+    const int err = d_.Next(p);
+    if (err == 0) *out = FromOurs(p);
+    return err;
+  }
 };
 
 // Our decoder's bulk form, Decode(PacketBatch&), behind the same interface:
 // Next() hands out the batch's records, then the error that ended it.
-class OurBatchDecoder {
+class OurBatchDecoder : public OurSync {
  public:
   // `batch` is reused across streams: a 64 Ki-record batch is 1 MiB to allocate and clear.
-  OurBatchDecoder(std::span<const uint8_t> trace, PacketBatch& batch)
-      : d_(trace, PacketDecoder::Options{.block_packets = false}), batch_(batch) {
+  OurBatchDecoder(std::span<const uint8_t> trace, PacketBatch& batch) : OurSync(trace), batch_(batch) {
     batch_.clear();
   }
-  int SyncForward(uint64_t* offset) { return Sync(d_.SyncForward(), offset); }
-  int SyncSet(uint64_t offset) { return d_.SyncSet(offset).error(); }
   int Next(RefPacket* out) {
     while (chunk_ == batch_.chunk_count()) {
       if (err_ != 0) {
@@ -64,15 +70,8 @@ class OurBatchDecoder {
     }
     return 0;
   }
-  uint64_t offset() const { return d_.offset(); }
 
  private:
-  static int Sync(const Result<uint64_t>& r, uint64_t* offset) {
-    if (!r.ok()) return r.error();
-    *offset = *r;
-    return 0;
-  }
-  PacketDecoder d_;
   PacketBatch& batch_;
   size_t chunk_ = 0, next_ = 0;  // the next record: batch_.chunk(chunk_)[next_]
   int err_ = 0;
