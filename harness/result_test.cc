@@ -230,6 +230,12 @@ TEST(SyscallMatchers, SucceedsWithExplainsAFailureByErrno) {
   EXPECT_EQ(why, "read(fd=3, len=8) = -EAGAIN (Resource temporarily unavailable)");
 }
 
+TEST(SyscallMatchers, GtestPrintsAResultAsItsCall) {
+  EXPECT_EQ(::testing::PrintToString(Result<int>::Failure(EAGAIN, "read(fd=3, len=8)")),
+            "read(fd=3, len=8) = -EAGAIN (Resource temporarily unavailable)");
+  EXPECT_EQ(::testing::PrintToString(Result<uint64_t>::Ok(1, "read(fd=3, len=8)")), "read(fd=3, len=8) = 1");
+}
+
 TEST(SyscallMatchers, NegatedMatchersWork) {
   EXPECT_THAT(Result<int>::Failure(EPERM), Not(Succeeds()));
   EXPECT_THAT(Result<int>::Failure(EPERM), Not(FailsWithErrno(EACCES)));

@@ -8,11 +8,18 @@
 
 #include <gmock/gmock.h>
 
+#include <ostream>
 #include <utility>
 
 #include "harness/result.h"
 
 namespace perftest {
+
+// How gtest prints a Result<T> in "Actual:" lines: its ToString(), not its bytes.
+template <typename T>
+void PrintTo(const Result<T>& r, std::ostream* os) {
+  *os << r.ToString();
+}
 
 MATCHER(Succeeds, "succeeds") {
   *result_listener << arg.ToString();

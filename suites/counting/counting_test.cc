@@ -267,7 +267,16 @@ PERFTEST_CASE(Counting, ExcludeUserDropsUserFaults, "counting.exclude_user_softw
   ASSERT_OK(backend().RunWorkload(Workload::TouchPages(16)));
   ASSERT_OK(user_excluded.Disable());
   ASSERT_OK(kernel_excluded.Disable());
-  EXPECT_THAT(user_excluded.ReadValue(), SucceedsWith(0u)) << "every fault came from user mode";
+  ASSERT_OK_AND_ASSIGN(const uint64_t kernel_mode, user_excluded.ReadValue());
+  // The 16 faults of the workload are user-mode stores. On the kernel a stray
+  // kernel-mode fault of the harness (a syscall writing to a user page not yet
+  // present) may land in the window: CI saw one, under load. Far below the 16
+  // that ignoring exclude_user would count.
+  if (exact()) {
+    EXPECT_EQ(kernel_mode, 0u) << "every fault came from user mode";
+  } else {
+    EXPECT_LE(kernel_mode, 2u) << "every workload fault came from user mode";
+  }
   ASSERT_OK_AND_ASSIGN(const uint64_t counted, kernel_excluded.ReadValue());
   ExpectAbout(counted, 16, kFaultSlack, "exclude_kernel keeps them");
 }
