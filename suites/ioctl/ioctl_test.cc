@@ -404,7 +404,28 @@ PERFTEST_CASE(Ioctl, PeriodSetWhileEnabledRestarts, "ioctl.period_enabled_restar
   ASSERT_OK_AND_ASSIGN(std::vector<ParsedRecord> recs, DrainRecords(rb, SampleLayout::FromAttr(ev.attr()), true));
   // period_left 0 -> +1 at fault 0: nr = (1 + 1) / 1 = 2 samples, period_left -1;
   // fault 1: nr = (8 + 0) / 8 = 1, period_left -8; then every 8th fault.
-  EXPECT_THAT(PageIndices(recs, after), ElementsAreArray({0u, 0u, 1u, 9u, 17u, 25u}));
+  const std::vector<uint64_t> pages = PageIndices(recs, after);
+  const std::vector<uint64_t> expected = {0u, 0u, 1u, 9u, 17u, 25u};
+  if (exact() || pages == expected) {
+    EXPECT_EQ(pages, expected);
+    return;
+  }
+  // On a loaded machine a fault of the harness itself (a text page evicted
+  // under memory pressure, say) can come between the ioctl and the workload
+  // and take the restart: an address outside the region sampled twice in a
+  // row, and from there the workload's faults overflow every 8th, at some phase.
+  const auto in_region = [&](const SampleRecord* r) {
+    return *r->addr >= after.region_begin && *r->addr < after.region_end;
+  };
+  const std::vector<const SampleRecord*> samples = SamplesOf(recs);
+  bool doubled = false;
+  for (size_t i = 0; i + 1 < samples.size() && !in_region(samples[i]); ++i) {
+    doubled = doubled || *samples[i + 1]->addr == *samples[i]->addr;
+  }
+  EXPECT_TRUE(doubled) << "no fault before the workload's overflowed twice; workload pages sampled: "
+                       << ::testing::PrintToString(pages);
+  ASSERT_EQ(pages.size(), 4u) << "32 faults at period 8: " << ::testing::PrintToString(pages);
+  for (size_t i = 1; i < pages.size(); ++i) EXPECT_EQ(pages[i], pages[i - 1] + 8) << "every 8th fault";
 }
 
 // --- ID ---
