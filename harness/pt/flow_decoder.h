@@ -259,6 +259,7 @@ class FlowDecoder {
   int Fail(int err, std::string message);
   int FailPacket(int err);
   void Queue(FlowEvent e);
+  void ApplyPendingMode();
   void Timing(const Packet& p);
   void TimingCyc(const Packet& p);
   Result<uint64_t> Start(Result<uint64_t> psb);

@@ -52,14 +52,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           ctl_ = Ctl::kNone;
           ip_ = ctl_ip_;
           enabled_ = true;
-          if (mode_pending_) {
-            mode_pending_ = false;
-            if (pending_mode_ != mode_) {
-              mode_ = pending_mode_;
-              Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .mode = mode_, .ip = ip_,
-                              .offset = pending_mode_offset_});
-            }
-          }
+          ApplyPendingMode();
           Queue(FlowEvent{.type = FlowEvent::Type::kEnabled, .mode = mode_, .ip = ip_, .offset = ctl_offset_});
           if (const int err = PeekAfterIp()) {
             synced_ = false;
@@ -117,14 +110,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
         Queue(FlowEvent{.type = FlowEvent::Type::kAsyncBranch, .ip = ctl_ip_, .from = ip_, .offset = ctl_offset_});
         ctl_ = Ctl::kNone;
         ip_ = ctl_ip_;
-        if (mode_pending_) {
-          mode_pending_ = false;
-          if (pending_mode_ != mode_) {
-            mode_ = pending_mode_;
-            Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .mode = mode_, .ip = ip_,
-                            .offset = pending_mode_offset_});
-          }
-        }
+        ApplyPendingMode();
         if (const int err = PeekAfterIp()) {
           synced_ = false;
           return err;
@@ -369,13 +355,7 @@ int FlowDecoder::TakeTip(uint64_t*) {
     }
     ip_ = ctl_ip_;
     ctl_ = Ctl::kNone;
-    if (mode_pending_) {
-      mode_pending_ = false;
-      if (pending_mode_ != mode_) {
-        mode_ = pending_mode_;
-        Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .mode = mode_, .ip = ip_, .offset = pending_mode_offset_});
-      }
-    }
+    ApplyPendingMode();
     return PeekAfterIp();
   }
   if (ctl_ == Ctl::kTipPgd) {
@@ -415,6 +395,16 @@ int FlowDecoder::CheckBound(const Block& b) {
   return Fail(EBADMSG, fmt::format("{} at {:#x}: its packet lies behind an event, and the event before that one "
                                    "is bound to IP {:#x}, which the flow has not reached",
                                    BranchClassName(b.branch()), b.last().ip, bound_.front()));
+}
+
+// A MODE.Exec read before a TIP, FUP+TIP or TIP.PGE takes effect at its
+// target (ip_): an event when the mode changes.
+void FlowDecoder::ApplyPendingMode() {
+  if (!mode_pending_) return;
+  mode_pending_ = false;
+  if (pending_mode_ == mode_) return;
+  mode_ = pending_mode_;
+  Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .mode = mode_, .ip = ip_, .offset = pending_mode_offset_});
 }
 
 }  // namespace perftest::pt
