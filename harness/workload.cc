@@ -5,7 +5,9 @@
 
 // The target of Workload::kExecute: never inlined, never folded (the empty
 // asm is a side effect), so an HW_BREAKPOINT_X on its address fires once per call.
-extern "C" __attribute__((noinline, used)) void perftest_workload_execute_target() { asm volatile("" ::: "memory"); }
+// Aligned to 16 at every -O level, so its file offset suits a uprobe under any
+// arch's UPROBE_SWBP_INSN_SIZE (4 on arm64: the mock's arm64 profile checks it).
+extern "C" __attribute__((noinline, used, aligned(16))) void perftest_workload_execute_target() { asm volatile("" ::: "memory"); }
 
 namespace perftest {
 

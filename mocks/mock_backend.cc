@@ -265,7 +265,11 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   } else if (pmu->name == "intel_pt") {
     if (int err = PtEventInit(*ev, *pmu, &why)) return fail(err, why);
   } else if (pmu->name == "uprobe") {
-    if (int err = UprobeEventInit(attr, SysAdmin(), UprobeSwbpInsnSize(profile_.arch), HostUprobeFiles(), &why)) return fail(err, why);
+    UprobeTarget target;
+    if (int err = UprobeEventInit(attr, SysAdmin(), UprobeSwbpInsnSize(profile_.arch), HostUprobeFiles(), &why, &target)) {
+      return fail(err, why);
+    }
+    ev->uprobe = std::make_shared<const UprobeTarget>(target);  // counted by UprobeExecute() (mock_uprobes.cc)
     // A trace event (perf_trace_event_init()): filters see the common_* fields only.
     ev->tracepoint = UprobeTraceModel();
     ev->pmu = PmuId::kTracepoint;

@@ -797,6 +797,7 @@ Result<WorkloadResult> MockBackend::RunWorkload(const Workload& w) {
         Advance(kMemoryAccessNs);
         // An instruction breakpoint is a fault: ip is the instruction's address.
         BreakpointAccess(ExecuteTargetAddress(), 1, Access::kExecute, ExecuteTargetAddress());
+        UprobeExecute(ExecuteTargetAddress(), 1);
       }
       break;
     case Workload::Kind::kSyscalls:

@@ -111,6 +111,7 @@ MockBackend::Task MockBackend::ForkTask(bool thread) {
     c->pmu = from.pmu;
     c->tracepoint = from.tracepoint;
     c->filter = from.filter;
+    c->uprobe = from.uprobe;
     c->hw_event = from.hw_event;
     PeriodStateInit(*c);
     if (from.attr.freq) {  // inherit_event(): the parent's current period

@@ -43,6 +43,8 @@ class HostFiles final : public UprobeFiles {
     if (::stat(path.c_str(), &st) != 0) return errno;
     inode->mode = st.st_mode;
     inode->size = st.st_size;
+    inode->dev = st.st_dev;
+    inode->ino = st.st_ino;
     // procfs and tracefs inodes keep empty address-space operations (no
     // read_folio): uprobe_register() says EIO for their files (seen on the
     // VM: /proc/self/status, /sys/kernel/tracing/trace; sysfs and cgroup2
@@ -76,8 +78,27 @@ uint64_t UprobeSwbpInsnSize(const std::string& arch) {
   return 1;
 }
 
+bool UprobeSiteMatches(const UprobeTarget& t, uint64_t dev, uint64_t ino, uint64_t offset) {
+  return t.dev == dev && t.ino == ino && t.offset == offset;
+}
+
+std::vector<std::byte> UprobeRawData(bool retprobe, uint64_t func, uint64_t ip, int32_t pid) {
+  // SIZEOF_TRACE_ENTRY(is_return): the 8-byte trace_entry and one or two vaddr.
+  static const TracepointModel entry{"uprobes:DUMMY_EVENT", 16, true, {{"__probe_ip", 8, 8}}};
+  static const TracepointModel ret{"uprobes:DUMMY_EVENT", 24, true, {{"__probe_func", 8, 8}, {"__probe_ret_ip", 16, 8}}};
+  TraceValues v;
+  v.numbers["common_pid"] = pid;
+  if (retprobe) {
+    v.numbers["__probe_func"] = static_cast<int64_t>(func);
+    v.numbers["__probe_ret_ip"] = static_cast<int64_t>(ip);
+  } else {
+    v.numbers["__probe_ip"] = static_cast<int64_t>(ip);
+  }
+  return TraceRawData(retprobe ? ret : entry, 0, v);
+}
+
 int UprobeEventInit(const perf_event_attr& attr, bool sys_admin, uint64_t insn_size, const UprobeFiles& files,
-                    std::string* why) {
+                    std::string* why, UprobeTarget* target) {
   // perf_uprobe_event_init().
   if (!sys_admin) {
     *why = "uprobe events need CAP_SYS_ADMIN (perf_uprobe_event_init(): capable(CAP_SYS_ADMIN); CAP_PERFMON is not enough)";
@@ -138,6 +159,9 @@ int UprobeEventInit(const perf_event_attr& attr, bool sys_admin, uint64_t insn_s
     *why = fmt::format("ref_ctr_offset (config bits 32-63) {:#x} is not 2-byte aligned (uprobe_register())",
                        ref_ctr_offset);
     return EINVAL;
+  }
+  if (target != nullptr) {
+    *target = UprobeTarget{inode.dev, inode.ino, attr.config2, (attr.config & kPerfProbeConfigIsRetprobe) != 0};
   }
   return 0;
 }

@@ -28,19 +28,43 @@
 //                                      whose int3 is one byte, so never there; 4 on arm64, 2 on riscv64
 //                                      with the C extension), or ref_ctr_offset odd
 //                                      (IS_ALIGNED(ref_ctr_offset, sizeof(short)))
-// What the model leaves out: it plants no breakpoint, so the event never
-// counts (the kernel counts each execution of the probed instruction by a
-// task the event watches) and install-time failures (arch_uprobe_analyze_insn()
+// Counting (mocks/mock_uprobes.cc; checked on the VM by the pmu.uprobe_counts_calls,
+// uprobe_retprobe_counts_returns, uprobe_uncalled_zero, uprobe_disabled,
+// uprobe_inherit and uprobe_sample_ip cases): a uprobe sits at (inode, offset)
+// (uprobes.c uprobe_register(), alloc_uprobe()), and traps whenever a task
+// executes that offset of that file through any mapping of it (handle_swbp():
+// find_active_uprobe() maps the trap address back through the vma,
+// vaddr_to_offset()). Each hit runs uprobe_dispatcher() -> uprobe_perf_func()
+// (trace_uprobe.c): __uprobe_perf_func() -> perf_trace_buf_submit(count 1) ->
+// perf_tp_event(), which counts 1 on each ACTIVE event of the CPU that
+// perf_tp_event_match() accepts (exclude_kernel drops nothing: the regs are
+// user regs), with sample ip the probe's address (handle_swbp() sets it before
+// handler_chain()). A return probe (config bit 0) hijacks the return address at
+// entry (prepare_uretprobe()) and counts at the return (handle_trampoline() ->
+// uretprobe_dispatcher() -> uretprobe_perf_func()), ip the caller's return
+// address; its raw entry holds vaddr[0] = the function, vaddr[1] = that return
+// address, an entry probe's vaddr[0] = the probe address.
+// The task the mock simulates runs this process's code: what it executes is
+// a function of this process (Workload::kExecute calls ExecuteTargetAddress()),
+// so its file mapping is this process's (/proc/self/maps, harness/file_mapping.h),
+// and the uprobe's inode is compared by (st_dev, st_ino).
+// What the model leaves out: install-time failures (arch_uprobe_analyze_insn()
 // refusing an instruction in a process that maps the file) do not happen;
 // alloc_uprobe()'s EINVAL for a second probe at the same inode and offset with
-// another ref_ctr_offset is not modelled.
+// another ref_ctr_offset is not modelled; the raw entry's common_type is 0
+// (the kernel's is the local trace event's dynamic id, register_trace_event());
+// the return address a retprobe sample reports is a fixed stand-in (the mock
+// does not know the real caller); trace_uprobe.c uprobe_perf_filter()'s per-mm
+// filtering is moot (one simulated address space).
 #pragma once
 
 #include <linux/perf_event.h>
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mocks/tracepoint_pmu.h"
 
@@ -58,7 +82,28 @@ struct UprobeInode {
   mode_t mode = 0;
   int64_t size = 0;
   bool readable_mapping = true;
+  uint64_t dev = 0, ino = 0;  // st_dev, st_ino: which inode the probe sits on
 };
+
+// Where a uprobe sits and what it counts (struct trace_uprobe: the inode,
+// offset, and is_ret_probe()).
+struct UprobeTarget {
+  uint64_t dev = 0, ino = 0;  // the inode (st_dev, st_ino), symlinks followed
+  uint64_t offset = 0;        // attr.probe_offset (config2): bytes into the file
+  bool retprobe = false;      // config bit 0: counts returns, not entries
+};
+
+// Whether executing the instruction at `offset` of the file (dev, ino) traps
+// on the uprobe `t` (uprobes.c find_uprobe(inode, offset) in handle_swbp()).
+// A retprobe is found at entry the same way; it counts at the return.
+bool UprobeSiteMatches(const UprobeTarget& t, uint64_t dev, uint64_t ino, uint64_t offset);
+
+// PERF_SAMPLE_RAW bytes of one hit (trace_uprobe.c __uprobe_perf_func(): struct
+// uprobe_trace_entry_head, the local event has no fetch args): the trace_entry
+// (common_type 0 here, common_pid `pid`), then vaddr[0] = `ip` for an entry
+// probe; vaddr[0] = `func`, vaddr[1] = `ip` (the return address) for a return
+// probe; padded as perf_trace_buf_alloc()'s callers pad.
+std::vector<std::byte> UprobeRawData(bool retprobe, uint64_t func, uint64_t ip, int32_t pid);
 
 // The caller's memory and files as the kernel sees them during the open.
 class UprobeFiles {
@@ -83,8 +128,9 @@ uint64_t UprobeSwbpInsnSize(const std::string& arch);
 
 // perf_uprobe_event_init() through uprobe_register(): 0 or the errno, with the
 // rule in *why. `sys_admin` is capable(CAP_SYS_ADMIN); `insn_size` UPROBE_SWBP_INSN_SIZE.
+// On success, *target (when not null) says where the probe sits.
 int UprobeEventInit(const perf_event_attr& attr, bool sys_admin, uint64_t insn_size, const UprobeFiles& files,
-                    std::string* why);
+                    std::string* why, UprobeTarget* target = nullptr);
 
 // The trace event a uprobe event is (create_local_trace_uprobe(): "uprobes/
 // DUMMY_EVENT", never added to tracefs): PERF_EVENT_IOC_SET_FILTER sees only

@@ -12,10 +12,15 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <tuple>
 
+#include "harness/file_mapping.h"
+#include "harness/workload.h"
 #include "mocks/internal/mock_test_fixture.h"
 
 namespace perftest {
@@ -200,7 +205,153 @@ TEST_F(UprobePmu, FiltersSeeCommonFields) {
   const char* pid = "common_pid == 1";
   EXPECT_OK(b().Ioctl(fd, PERF_EVENT_IOC_SET_FILTER, reinterpret_cast<uintptr_t>(pid)));
   EXPECT_EQ(b().Ioctl(fd, PERF_EVENT_IOC_SET_FILTER, reinterpret_cast<uintptr_t>(pid)).error(), EEXIST);
-  EXPECT_EQ(Count(fd), 0u) << "the model plants no breakpoint";
+  EXPECT_EQ(Count(fd), 0u) << "nothing executed the probed file";
+}
+
+// Counting (mocks/mock_uprobes.cc). A probe on the Workload::Execute target,
+// named by its file and offset as the kernel takes them.
+class UprobeCounting : public UprobePmu {
+ protected:
+  void SetUp() override {
+    UprobePmu::SetUp();
+    Result<FileLocation> at = FileLocationOf(ExecuteTargetAddress());
+    ASSERT_OK(at);
+    path_ = at->path;
+    offset_ = at->offset;
+  }
+  int Probe(uint64_t config = 0, pid_t pid = 0, int cpu = -1, const std::string* path = nullptr) {
+    return MustOpen(Attr((path != nullptr ? *path : path_).c_str(), offset_, config), pid, cpu);
+  }
+  uint64_t CountOver(int fd, const Workload& w) {
+    Enable(fd);
+    Run(w);
+    Disable(fd);
+    return Count(fd);
+  }
+  std::string path_;
+  uint64_t offset_ = 0;
+};
+
+// handle_swbp() -> uprobe_dispatcher() -> uprobe_perf_func(): one count per
+// execution of the probed offset.
+TEST_F(UprobeCounting, EntryProbeCountsEachCall) {
+  const int fd = Probe();
+  EXPECT_EQ(CountOver(fd, Workload::Execute(37)), 37u);
+  EXPECT_EQ(CountOver(fd, Workload::Syscalls(3)), 37u) << "other code does not hit the probe";
+}
+
+// handle_trampoline() -> uretprobe_dispatcher() -> uretprobe_perf_func(): one
+// count per return; the entry probe of the same place is a different event.
+TEST_F(UprobeCounting, ReturnProbeCountsEachReturn) {
+  const int ret = Probe(mock::kPerfProbeConfigIsRetprobe);
+  const int entry = Probe();
+  Enable(entry);
+  EXPECT_EQ(CountOver(ret, Workload::Execute(19)), 19u);
+  EXPECT_EQ(Count(entry), 19u);
+}
+
+// find_uprobe(inode, offset): another offset or another inode is another probe.
+TEST_F(UprobeCounting, OnlyTheProbedInodeAndOffsetCount) {
+  const int next = MustOpen(Attr(path_.c_str(), offset_ + 1));  // any offset opens on x86 (sw-only)
+  EXPECT_EQ(CountOver(next, Workload::Execute(5)), 0u);
+  char copy[] = "/tmp/perftest-uprobe-copy-XXXXXX";
+  const int tmp = ::mkstemp(copy);
+  ASSERT_GE(tmp, 0);
+  ASSERT_EQ(::ftruncate(tmp, static_cast<off_t>(offset_ + 16)), 0);  // long enough for the offset
+  ::close(tmp);
+  const int other_inode = MustOpen(Attr(copy, offset_));
+  EXPECT_EQ(CountOver(other_inode, Workload::Execute(5)), 0u) << "the same offset in another file";
+  const std::string link = std::string(copy) + ".link";
+  std::filesystem::create_symlink(path_, link);
+  const int via_link = MustOpen(Attr(link.c_str(), offset_));
+  std::filesystem::remove(link);
+  std::filesystem::remove(copy);
+  EXPECT_EQ(CountOver(via_link, Workload::Execute(5)), 5u) << "kern_path(LOOKUP_FOLLOW): the same inode";
+}
+
+// perf_tp_event(): only ACTIVE events see the hit — not a disabled one, not a
+// CPU-wide one of another CPU (the task runs on CPU 0).
+TEST_F(UprobeCounting, OnlyActiveEventsOfTheTasksCpuCount) {
+  const int disabled = Probe();
+  const int cpu0 = Probe(0, -1, 0);
+  const int cpu1 = Probe(0, -1, 1);
+  Enable(cpu1);
+  EXPECT_EQ(CountOver(cpu0, Workload::Execute(6)), 6u) << "a CPU-wide probe counts any task on its CPU";
+  EXPECT_EQ(Count(cpu1), 0u);
+  EXPECT_EQ(Count(disabled), 0u);
+}
+
+// inherit_event() copies the probe: the child's calls fold into the parent's read.
+TEST_F(UprobeCounting, InheritedCopyCountsTheChild) {
+  perf_event_attr a = Attr(path_.c_str(), offset_);
+  a.inherit = 1;
+  a.disabled = 0;
+  const int fd = MustOpen(a);
+  Result<pid_t> child = b().SpawnTask();
+  ASSERT_OK(child);
+  EXPECT_OK(b().RunInTask(*child, Workload::Execute(8)));
+  Run(Workload::Execute(3));
+  EXPECT_OK(b().ExitTask(*child));
+  EXPECT_EQ(Count(fd), 11u);
+}
+
+// perf_tp_event_match(): the event's filter sees the common_* fields of the hit.
+TEST_F(UprobeCounting, FilterOnCommonPid) {
+  const int mine = Probe();
+  const int other = Probe();
+  const std::string keep = "common_pid == " + std::to_string(b().CurrentTask().pid);
+  const char* drop = "common_pid == 1";
+  EXPECT_OK(b().Ioctl(mine, PERF_EVENT_IOC_SET_FILTER, reinterpret_cast<uintptr_t>(keep.c_str())));
+  EXPECT_OK(b().Ioctl(other, PERF_EVENT_IOC_SET_FILTER, reinterpret_cast<uintptr_t>(drop)));
+  Enable(other);
+  EXPECT_EQ(CountOver(mine, Workload::Execute(4)), 4u);
+  EXPECT_EQ(Count(other), 0u);
+}
+
+// __uprobe_perf_func(): sample ip and the raw uprobe_trace_entry_head, as the
+// VM wrote them (entry: 20 bytes, vaddr[0] = ip = the probe address; return:
+// 28 bytes, vaddr[0] = the function, vaddr[1] = ip = the return address; common_type 0).
+TEST_F(UprobeCounting, SamplesCarryTheProbeAddresses) {
+  for (bool ret : {false, true}) {
+    SCOPED_TRACE(ret ? "retprobe" : "entry");
+    perf_event_attr a = Attr(path_.c_str(), offset_, ret ? mock::kPerfProbeConfigIsRetprobe : 0);
+    a.sample_period = 1;
+    a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_RAW;
+    const int fd = MustOpen(a);
+    std::optional<RingBuffer> rb = Map(fd, 2);
+    ASSERT_TRUE(rb.has_value());
+    CountOver(fd, Workload::Execute(2));
+    std::vector<SampleRecord> samples;
+    for (const Record& r : Records(*rb, a)) {
+      if (const auto* s = std::get_if<SampleRecord>(&r.body)) samples.push_back(*s);
+    }
+    ASSERT_EQ(samples.size(), 2u);
+    for (const SampleRecord& s : samples) {
+      ASSERT_TRUE(s.raw.has_value());
+      EXPECT_EQ(s.raw->size(), ret ? 28u : 20u);
+      uint64_t v0 = 0, v1 = 0;
+      uint16_t type = 1;
+      std::memcpy(&type, s.raw->data(), 2);
+      std::memcpy(&v0, s.raw->data() + 8, 8);
+      EXPECT_EQ(type, 0u);
+      EXPECT_EQ(v0, ExecuteTargetAddress());
+      if (ret) {
+        std::memcpy(&v1, s.raw->data() + 16, 8);
+        EXPECT_EQ(v1, s.ip.value_or(0));
+        EXPECT_NE(v1, ExecuteTargetAddress());
+      } else {
+        EXPECT_EQ(s.ip.value_or(0), ExecuteTargetAddress());
+      }
+    }
+  }
+}
+
+TEST(UprobeSite, InodeAndOffsetBothMatch) {
+  const mock::UprobeTarget t{1, 2, 0x1670, false};
+  EXPECT_TRUE(mock::UprobeSiteMatches(t, 1, 2, 0x1670));
+  EXPECT_FALSE(mock::UprobeSiteMatches(t, 1, 2, 0x1671));
+  EXPECT_FALSE(mock::UprobeSiteMatches(t, 1, 3, 0x1670)) << "another inode";
+  EXPECT_FALSE(mock::UprobeSiteMatches(t, 9, 2, 0x1670)) << "the same inode number on another device";
 }
 
 }  // namespace

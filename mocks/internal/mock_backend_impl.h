@@ -273,6 +273,9 @@ class MockBackend final : public Backend {
   void UpdateCurr();
   // A memory access or an execution at `addr` by the task (perf_bp_event()).
   void BreakpointAccess(uint64_t addr, uint32_t width, Access access, uint64_t ip);
+  // mock_uprobes.cc: the task executes the function at `func` `times` times
+  // (each call: its entry, then its return); uprobe events on that file offset count.
+  void UprobeExecute(uint64_t func, uint64_t times);
   // The core PMU: clock-driven counts over [from, to) ns, and `n` occurrences of `kind`.
   void CoreClockTicks(uint64_t from, uint64_t to);
   void HardwareCount(HwKind kind, uint64_t n);

@@ -19,6 +19,7 @@ class MockRingBuffer;
 class PtTraceSource;
 class TraceFilter;
 struct TracepointModel;
+struct UprobeTarget;
 
 // Which struct pmu an event belongs to (event->pmu). The kernel's software
 // PMU is three: perf_swevent (page faults, switches, dummy, ...),
@@ -88,6 +89,7 @@ struct MockEvent {
   PmuId pmu = PmuId::kSwevent;  // event->pmu
   const TracepointModel* tracepoint = nullptr;  // PERF_TYPE_TRACEPOINT: what attr.config names
   std::shared_ptr<const TraceFilter> filter;   // PERF_EVENT_IOC_SET_FILTER (tracepoints)
+  std::shared_ptr<const UprobeTarget> uprobe;  // the uprobe PMU: where the probe sits (mocks/uprobe_pmu.h)
   HwEvent hw_event;             // PmuId::kCore: what it counts and on which counters
   // PmuId::kCore while ACTIVE: the counter it holds (gp index, or fixed index
   // with gp = -1) and its raw value (counter_width bits).

@@ -28,9 +28,20 @@
 
 #include "harness/attr.h"
 #include "harness/event.h"
+#include "harness/file_mapping.h"
 #include "harness/pmu.h"
+#include "harness/records.h"
+#include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "harness/task.h"
+#include "harness/workload.h"
+#include "suites/common/measure.h"
+#include "suites/common/records_util.h"
 #include "suites/common/suite.h"
+
+// A function of this binary no workload calls: a uprobe on it never fires.
+// noinline and used, so it exists and has its own address.
+extern "C" __attribute__((noinline, used, aligned(16))) void perftest_pmu_never_called() { asm volatile("" ::: "memory"); }
 
 namespace perftest {
 namespace {
@@ -373,8 +384,10 @@ PERFTEST_CASE(PmuSuite, CapsFilesAreNonEmpty, "pmu.caps",
 }
 
 // The uprobe PMU (kernel/events/core.c perf_uprobe, CONFIG_UPROBE_EVENTS):
-// one perf_event_open() makes a local uprobe on a file. The cases probe a
-// file they create and no process maps, so no breakpoint is ever planted.
+// one perf_event_open() makes a local uprobe on a file. The rule cases probe a
+// file they create and no process maps, so no breakpoint is ever planted; the
+// counting cases probe the function Workload::Execute calls, at its offset in
+// the file this process maps it from (harness/file_mapping.h).
 class UprobePmu : public PmuSuite {
  protected:
   void SetUp() override {
@@ -403,6 +416,45 @@ class UprobePmu : public PmuSuite {
     a.exclude_hv = 1;
     return a;
   }
+  // A uprobe (config: retprobe) on the function at `addr` of this process:
+  // its file, and its offset there (uprobe_register() takes an inode and an
+  // offset; the kernel maps them to addresses per mm, vaddr_to_offset()).
+  perf_event_attr ProbeFunction(uint64_t addr, uint64_t config = 0) {
+    Result<FileLocation> at = FileLocationOf(addr);
+    EXPECT_OK(at);
+    target_ = at.ok() ? at->path : std::string("/nonexistent");
+    return Probe(target_.c_str(), at.ok() ? at->offset : 0, config);
+  }
+  uint64_t Count(Event& ev, const Workload& w) {
+    Result<uint64_t> n = MeasureCount(backend(), ev, w);
+    EXPECT_OK(n);
+    return n.ok() ? *n : ~uint64_t{0};
+  }
+  // The samples of a probe `a` (sample_period 1, IP|TID|RAW) over Workload::Execute(times).
+  std::vector<SampleRecord> ProbeSamples(perf_event_attr a, uint64_t times) {
+    a.sample_period = 1;
+    a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_RAW;
+    std::vector<SampleRecord> out;
+    Result<Event> ev = Event::Open(backend(), a);
+    EXPECT_OK(ev);
+    if (!ev.ok()) return out;
+    Result<RingBuffer> rb = RingBuffer::Map(backend(), ev->fd(), 8);
+    EXPECT_OK(rb);
+    if (!rb.ok()) return out;
+    EXPECT_EQ(Count(*ev, Workload::Execute(times)), times);
+    Result<std::vector<ParsedRecord>> recs = DrainRecords(*rb, SampleLayout::FromAttr(ev->attr()), true);
+    EXPECT_OK(recs);
+    if (recs.ok()) {
+      for (const SampleRecord* s : SamplesOf(*recs)) out.push_back(*s);
+    }
+    return out;
+  }
+  // The little-endian u64 at `offset` of a raw trace entry (0 past its end).
+  static uint64_t RawWord(const std::vector<std::byte>& raw, size_t offset) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < 8 && offset + i < raw.size(); ++i) v |= std::to_integer<uint64_t>(raw[offset + i]) << (8 * i);
+    return v;
+  }
   Result<int> OpenProbe(perf_event_attr a) {
     Result<int> r = backend().PerfEventOpen(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (r.ok()) (void)backend().Close(*r);
@@ -411,6 +463,7 @@ class UprobePmu : public PmuSuite {
   static constexpr size_t kFileSize = 16;
   const Pmu* uprobe_ = nullptr;
   std::string file_;
+  std::string target_;  // ProbeFunction()'s path: alive as long as the attr naming it
 };
 
 PERFTEST_CASE(UprobePmu, FormatNamesRetprobeAndRefCtrOffset, "pmu.uprobe_format",
@@ -509,6 +562,115 @@ PERFTEST_CASE(UprobePmu, FilterSeesCommonFields, "pmu.uprobe_filter",
   EXPECT_THAT(backend().Ioctl(ev.fd(), PERF_EVENT_IOC_SET_FILTER, reinterpret_cast<uintptr_t>(pid)),
               FailsWithErrno(EEXIST));
   EXPECT_THAT(ev.ReadValue(), SucceedsWith(0u)) << "nothing executes the unmapped file";
+}
+
+PERFTEST_CASE(UprobePmu, CountsEachCall, "pmu.uprobe_counts_calls",
+              "kernel/events/uprobes.c handle_swbp() -> handler_chain(); kernel/trace/trace_uprobe.c "
+              "uprobe_dispatcher() -> uprobe_perf_func() -> perf_trace_buf_submit(count 1) -> core.c perf_tp_event()") {
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), ProbeFunction(ExecuteTargetAddress())));
+  EXPECT_EQ(Count(ev, Workload::Execute(37)), 37u) << "one count per execution of the probed instruction";
+  EXPECT_EQ(Count(ev, Workload::Syscalls(5)), 37u) << "code that does not run the probed offset adds nothing";
+  // The probe is on the inode (create_local_trace_uprobe(): kern_path(LOOKUP_FOLLOW), d_real_inode()),
+  // not the name: a symlink to the file probes the same code.
+  const std::string link = file_ + ".link";
+  std::error_code ec;
+  fs::create_symlink(target_, link, ec);
+  ASSERT_FALSE(ec) << "symlink " << link << ": " << ec.message();
+  perf_event_attr via_link = ev.attr();
+  via_link.config1 = reinterpret_cast<uintptr_t>(link.c_str());
+  Result<Event> linked = Event::Open(backend(), via_link);
+  fs::remove(link, ec);
+  ASSERT_OK(linked);
+  EXPECT_EQ(Count(*linked, Workload::Execute(9)), 9u) << "a probe through a symlink to the file";
+}
+
+PERFTEST_CASE(UprobePmu, RetprobeCountsEachReturn, "pmu.uprobe_retprobe_counts_returns",
+              "core.c perf_uprobe_event_init(): config bit 0 (PERF_PROBE_CONFIG_IS_RETPROBE); uprobes.c "
+              "prepare_uretprobe(), handle_trampoline(); trace_uprobe.c uretprobe_dispatcher() -> "
+              "uretprobe_perf_func()") {
+  ASSERT_OK_AND_ASSIGN(Event ret, Event::Open(backend(), ProbeFunction(ExecuteTargetAddress(), 1)));
+  EXPECT_EQ(Count(ret, Workload::Execute(19)), 19u) << "one count per return of the probed function";
+}
+
+PERFTEST_CASE(UprobePmu, UncalledFunctionCountsNothing, "pmu.uprobe_uncalled_zero",
+              "uprobes.c uprobe_register(): the breakpoint sits at (inode, offset); only executing that "
+              "instruction traps (handle_swbp())") {
+  ASSERT_OK_AND_ASSIGN(Event never,
+                       Event::Open(backend(), ProbeFunction(reinterpret_cast<uint64_t>(&perftest_pmu_never_called))));
+  ASSERT_NE(reinterpret_cast<uint64_t>(&perftest_pmu_never_called), ExecuteTargetAddress());
+  EXPECT_EQ(Count(never, Workload::Execute(12)), 0u) << "another function of the same file runs, not this one";
+  ASSERT_OK_AND_ASSIGN(Event ret, Event::Open(backend(), ProbeFunction(reinterpret_cast<uint64_t>(
+                                                             &perftest_pmu_never_called), 1)));
+  EXPECT_EQ(Count(ret, Workload::Execute(12)), 0u) << "no entry, so no return either";
+}
+
+PERFTEST_CASE(UprobePmu, DisabledPeriodsAreNotCounted, "pmu.uprobe_disabled",
+              "core.c perf_tp_event(): only events on the CPU's ACTIVE list (perf_trace_add() at sched-in of an "
+              "enabled event) see the hit; PERF_EVENT_IOC_ENABLE/DISABLE") {
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), ProbeFunction(ExecuteTargetAddress())));
+  ASSERT_OK(backend().RunWorkload(Workload::Execute(4)));
+  EXPECT_THAT(ev.ReadValue(), SucceedsWith(0u)) << "opened disabled";
+  ASSERT_OK(ev.Enable());
+  ASSERT_OK(backend().RunWorkload(Workload::Execute(6)));
+  ASSERT_OK(ev.Disable());
+  ASSERT_OK(backend().RunWorkload(Workload::Execute(5)));
+  EXPECT_THAT(ev.ReadValue(), SucceedsWith(6u)) << "only the enabled window counts";
+}
+
+PERFTEST_CASE(UprobePmu, InheritCountsChildren, "pmu.uprobe_inherit",
+              "core.c inherit_event(): an attr.inherit uprobe event is copied into children forked after it; "
+              "the child maps the same file (the breakpoint is in its copy of the page: uprobes.c "
+              "uprobe_dup_mmap()); perf_event_read_value() sums child counts") {
+  perf_event_attr a = ProbeFunction(ExecuteTargetAddress());
+  a.inherit = 1;
+  a.disabled = 0;
+  ASSERT_OK_AND_ASSIGN(Event inherited, Event::Open(backend(), a));
+  a.inherit = 0;
+  ASSERT_OK_AND_ASSIGN(Event own, Event::Open(backend(), a));
+  Result<ChildTask> child = ChildTask::Spawn(backend());
+  if (!child.ok() && child.error() == ENOSYS) {
+    PERFTEST_SKIP(SkipClass::kUnsupported, "the backend drives no child tasks: " + child.ToString());
+  }
+  ASSERT_OK(child);
+  ASSERT_OK(child->Run(Workload::Execute(8)));
+  ASSERT_OK(backend().RunWorkload(Workload::Execute(3)));
+  ASSERT_OK(child->Exit());
+  EXPECT_THAT(inherited.ReadValue(), SucceedsWith(11u)) << "the parent's 3 and the child's 8";
+  EXPECT_THAT(own.ReadValue(), SucceedsWith(3u)) << "without inherit, the child's calls are not seen";
+}
+
+PERFTEST_CASE(UprobePmu, SampleIpAndRawOfEntry, "pmu.uprobe_sample_ip",
+              "uprobes.c handle_swbp(): instruction_pointer_set(regs, bp_vaddr) before handler_chain(); "
+              "trace_uprobe.c __uprobe_perf_func(): those user regs, raw struct uprobe_trace_entry_head "
+              "{trace_entry, vaddr[0] = the probe address}, SIZEOF_TRACE_ENTRY(false) = 16") {
+  const std::vector<SampleRecord> samples = ProbeSamples(ProbeFunction(ExecuteTargetAddress()), 5);
+  ASSERT_EQ(samples.size(), 5u) << "one sample per hit at sample_period 1";
+  const TaskId self = backend().CurrentTask();
+  for (const SampleRecord& s : samples) {
+    EXPECT_EQ(s.ip.value_or(0), ExecuteTargetAddress());
+    EXPECT_EQ(s.pid.value_or(0), static_cast<uint32_t>(self.pid));
+    EXPECT_EQ(s.tid.value_or(0), static_cast<uint32_t>(self.tid));
+    ASSERT_TRUE(s.raw.has_value());
+    EXPECT_EQ(s.raw->size(), 20u) << "16 bytes, padded so that the u32 size word and the data fill u64s";
+    EXPECT_EQ(RawWord(*s.raw, 0) & 0xffff, 0u) << "common_type: the local uprobe's trace event has no type id";
+    EXPECT_EQ(RawWord(*s.raw, 4) & 0xffffffff, static_cast<uint32_t>(self.pid)) << "common_pid";
+    EXPECT_EQ(RawWord(*s.raw, 8), ExecuteTargetAddress()) << "vaddr[0]: the probe address";
+  }
+}
+
+PERFTEST_CASE(UprobePmu, SampleOfReturnNamesFunctionAndReturnAddress, "pmu.uprobe_sample_retprobe",
+              "uprobes.c handle_trampoline(): regs' ip is the original return address; trace_uprobe.c "
+              "__uprobe_perf_func() for is_ret_probe(): vaddr[0] = the function, vaddr[1] = the return address, "
+              "SIZEOF_TRACE_ENTRY(true) = 24") {
+  const std::vector<SampleRecord> samples = ProbeSamples(ProbeFunction(ExecuteTargetAddress(), 1), 4);
+  ASSERT_EQ(samples.size(), 4u) << "one sample per return at sample_period 1";
+  for (const SampleRecord& s : samples) {
+    ASSERT_TRUE(s.raw.has_value());
+    EXPECT_EQ(s.raw->size(), 28u);
+    EXPECT_EQ(RawWord(*s.raw, 8), ExecuteTargetAddress()) << "vaddr[0]: the probed function";
+    EXPECT_EQ(RawWord(*s.raw, 16), s.ip.value_or(0)) << "vaddr[1] is the sample's ip: the return address";
+    EXPECT_NE(s.ip.value_or(0), ExecuteTargetAddress()) << "the sample is taken in the caller, not the function";
+  }
 }
 
 }  // namespace
