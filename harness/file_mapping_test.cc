@@ -58,6 +58,7 @@ TEST(FileMapping, ThisProcessMapsTheExecuteTargetFromItsFile) {
   struct stat st {};
   ASSERT_EQ(::stat(at.path.c_str(), &st), 0) << at.path;
   EXPECT_EQ(st.st_ino, at.inode);
+  EXPECT_EQ(st.st_dev, at.dev);
   EXPECT_LT(at.offset, static_cast<uint64_t>(st.st_size));
 }
 

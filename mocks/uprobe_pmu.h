@@ -43,7 +43,9 @@
 // entry (prepare_uretprobe()) and counts at the return (handle_trampoline() ->
 // uretprobe_dispatcher() -> uretprobe_perf_func()), ip the caller's return
 // address; its raw entry holds vaddr[0] = the function, vaddr[1] = that return
-// address, an entry probe's vaddr[0] = the probe address.
+// address, an entry probe's vaddr[0] = the probe address. The VM wrote
+// common_type 0 for these local events (they have no tracefs id), and raw
+// sizes 20 (entry) and 28 (return).
 // The task the mock simulates runs this process's code: what it executes is
 // a function of this process (Workload::kExecute calls ExecuteTargetAddress()),
 // so its file mapping is this process's (/proc/self/maps, harness/file_mapping.h),
@@ -51,9 +53,7 @@
 // What the model leaves out: install-time failures (arch_uprobe_analyze_insn()
 // refusing an instruction in a process that maps the file) do not happen;
 // alloc_uprobe()'s EINVAL for a second probe at the same inode and offset with
-// another ref_ctr_offset is not modelled; the raw entry's common_type is 0
-// (the kernel's is the local trace event's dynamic id, register_trace_event());
-// the return address a retprobe sample reports is a fixed stand-in (the mock
+// another ref_ctr_offset is not modelled; the return address a retprobe sample reports is a fixed stand-in (the mock
 // does not know the real caller); trace_uprobe.c uprobe_perf_filter()'s per-mm
 // filtering is moot (one simulated address space).
 #pragma once
@@ -100,7 +100,7 @@ bool UprobeSiteMatches(const UprobeTarget& t, uint64_t dev, uint64_t ino, uint64
 
 // PERF_SAMPLE_RAW bytes of one hit (trace_uprobe.c __uprobe_perf_func(): struct
 // uprobe_trace_entry_head, the local event has no fetch args): the trace_entry
-// (common_type 0 here, common_pid `pid`), then vaddr[0] = `ip` for an entry
+// (common_type 0 as on the VM, common_pid `pid`), then vaddr[0] = `ip` for an entry
 // probe; vaddr[0] = `func`, vaddr[1] = `ip` (the return address) for a return
 // probe; padded as perf_trace_buf_alloc()'s callers pad.
 std::vector<std::byte> UprobeRawData(bool retprobe, uint64_t func, uint64_t ip, int32_t pid);
