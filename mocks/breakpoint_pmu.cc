@@ -19,23 +19,48 @@ bool InKernelSpace(uint64_t addr, uint64_t len) { return addr >= 0xffff800000000
 // arm64: TASK_SIZE for 48-bit user VAs (vabits_actual = 48 without FEAT_LPA2, as on Neoverse N1).
 constexpr uint64_t kArm64TaskSize = uint64_t{1} << 48;
 
-// arm64 arch_build_bp_info(): the length after the execute fix-up.
-uint64_t Arm64Len(const perf_event_attr& a) { return a.bp_type == HW_BREAKPOINT_X ? 4 : a.bp_len; }
+// arm64 TASK_SIZE_32 (arch/arm64/include/asm/processor.h, 4K/16K pages or no
+// KUSER_HELPERS): the top page of the 4 GiB holds the compat vectors.
+uint64_t Arm64TaskSize32(uint64_t page_size) { return (uint64_t{1} << 32) - page_size; }
 
-// arm64 hw_breakpoint_arch_parse(): the doubleword (word for X) the
-// breakpoint register holds and the byte-select mask within it (8 bits).
+// arm64 arch_build_bp_info(): the length after the execute fix-up (none for a compat breakpoint).
+uint64_t Arm64Len(const perf_event_attr& a, bool compat_bp) {
+  return a.bp_type == HW_BREAKPOINT_X && !compat_bp ? 4 : a.bp_len;
+}
+
+// arm64 hw_breakpoint_arch_parse(): the alignment mask the address is rounded
+// down by: 64-bit tasks 3 for X (BVR: a word), 7 for data (WVR: a doubleword);
+// AArch32 tasks 7 for bp_len 8, else 3.
+uint64_t Arm64AlignmentMask(const perf_event_attr& a, bool compat_bp) {
+  if (compat_bp) return a.bp_len == HW_BREAKPOINT_LEN_8 ? 0x7 : 0x3;
+  return a.bp_type == HW_BREAKPOINT_X ? 0x3 : 0x7;
+}
+
+// arm64 hw_breakpoint_arch_parse(): the word or doubleword the breakpoint
+// register holds and the byte-select mask within it (8 bits).
 struct Arm64Watch {
   uint64_t base;
   uint32_t bas;
 };
-Arm64Watch Arm64WatchOf(const perf_event_attr& a) {
-  const uint64_t mask = a.bp_type == HW_BREAKPOINT_X ? 0x3 : 0x7;
+Arm64Watch Arm64WatchOf(const perf_event_attr& a, bool compat_bp) {
+  const uint64_t mask = Arm64AlignmentMask(a, compat_bp);
   const uint64_t offset = a.bp_addr & mask;
-  const uint32_t len_bits = (1u << Arm64Len(a)) - 1;  // ARM_BREAKPOINT_LEN_n: n low bits
+  const uint32_t len_bits = (1u << Arm64Len(a, compat_bp)) - 1;  // ARM_BREAKPOINT_LEN_n: n low bits
   return {a.bp_addr & ~mask, static_cast<uint32_t>((len_bits << offset) & 0xff)};
 }
 
-int Arm64Parse(const perf_event_attr& a, bool per_task, std::string* why) {
+// hw_breakpoint_arch_parse(), is_compat_bp(): AArch32 tasks "expect some simple
+// alignment fixups": an offset within the mask is allowed for a halfword at 1-2
+// and a byte at 1-3 only.
+bool Arm64CompatAligned(const perf_event_attr& a) {
+  const uint64_t offset = a.bp_addr & Arm64AlignmentMask(a, /*compat_bp=*/true);
+  if (offset == 0) return true;
+  if (offset <= 2 && a.bp_len == HW_BREAKPOINT_LEN_2) return true;
+  return offset <= 3 && a.bp_len == HW_BREAKPOINT_LEN_1;
+}
+
+int Arm64Parse(const perf_event_attr& a, const BreakpointTask& task, std::string* why) {
+  const bool compat_bp = task.compat_bp();
   switch (a.bp_type) {
     case HW_BREAKPOINT_X:
     case HW_BREAKPOINT_R:
@@ -48,10 +73,21 @@ int Arm64Parse(const perf_event_attr& a, bool per_task, std::string* why) {
   if (a.bp_len < HW_BREAKPOINT_LEN_1 || a.bp_len > HW_BREAKPOINT_LEN_8) {
     return Fail(EINVAL, why, fmt::format("bp_len {} is not 1..8 (arm64 arch_build_bp_info())", a.bp_len));
   }
-  // arch_check_bp_in_kernelspace() with the length after the fix-up.
-  const uint64_t len = Arm64Len(a);
-  const bool kernel = a.bp_addr >= kArm64TaskSize && a.bp_addr + len - 1 >= kArm64TaskSize;
-  if (kernel && per_task) {
+  if (compat_bp && a.bp_type == HW_BREAKPOINT_X && a.bp_len != HW_BREAKPOINT_LEN_2 && a.bp_len != HW_BREAKPOINT_LEN_4) {
+    return Fail(EINVAL, why, fmt::format("bp_len {}: an AArch32 task's execute breakpoint is 2 (Thumb) or 4 bytes "
+                                         "(arm64 arch_build_bp_info(), is_compat_bp())",
+                                         a.bp_len));
+  }
+  if (compat_bp && !Arm64CompatAligned(a)) {
+    return Fail(EINVAL, why, fmt::format("bp_addr {:#x} with bp_len {}: not an alignment an AArch32 task may use "
+                                         "(arm64 hw_breakpoint_arch_parse(), is_compat_bp())",
+                                         a.bp_addr, a.bp_len));
+  }
+  // arch_check_bp_in_kernelspace() with the length after the fix-up, against the opener's TASK_SIZE.
+  const uint64_t len = Arm64Len(a, compat_bp);
+  const uint64_t task_size = task.compat ? Arm64TaskSize32(task.page_size) : kArm64TaskSize;
+  const bool kernel = a.bp_addr >= task_size && a.bp_addr + len - 1 >= task_size;
+  if (kernel && task.per_task) {
     return Fail(EINVAL, why, "a per-task breakpoint on a kernel address (arm64 hw_breakpoint_arch_parse())");
   }
   if (kernel && a.exclude_kernel) {
@@ -66,8 +102,8 @@ BreakpointArch BreakpointArchOf(const std::string& profile_arch) {
   return profile_arch == "aarch64" || profile_arch == "arm64" ? BreakpointArch::kArm64 : BreakpointArch::kX86_64;
 }
 
-int BreakpointParse(const perf_event_attr& a, BreakpointArch arch, bool per_task, std::string* why) {
-  if (arch == BreakpointArch::kArm64) return Arm64Parse(a, per_task, why);
+int BreakpointParse(const perf_event_attr& a, BreakpointArch arch, const BreakpointTask& task, std::string* why) {
+  if (arch == BreakpointArch::kArm64) return Arm64Parse(a, task, why);
   const uint64_t len = a.bp_len;
   switch (a.bp_type) {
     case HW_BREAKPOINT_X:
@@ -95,7 +131,8 @@ int BreakpointParse(const perf_event_attr& a, BreakpointArch arch, bool per_task
   return 0;
 }
 
-bool BreakpointHits(const perf_event_attr& a, uint64_t addr, uint32_t width, Access access, BreakpointArch arch) {
+bool BreakpointHits(const perf_event_attr& a, uint64_t addr, uint32_t width, Access access, BreakpointArch arch,
+                    bool compat_bp) {
   if (arch == BreakpointArch::kArm64) {
     // breakpoint_handler(): the word matches and the byte select has the
     // pc's byte; watchpoint_handler(): the access kind is the watchpoint's and
@@ -104,8 +141,10 @@ bool BreakpointHits(const perf_event_attr& a, uint64_t addr, uint32_t width, Acc
                           : access == Access::kRead  ? HW_BREAKPOINT_R
                                                      : HW_BREAKPOINT_W;
     if ((a.bp_type & kind) == 0) return false;  // X is never combined with R/W (Arm64Parse())
-    const Arm64Watch w = Arm64WatchOf(a);
-    const uint64_t span = kind == HW_BREAKPOINT_X ? 4 : 8;  // BVR holds a word, WVR a doubleword
+    const Arm64Watch w = Arm64WatchOf(a, compat_bp);
+    // BVR holds a word, WVR a doubleword — or a word, when an AArch32 task's
+    // watchpoint leaves it word-aligned (BAS then selects within that word).
+    const uint64_t span = kind == HW_BREAKPOINT_X || (w.base & 0x7) != 0 ? 4 : 8;
     for (uint64_t byte = addr; byte < addr + (kind == HW_BREAKPOINT_X ? 1 : width); ++byte) {
       if (byte >= w.base && byte < w.base + span && ((w.bas >> (byte - w.base)) & 1) != 0) return true;
     }

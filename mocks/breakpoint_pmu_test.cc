@@ -144,6 +144,82 @@ TEST(BreakpointModel, Arm64ByteSelectHits) {
   EXPECT_FALSE(BreakpointHits(x, 0x4000, 4, Access::kRead, arm));
 }
 
+// arm64 arch_build_bp_info() and hw_breakpoint_arch_parse() for an AArch32
+// task (is_compat_bp(): a per-task breakpoint whose target is compat): an
+// execute breakpoint is 2 or 4 bytes, not fixed up; the alignment mask is 7
+// for 8 bytes, else 3, and within it only a halfword at 1-2 or a byte at 1-3
+// may be offset. A CPU-wide breakpoint keeps the 64-bit rules.
+TEST(BreakpointModel, Arm64CompatLengthsAndAlignment) {
+  const auto arm = BreakpointArch::kArm64;
+  const mock::BreakpointTask compat{/*per_task=*/true, /*compat=*/true};
+  const mock::BreakpointTask cpu_wide{/*per_task=*/false, /*compat=*/true};
+  std::string why;
+  auto parse = [&](uint32_t type, uint64_t addr, uint64_t len, const mock::BreakpointTask& t) {
+    return BreakpointParse(Bp(type, addr, len), arm, t, &why);
+  };
+  EXPECT_EQ(parse(HW_BREAKPOINT_X, 0x4000, 4, compat), 0) << why;
+  EXPECT_EQ(parse(HW_BREAKPOINT_X, 0x4002, 2, compat), 0) << "a Thumb instruction at a halfword";
+  for (uint64_t len : {1, 3, 5, 8}) {
+    EXPECT_EQ(parse(HW_BREAKPOINT_X, 0x4000, len, compat), EINVAL) << "X len " << len << " for AArch32";
+    EXPECT_EQ(parse(HW_BREAKPOINT_X, 0x4000, len, cpu_wide), 0) << "X len " << len << " CPU-wide: made 4";
+  }
+  EXPECT_EQ(parse(HW_BREAKPOINT_X, 0x4002, 4, compat), EINVAL) << "4 bytes at offset 2";
+  struct Case {
+    uint64_t addr, len;
+    int err;
+  } cases[] = {
+      {0x1001, 1, 0},      {0x1002, 1, 0},      {0x1003, 1, 0},       // a byte anywhere in the word
+      {0x1001, 2, 0},      {0x1002, 2, 0},      {0x1003, 2, EINVAL},  // a halfword at 1-2
+      {0x1004, 4, 0},      {0x1002, 4, EINVAL}, {0x1001, 4, EINVAL},  // mask 3: word-aligned
+      {0x1001, 3, EINVAL}, {0x1004, 5, 0},      {0x1005, 7, EINVAL},
+      {0x1008, 8, 0},      {0x1004, 8, EINVAL}, {0x1001, 8, EINVAL},  // mask 7 for 8 bytes
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(parse(HW_BREAKPOINT_W, c.addr, c.len, compat), c.err) << std::hex << c.addr << " len " << c.len;
+    EXPECT_EQ(parse(HW_BREAKPOINT_W, c.addr, c.len, cpu_wide), 0) << "CPU-wide: no alignment rule";
+    EXPECT_EQ(BreakpointParse(Bp(HW_BREAKPOINT_W, c.addr, c.len), arm, /*per_task=*/true, &why), 0) << "a 64-bit task";
+  }
+}
+
+// TASK_SIZE is the opener's: TASK_SIZE_32 (4 GiB - PAGE_SIZE) for an AArch32
+// opener, so an address in the top page or past 4 GiB is a kernel address
+// (arch_check_bp_in_kernelspace()): EINVAL per task, EINVAL with exclude_kernel.
+TEST(BreakpointModel, Arm64CompatTaskSize) {
+  const auto arm = BreakpointArch::kArm64;
+  const mock::BreakpointTask compat{true, true, 4096};
+  std::string why;
+  EXPECT_EQ(BreakpointParse(Bp(HW_BREAKPOINT_W, 0xffffe000, 4), arm, compat, &why), 0) << why;
+  EXPECT_EQ(BreakpointParse(Bp(HW_BREAKPOINT_W, 0xfffff000, 4), arm, compat, &why), EINVAL) << "the vectors page";
+  EXPECT_EQ(BreakpointParse(Bp(HW_BREAKPOINT_W, 0x100000000, 4), arm, compat, &why), EINVAL);
+  EXPECT_EQ(BreakpointParse(Bp(HW_BREAKPOINT_W, 0x100000000, 4), arm, /*per_task=*/true, &why), 0) << "64-bit";
+  perf_event_attr k = Bp(HW_BREAKPOINT_W, 0x100000000, 4);
+  EXPECT_EQ(BreakpointParse(k, arm, mock::BreakpointTask{false, true}, &why), EINVAL) << "CPU-wide, exclude_kernel";
+  k.exclude_kernel = 0;
+  EXPECT_EQ(BreakpointParse(k, arm, mock::BreakpointTask{false, true}, &why), 0) << why;
+  EXPECT_EQ(BreakpointParse(Bp(HW_BREAKPOINT_W, 0xffffe000, 4), arm, mock::BreakpointTask{true, true, 65536}, &why),
+            EINVAL) << "64K pages: TASK_SIZE_32 is 4 GiB - 64 KiB";
+}
+
+// An AArch32 breakpoint's register holds the word (or, for 8 bytes, the
+// doubleword) the mask leaves; BAS selects within it.
+TEST(BreakpointModel, Arm64CompatByteSelectHits) {
+  const auto arm = BreakpointArch::kArm64;
+  const perf_event_attr half = Bp(HW_BREAKPOINT_W, 0x1001, 2);  // BAS 0b0110 of the word at 0x1000
+  EXPECT_FALSE(BreakpointHits(half, 0x1000, 1, Access::kWrite, arm, true));
+  EXPECT_TRUE(BreakpointHits(half, 0x1001, 1, Access::kWrite, arm, true));
+  EXPECT_TRUE(BreakpointHits(half, 0x1002, 1, Access::kWrite, arm, true));
+  EXPECT_FALSE(BreakpointHits(half, 0x1003, 1, Access::kWrite, arm, true));
+  const perf_event_attr thumb = Bp(HW_BREAKPOINT_X, 0x4002, 2);
+  EXPECT_TRUE(BreakpointHits(thumb, 0x4002, 1, Access::kExecute, arm, true));
+  EXPECT_FALSE(BreakpointHits(thumb, 0x4000, 1, Access::kExecute, arm, true)) << "the other halfword";
+  const perf_event_attr five_low = Bp(HW_BREAKPOINT_W, 0x1000, 5);  // doubleword-aligned: BAS 0x1f
+  EXPECT_TRUE(BreakpointHits(five_low, 0x1004, 1, Access::kWrite, arm, true));
+  EXPECT_FALSE(BreakpointHits(five_low, 0x1005, 1, Access::kWrite, arm, true));
+  const perf_event_attr five_high = Bp(HW_BREAKPOINT_W, 0x1004, 5);  // WVR 0x1004: the word only
+  EXPECT_TRUE(BreakpointHits(five_high, 0x1007, 1, Access::kWrite, arm, true));
+  EXPECT_FALSE(BreakpointHits(five_high, 0x1008, 1, Access::kWrite, arm, true)) << "BAS selects within the word";
+}
+
 class Arm64BreakpointPmu : public MockTest {
  protected:
   std::string ProfileName() const override { return "arm64-pmuv3"; }
@@ -169,6 +245,27 @@ TEST_F(Arm64BreakpointPmu, OpenAndModifyFollowArm64) {
   perf_event_attr bad = Bp(HW_BREAKPOINT_W, at, 9);
   EXPECT_THAT(b().Ioctl(w, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, reinterpret_cast<uintptr_t>(&bad)),
               FailsWithErrno(EINVAL));
+}
+
+// The profile's compat_task reaches perf_event_open(): per-task breakpoints
+// take the AArch32 rules, CPU-wide ones the 64-bit rules. This process's own
+// addresses are past TASK_SIZE_32, so the per-task breakpoints here name low
+// addresses (nothing runs there; the suites cannot use a compat profile).
+TEST_F(Arm64BreakpointPmu, CompatTaskProfileTakesTheAArch32Rules) {
+  EXPECT_THAT(Open(Bp(HW_BREAKPOINT_X, 0x4000, 1)), Succeeds()) << "a 64-bit task: made 4 bytes";
+  MockProfile compat = profile_;
+  compat.compat_task = true;
+  Remake(compat);
+  EXPECT_THAT(Open(Bp(HW_BREAKPOINT_X, 0x4000, 1)), FailsWithErrno(EINVAL)) << "AArch32: 2 or 4 bytes";
+  EXPECT_OK(Open(Bp(HW_BREAKPOINT_X, 0x4002, 2)));
+  EXPECT_THAT(Open(Bp(HW_BREAKPOINT_W, 0x1004, 8)), FailsWithErrno(EINVAL)) << "8 bytes off the doubleword";
+  EXPECT_THAT(Open(Bp(HW_BREAKPOINT_W, 0x1004, 8), -1, 0), Succeeds()) << "CPU-wide: the 64-bit rules";
+  EXPECT_THAT(Open(Bp(HW_BREAKPOINT_W, reinterpret_cast<uint64_t>(&g_var[0]), 8)), FailsWithErrno(EINVAL))
+      << "this 64-bit process's variable is past TASK_SIZE_32";
+  const int w = MustOpen(Bp(HW_BREAKPOINT_W, 0x1008, 8));
+  perf_event_attr odd = Bp(HW_BREAKPOINT_W, 0x1003, 2);
+  EXPECT_THAT(b().Ioctl(w, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, reinterpret_cast<uintptr_t>(&odd)), FailsWithErrno(EINVAL))
+      << "modify_user_hw_breakpoint_check() -> hw_breakpoint_parse(): the same rules";
 }
 
 class BreakpointPmu : public MockTest {};

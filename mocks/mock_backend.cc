@@ -121,6 +121,11 @@ int MockBackend::TracepointEventInit(MockEvent& ev, std::string* why) {
   return 0;
 }
 
+// The task side of a breakpoint event: per-task or not, the profile's compat_task.
+BreakpointTask MockBackend::BreakpointTaskOf(const MockEvent& ev) const {
+  return BreakpointTask{ev.pid != -1, profile_.compat_task, profile_.page_size};
+}
+
 // kernel/events/hw_breakpoint.c hw_breakpoint_event_init() ->
 // register_perf_hw_breakpoint(): reserve_bp_slot() first, then hw_breakpoint_parse().
 int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
@@ -155,7 +160,7 @@ int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
       return ENOSPC;
     }
   }
-  if (int err = BreakpointParse(a, BreakpointArchOf(profile_.arch), ev.pid != -1, why)) return err;
+  if (int err = BreakpointParse(a, BreakpointArchOf(profile_.arch), BreakpointTaskOf(ev), why)) return err;
   ev.pmu = PmuId::kBreakpoint;
   PeriodStateInit(ev);
   return 0;
@@ -520,7 +525,7 @@ int MockBackend::PeriodIoctl(MockEvent& ev, uintptr_t arg, std::string* why) {
 int MockBackend::ModifyBreakpoint(MockEvent& ev, const perf_event_attr& new_attr, std::string* why) {
   ev.attr.sig_data = new_attr.sig_data;  // perf_event_modify_copy_attr()
   DisableEvent(ev);
-  int err = BreakpointParse(new_attr, BreakpointArchOf(profile_.arch), ev.pid != -1, why);
+  int err = BreakpointParse(new_attr, BreakpointArchOf(profile_.arch), BreakpointTaskOf(ev), why);
   if (err == 0) {
     perf_event_attr old_attr = ev.attr;
     BreakpointCopyAttr(new_attr, &old_attr);

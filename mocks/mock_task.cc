@@ -948,7 +948,9 @@ void MockBackend::BreakpointAccess(uint64_t addr, uint32_t width, Access access,
     MockEvent& ev = *events_[i];
     if (!ev.active || ev.hw.stopped || ev.pmu != PmuId::kBreakpoint) continue;
     if (ev.pid == -1 ? ev.cpu != 0 : ev.pid != task_.tid) continue;
-    if (!BreakpointHits(ev.attr, addr, width, access, BreakpointArchOf(profile_.arch))) continue;
+    if (!BreakpointHits(ev.attr, addr, width, access, BreakpointArchOf(profile_.arch), BreakpointTaskOf(ev).compat_bp())) {
+      continue;
+    }
     if (ev.attr.exclude_user) continue;  // a user-mode access
     SoftwareEventCount(ev, 1, UserData(ip, ev.attr.bp_addr),
                        [this](MockEvent& e, int throttle, const SampleData& sd) { return Overflow(e, throttle, sd); });

@@ -153,7 +153,7 @@ const std::set<std::string>& KnownKeys() {
       "perf_event_paranoid", "max_sample_rate", "max_stack", "max_contexts_per_stack", "mlock_kb",
       "hz",        "attr_size",    "privileged",      "memlock_rlimit_kb",    "pmus",
       "tracepoints", "hw_breakpoint_slots", "hw_watchpoint_slots", "cpu_mhz", "hardware", "clock_pmu_types", "attr_aux_action",
-      "sched_clock_counter"};
+      "sched_clock_counter", "compat_task"};
   return keys;
 }
 
@@ -326,6 +326,10 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
     }
   }
   r.Bool(root, "attr_aux_action", &p.attr_aux_action);
+  r.Bool(root, "compat_task", &p.compat_task);
+  if (r.ok() && p.compat_task && p.arch != "aarch64") {
+    r.Fail("compat_task", fmt::format("AArch32 (compat) tasks are modelled for arch aarch64 only, not {}", p.arch));
+  }
   if (const Json* c = r.Find(root, "sched_clock_counter", "sched_clock_counter", false); c != nullptr && r.ok()) {
     if (!c->is_object()) r.Fail("sched_clock_counter", fmt::format("expected an object, got {}", c->type_name()));
     for (auto it = c->begin(); r.ok() && c->is_object() && it != c->end(); ++it) {

@@ -56,6 +56,11 @@
 //   attr_aux_action (default false): the kernel knows attr.aux_start_paused,
 //     aux_pause and aux_resume (Linux 6.13+; older kernels refuse those bits of
 //     __reserved_3 with EINVAL).
+//   compat_task (default false; arch aarch64 only, else EINVAL): the simulated
+//     tasks are AArch32 processes on the arm64 kernel (is_compat_thread()):
+//     per-task breakpoints follow the AArch32 length and alignment rules and
+//     TASK_SIZE is TASK_SIZE_32 (mocks/breakpoint_pmu.h says what else is not
+//     modelled, and why the suites cannot run under it).
 // Only PMU kinds the mock implements may be listed (ImplementedPmuKinds()):
 // "software" (type 1), "tracepoint" (2), "breakpoint" (5), and one core PMU —
 // "cpu"/"intel_core" (Intel, type 4 = PERF_TYPE_RAW), "armv8_pmuv3" (a dynamic
@@ -123,6 +128,7 @@ struct MockProfile {
   uint32_t cpu_clock_type = 0;      // clock_pmu_types; 0: not modelled
   uint32_t task_clock_type = 0;
   bool attr_aux_action = false;
+  bool compat_task = false;  // aarch64: the tasks are AArch32 (compat) processes
   // sched_clock_counter; khz 0: not modelled.
   struct SchedClockCounter {
     uint64_t khz = 0;

@@ -90,6 +90,11 @@ TEST(Profile, DefaultsForOptionalKeys) {
   EXPECT_EQ(p.max_contexts_per_stack, 8u);
   EXPECT_EQ(p.attr_size, sizeof(perf_event_attr));
   EXPECT_TRUE(p.privileged);
+  EXPECT_FALSE(p.compat_task) << "64-bit tasks";
+  ASSERT_OK_AND_ASSIGN(MockProfile arm, ParseProfile(Replace(Replace(kValid, "x86_64", "aarch64"), "\"mlock_kb\": 516",
+                                                             "\"mlock_kb\": 516, \"compat_task\": true"),
+                                                     "arm.json"));
+  EXPECT_TRUE(arm.compat_task);
 }
 
 TEST(Profile, UnknownNameIsEnoent) {
@@ -125,6 +130,8 @@ TEST(Profile, ErrorsNameTheKey) {
       {"\"type\": 1", "\"type\": 4", "'pmus[0].type'"},
       {"\"type\": 1}", "\"type\": 1, \"events\": {\"x\": 1}}", "'pmus[0].events.x': expected a string"},
       {"[{\"name\": \"software\", \"type\": 1}]", "3", "'pmus': expected an array"},
+      {"\"mlock_kb\": 516", "\"mlock_kb\": 516, \"compat_task\": true",
+       "'compat_task': AArch32 (compat) tasks are modelled for arch aarch64 only"},
   };
   for (const Case& c : cases) {
     Result<MockProfile> r = ParseProfile(Replace(kValid, c.from, c.to), "t.json");

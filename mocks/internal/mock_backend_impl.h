@@ -180,6 +180,7 @@ class MockBackend final : public Backend {
   int PeriodIoctl(MockEvent& ev, uintptr_t arg, std::string* why);    // _perf_event_period()
   int TracepointEventInit(MockEvent& ev, std::string* why);           // perf_tp_event_init()
   int BreakpointEventInit(MockEvent& ev, std::string* why);           // hw_breakpoint_event_init()
+  BreakpointTask BreakpointTaskOf(const MockEvent& ev) const;         // bp->hw.target, is_compat_bp()
   int ModifyBreakpoint(MockEvent& ev, const perf_event_attr& attr, std::string* why);  // perf_event_modify_breakpoint()
   void DestroyEvent(MockEvent* ev);
   // A default MockEvent for perf_event_open(): one that DestroyEvent() freed
