@@ -30,7 +30,7 @@
 //                                      (IS_ALIGNED(ref_ctr_offset, sizeof(short)))
 // Counting (mocks/mock_uprobes.cc; checked on the VM by the pmu.uprobe_counts_calls,
 // uprobe_retprobe_counts_returns, uprobe_uncalled_zero, uprobe_disabled,
-// uprobe_inherit and uprobe_sample_ip cases): a uprobe sits at (inode, offset)
+// uprobe_inherit, uprobe_sample_ip and uprobe_sample_retprobe cases): a uprobe sits at (inode, offset)
 // (uprobes.c uprobe_register(), alloc_uprobe()), and traps whenever a task
 // executes that offset of that file through any mapping of it (handle_swbp():
 // find_active_uprobe() maps the trap address back through the vma,
@@ -53,9 +53,11 @@
 // What the model leaves out: install-time failures (arch_uprobe_analyze_insn()
 // refusing an instruction in a process that maps the file) do not happen;
 // alloc_uprobe()'s EINVAL for a second probe at the same inode and offset with
-// another ref_ctr_offset is not modelled; the return address a retprobe sample reports is a fixed stand-in (the mock
-// does not know the real caller); trace_uprobe.c uprobe_perf_filter()'s per-mm
-// filtering is moot (one simulated address space).
+// another ref_ctr_offset is not modelled; the return address a retprobe
+// sample reports is a fixed stand-in (the mock does not know the real caller);
+// trace_uprobe.c uprobe_perf_filter()'s per-mm filtering is moot (one
+// simulated address space); only Workload::kExecute executes file-backed code
+// in the model, so probes elsewhere (libc, the workloads' other code) never fire.
 #pragma once
 
 #include <linux/perf_event.h>
