@@ -243,6 +243,7 @@ class FlowDecoder {
   void Unread(const Packet& p);
   int FetchControl();
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
+  int ReadAheadAfterSync();
   int NeedControl();
   int PeekAfterIp();
   int ReadAheadError(uint64_t start, int err);
@@ -256,6 +257,9 @@ class FlowDecoder {
   int TakeTip(uint64_t* target);
   bool UnboundControl() const;
   int BeyondControl(const Insn& x);
+  int ReadAheadEnd(uint64_t* at) const;
+  int ReadAheadEos(uint64_t* at) const;
+  int DisabledControl();
   int Fail(int err, std::string message);
   int FailPacket(int err);
   void Queue(FlowEvent e);
@@ -314,6 +318,7 @@ class FlowDecoder {
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool have_unread_ = false;
+  uint32_t psb_events_ = 0;  // events of the last PSB+ at its PSBEND (ReadPsbPlus)
   Packet unread_;
 
   std::vector<FlowEvent> events_;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <random>
@@ -524,6 +526,103 @@ TEST(FlowDecoder, FupWithoutIpAfterATipFailsTheBranch) {
   Walk w = Decode(enc.bytes(), image);
   EXPECT_EQ(w.err, EBADMSG);
   EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+}
+
+// A TIP.PGD or FUP+TIP while tracing is disabled (after a PSB+ without a
+// FUP): an event libipt's instruction decoder cannot bind, and pt_insn_next
+// answers from the read-ahead after it — the end of the trace when only
+// timing packets follow (-pte_eos; a corpus divergence, issue 7), the packet
+// error it met (-pte_bad_opc), or -pte_no_enable when another packet (here a
+// TIP.PGE) follows.
+TEST(FlowDecoder, IpEventWhileDisabledEndsAsLibiptsReadAheadDoes) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  struct Case {
+    const char* name;
+    bool fup;          // FUP+TIP rather than TIP.PGD
+    int after;         // 0: timing to the end, 1: an unknown opcode, 2: a TIP.PGE
+    int libipt, ours;  // the first error
+  };
+  for (const Case& c : {Case{"TIP.PGD, timing, end", false, 0, -pte_eos, ENODATA},
+                        Case{"TIP.PGD, timing, unknown opcode", false, 1, -pte_bad_opc, EILSEQ},
+                        Case{"TIP.PGD, TIP.PGE", false, 2, -pte_no_enable, EBADMSG},
+                        Case{"FUP+TIP, timing, end", true, 0, -pte_eos, ENODATA},
+                        Case{"FUP+TIP, TIP.PGE", true, 2, -pte_no_enable, EBADMSG}}) {
+    SCOPED_TRACE(c.name);
+    PacketEncoder enc;
+    PsbPlus(enc, std::nullopt);
+    (void)enc.Next(make::Cyc(0xb));
+    if (c.fup) {
+      (void)enc.NextIp(PacketType::kFup, kBase + 1);
+      (void)enc.NextIp(PacketType::kTip, kBase);
+    } else {
+      (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+    }
+    (void)enc.Next(make::Cyc(0x23));
+    (void)enc.Next(make::Mtc(2));
+    if (c.after == 2) (void)enc.NextIp(PacketType::kTipPge, kBase);
+    std::vector<uint8_t> trace = enc.Release();
+    if (c.after == 1) trace.push_back(0xc9);  // not an opcode
+    ExpectSameFlowAsLibipt(trace, image, c.libipt);
+    Walk w = Decode(trace, image);
+    EXPECT_EQ(w.err, c.ours);
+    EXPECT_TRUE(w.ips.empty());
+  }
+}
+
+// After a PSB+ libipt reads ahead through PAD and timing packets, and its
+// events for the PSBEND (MODE.Exec, MODE.TSX, PIP, VMCS, CBR, MNT) are
+// fetched one by one before the first instruction, each fetch reading on.
+// What the read-ahead meets:
+//   - the end of the trace: with no PSB+ event libipt's synchronization
+//     fails (-pte_eos: no sync point at all; a corpus divergence, issue 7);
+//     with one, the flow runs to the branch that needs a packet;
+//   - an unknown opcode (-pte_bad_opc): with at most one PSB+ event the
+//     synchronization fails; with two, it succeeds and the error comes
+//     before the first instruction.
+TEST(FlowDecoder, PsbPlusReadAheadAsLibipt) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (bool bad_opcode : {false, true}) {
+    for (int events : {0, 1, 2}) {
+      SCOPED_TRACE(fmt::format("{} PSB+ event(s), then PAD and timing and {}", events,
+                               bad_opcode ? "an unknown opcode" : "the end"));
+      PacketEncoder enc;
+      (void)enc.Next(make::Psb());
+      (void)enc.Next(make::Tsc(0x10000000));
+      (void)enc.Next(make::Tma(0, 0x123));
+      if (events >= 2) (void)enc.Next(make::Cbr(0x20));
+      if (events >= 1) (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+      (void)enc.NextIp(PacketType::kFup, kBase);
+      (void)enc.Next(make::PsbEnd());
+      (void)enc.Next(make::Pad());
+      (void)enc.Next(make::Mtc(1));
+      std::vector<uint8_t> trace = enc.Release();
+      if (bad_opcode) trace.push_back(0xc9);  // not an opcode
+      testing::FlowLog ours = testing::OurInsnFlow(trace, image);
+      testing::FlowLog ref = testing::LibiptInsnFlow(trace, image);
+      EXPECT_EQ(testing::DiffFlow(ours, ref), "");
+      // libipt's log: whether it synchronized, and its first error.
+      const bool libipt_synced = !ref.entries.empty() && ref.entries[0].kind == testing::FlowEntry::kSync;
+      EXPECT_EQ(libipt_synced, bad_opcode ? events >= 2 : events >= 1);
+      if (!bad_opcode && events == 0) EXPECT_TRUE(ref.entries.empty()) << "libipt: -pte_eos at the sync";
+      if (bad_opcode) {
+        ASSERT_FALSE(ref.entries.empty());
+        EXPECT_EQ(ref.entries[libipt_synced ? 1 : 0].kind, testing::FlowEntry::kError);
+        EXPECT_EQ(ref.entries[libipt_synced ? 1 : 0].code, -pte_bad_opc);
+      }
+      FlowDecoder dec(trace, &image);
+      Result<uint64_t> s = dec.SyncForward();
+      EXPECT_EQ(s.ok(), libipt_synced) << s.ToString();
+      if (!s.ok()) {
+        EXPECT_EQ(s.error(), bad_opcode ? EILSEQ : ENODATA) << s.ToString();
+        continue;
+      }
+      Walk w = Decode(trace, image);
+      EXPECT_EQ(w.err, bad_opcode ? EILSEQ : ENODATA);
+      EXPECT_EQ(w.ips, bad_opcode ? std::vector<uint64_t>{} : std::vector<uint64_t>{kBase});
+    }
+  }
 }
 
 // libipt's instruction decoder, instruction by instruction, on the same traces
