@@ -309,7 +309,7 @@ class FlowDecoder {
   // The events libipt's instruction decoder has not taken yet (NoteEvent):
   // the first is bound to an IP the flow has not reached; each entry is an
   // IP, or kUnbound. bound_pending_: there is one; bound_wall_: and more
-  // behind it. mwait_held_: an MWAIT waits for its EXSTOP.
+  // behind it. mwait_held_: an MWAIT waits for a FUP (its EXSTOP's).
   static constexpr uint64_t kUnbound = ~uint64_t{0};
   std::vector<uint64_t> bound_;
   bool bound_pending_ = false;

@@ -59,6 +59,13 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         Queue(StatusEvent(p));
         break;
       case PacketType::kCbr:
+        if (p.cbr() == 0) {
+          // No core:bus ratio: libipt's time update rejects the packet
+          // (-pte_bad_packet), failing the PSB+ (its offset).
+          const int err = Fail(EBADMSG, fmt::format("CBR 0 in the PSB+ at {:#x}", psb_offset));
+          error_offset_ = psb_offset;
+          return err;
+        }
         Timing(p);
         event(false);
         Queue(StatusEvent(p));

@@ -625,6 +625,59 @@ TEST(FlowDecoder, PsbPlusReadAheadAsLibipt) {
   }
 }
 
+// An MWAIT waits for the next FUP even without its EXSTOP (libipt queues it
+// for a FUP, pt_qry_decode_mwait): a later FUP gives its IP and is no
+// asynchronous event. Unreached, the MWAIT holds the PWRX behind it, and
+// the return's query meets that event (-pte_bad_query); at the current IP
+// both go and the jz takes its bit (the return then ends the flow, -pte_eos). A corpus
+// divergence (a corrupted EXSTOP), issue 7.
+TEST(FlowDecoder, MwaitBindsToTheNextFupWithoutItsExstop) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (uint64_t fup : {uint64_t{0x402000}, kBase + 1}) {
+    const bool reached = fup == kBase + 1;
+    SCOPED_TRACE(reached ? "the FUP at the jz" : "an unreached FUP");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Mwait(0x20, 1));
+    (void)enc.Next(make::Pwre(2, 0, false));
+    (void)enc.NextIp(PacketType::kFup, fup);
+    (void)enc.Next(make::Pwrx(2, 2, 1));
+    (void)enc.Next(make::Tnt8(1, 1));
+    ExpectSameFlowAsLibipt(enc.bytes(), image, reached ? -pte_eos : -pte_bad_query);
+    Walk w = Decode(enc.bytes(), image);
+    EXPECT_EQ(w.err, reached ? ENODATA : EBADMSG);
+    // (Taken, the jz goes to the ret, which has no packet: not reported.)
+    const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase + 1} : std::vector<uint64_t>{kBase};
+    EXPECT_EQ(w.ips, want);
+  }
+}
+
+// A CBR of 0 (no core:bus ratio) in a PSB+: libipt's time update rejects it
+// (-pte_bad_packet) and the synchronization at that PSB fails; decoding
+// goes on at the next PSB. A corpus divergence, issue 7.
+TEST(FlowDecoder, CbrZeroInThePsbPlusFailsTheSync) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  (void)enc.Next(make::Psb());
+  (void)enc.Next(make::Cbr(0));
+  (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+  (void)enc.NextIp(PacketType::kFup, kBase);
+  (void)enc.Next(make::PsbEnd());
+  (void)enc.Next(make::Tnt8(1, 1));
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt8(0, 1));
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_bad_packet);
+  FlowDecoder dec(enc.bytes(), &image);
+  Result<uint64_t> s = dec.SyncForward();
+  EXPECT_EQ(s.error(), EBADMSG) << s.ToString();
+  EXPECT_EQ(dec.error_offset(), 0u);
+  s = dec.SyncForward();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GT(*s, 0u);
+}
+
 // libipt's instruction decoder, instruction by instruction, on the same traces
 // and on corrupted copies of them.
 TEST(FlowDecoder, MatchesLibiptInsnDecoder) {
