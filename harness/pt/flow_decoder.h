@@ -218,7 +218,17 @@ class FlowDecoder {
   Result<uint64_t> SyncSet(uint64_t offset);
 
   // The next block or event. 0, or an errno (see the top of the file).
-  int Next(FlowStep* step);
+  // (Inline: most blocks come from those walked ahead, see ahead_.)
+  int Next(FlowStep* step) {
+    if (ahead_head_ != ahead_end_) [[likely]] {
+      step->kind = FlowStep::kBlock;
+      step->block = ahead_[ahead_head_];
+      step->block.lengths = cache_->lengths_data() + ahead_lengths_[ahead_head_];
+      ++ahead_head_;
+      return 0;
+    }
+    return NextFill(step);
+  }
 
   // The packet offset the decoder has read up to.
   uint64_t offset() const { return packets_.offset(); }
@@ -230,7 +240,8 @@ class FlowDecoder {
   const std::string& error_message() const { return error_message_; }
 
   bool enabled() const { return enabled_; }
-  uint64_t ip() const { return ip_; }
+  // The IP of the next instruction (of the next block to hand out).
+  uint64_t ip() const { return ahead_head_ != ahead_end_ ? ahead_[ahead_head_].ip : ip_; }
   ExecMode mode() const { return mode_; }
   const FlowTime& time() const { return time_; }
   // Blocks decoded with libzydis so far (cache misses) and cache hits.
@@ -249,6 +260,8 @@ class FlowDecoder {
   int ReadAheadError(uint64_t start, int err);
   int CheckAhead();
   int Resolve(uint32_t block);
+  int NextFill(FlowStep* step);
+  void WalkAhead();
   int NextSlow(FlowStep* step);
   int CutAtError(FlowBlock* out, const Block& b, int err);
   void NoteEvent(bool bound, uint64_t ip);
@@ -327,6 +340,15 @@ class FlowDecoder {
   int sticky_error_ = 0;  // a packet error met while reading ahead: reported when a packet is needed
   bool last_direct_ = false;  // the last block ended with a direct jump or call
   uint32_t steps_without_packet_ = 0;
+
+  // Blocks walked ahead on cached TNT bits (WalkAhead): what Next() would
+  // return one by one, with the state after the last already applied;
+  // handed out from ahead_head_ to ahead_end_. Their `lengths` are offsets
+  // in the cache (ahead_lengths_), resolved when handed out.
+  static constexpr uint32_t kAheadSize = 32;
+  uint32_t ahead_head_ = 0, ahead_end_ = 0;
+  FlowBlock ahead_[kAheadSize];
+  uint32_t ahead_lengths_[kAheadSize];
 
   FlowTime time_;
   uint64_t tsc_base_ = 0;

@@ -183,7 +183,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     out.truncated = false;
     StoreLast(out.last, *b);
     last_direct_ = last_branch == BranchClass::kDirectJump || last_branch == BranchClass::kDirectCall;
-    if (((b->bits >> 27) & 0x3) != 0) [[unlikely]] {
+    if (b->has_error()) [[unlikely]] {
       // The block stops before an instruction that cannot be decoded: the
       // error comes after the block.
       ip_ = b->end();

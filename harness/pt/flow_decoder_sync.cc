@@ -106,6 +106,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   sticky_error_ = 0;
   steps_without_packet_ = 0;
   hint_ = link_block_ = 0;
+  ahead_head_ = ahead_end_ = 0;
   if (!psb.ok()) return psb;
   Packet p;
   if (packets_.Next(p) != 0 || p.type != PacketType::kPsb) {
