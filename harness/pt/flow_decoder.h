@@ -37,7 +37,11 @@
 //
 // Speed: each basic block is decoded (libzydis, insn.h) once and cached by
 // (IP, mode); a step is a hash lookup and one packet bit or IP. The cache is
-// dropped when the image changes (Image::generation()).
+// dropped when the image changes (Image::generation()). On the TNT bits of
+// a packet the decoder walks several blocks ahead at once (conditional
+// branches, compressed returns, direct jumps and calls along the cache's
+// successor links) and Next() hands them out one by one; this reads no
+// packet, so offset() and time() are those of the block handed out.
 //
 // Errors (Next returns them; the decoder then needs a SyncForward()):
 //   ENOTCONN  not synchronized (no SyncForward/SyncSet succeeded)
