@@ -74,14 +74,16 @@ uint32_t BlockCache::Decode(uint64_t ip, ExecMode mode) {
   Block b;
   b.ip = ip;
   b.lengths = first_length;
-  b.bytes = static_cast<uint32_t>(cur - ip);
   // target = end + rel: exact in 64-bit mode (rel is the displacement);
   // outside it the target already wrapped, and is right modulo 2^32.
   if (last.has_target()) b.rel = static_cast<int32_t>(static_cast<uint32_t>(last.target - cur));
   const uint32_t error_code = error == 0 ? 0 : error == ENXIO ? 1 : error == EILSEQ ? 2 : 3;
-  b.bits = ninsn | (uint32_t{last.length} << 13) | (static_cast<uint32_t>(last.branch) << 17) |
-           (static_cast<uint32_t>(last.far) << 21) | (static_cast<uint32_t>(mode) << 25) | (error_code << 27);
-  if (ninsn != 0 && error == 0 && mode != ExecMode::kInvalid) b.bits |= Block::kFastBit;
+  b.bytes = static_cast<uint16_t>(cur - ip);
+  b.ninsn_ = static_cast<uint16_t>(ninsn);
+  b.branch_ = last.branch;
+  b.last_far = static_cast<uint8_t>(last.length | (static_cast<uint32_t>(last.far) << 4));
+  b.state = static_cast<uint8_t>(static_cast<uint32_t>(mode) | (error_code << 2));
+  if (ninsn != 0 && error == 0 && mode != ExecMode::kInvalid) b.state |= Block::kFastBit;
   blocks_.push_back(b);
   const uint32_t index = static_cast<uint32_t>(blocks_.size() - 1);
 

@@ -30,7 +30,9 @@ namespace perftest::pt {
 class BlockCache {
  public:
   // 32 bytes, aligned: two blocks per cache line, and a walk touches one
-  // line per block (the working set of a large program stays in L2).
+  // line per block (the working set of a large program stays in L2). Every
+  // field the walk reads is a whole byte, word or dword: one load, no
+  // shifting.
   struct alignas(32) Block {
     uint64_t ip = 0;
     // Successor links (block index + 1, 0 = not known yet): [0] the block at
@@ -39,25 +41,32 @@ class BlockCache {
     // guess the decoder checks). Same mode.
     uint32_t next[2] = {0, 0};
     uint32_t lengths = 0;  // offset of the instruction lengths in the pool
-    uint32_t bytes = 0;    // end() - ip
     int32_t rel = 0;       // direct branches: target - end() (modulo 2^32 outside 64-bit mode)
-    // ninsn:13 last_length:4 branch:4 far:4 mode:2 error:2 fast:1
-    uint32_t bits = 0;
-    // Bit 29 of `bits`: at least one instruction, no decode error, a valid
-    // mode — what FlowDecoder::Next()'s fast path checks with one test.
-    static constexpr uint32_t kFastBit = 1u << 29;
-    bool fast() const { return (bits & kFastBit) != 0; }
+    uint16_t bytes = 0;    // end() - ip (at most 4096 instructions of 15 bytes)
+    uint16_t ninsn_ = 0;
+    BranchClass branch_ = BranchClass::kNone;  // of the last instruction
+    uint8_t last_far = 0;  // last_length:4 far:4
+    // mode:2 error:2 (0, ENXIO, EILSEQ, EINVAL) fast:1 — kFastBit: at least
+    // one instruction, no decode error, a valid mode; what the decoder's
+    // fast path checks, with the mode, in one compare (FastState()).
+    uint8_t state = 0;
+    static constexpr uint8_t kFastBit = 0x10;
+    static constexpr uint8_t FastState(ExecMode mode) { return static_cast<uint8_t>(mode) | kFastBit; }
+    // True if fast() and in `mode`.
+    bool fast_in(ExecMode mode) const { return (state & (kFastBit | 0x3)) == FastState(mode); }
+    bool fast() const { return (state & kFastBit) != 0; }
 
-    uint32_t ninsn() const { return bits & 0x1fff; }
-    uint8_t last_length() const { return (bits >> 13) & 0xf; }
-    BranchClass branch() const { return static_cast<BranchClass>((bits >> 17) & 0xf); }
-    FarKind far() const { return static_cast<FarKind>((bits >> 21) & 0xf); }
-    ExecMode mode() const { return static_cast<ExecMode>((bits >> 25) & 0x3); }
+    uint32_t ninsn() const { return ninsn_; }
+    uint8_t last_length() const { return last_far & 0xf; }
+    BranchClass branch() const { return branch_; }
+    FarKind far() const { return static_cast<FarKind>(last_far >> 4); }
+    ExecMode mode() const { return static_cast<ExecMode>(state & 0x3); }
+    bool has_error() const { return (state & 0xc) != 0; }
     // 0, or why the instruction at end() is not in the block: ENXIO (no
     // image), EILSEQ (not an instruction).
     int error() const {
       static constexpr int kErrors[] = {0, ENXIO, EILSEQ, EINVAL};
-      return kErrors[(bits >> 27) & 0x3];
+      return kErrors[(state >> 2) & 0x3];
     }
     uint64_t end() const { return ip + bytes; }
     uint64_t target() const {
@@ -121,6 +130,9 @@ class BlockCache {
   }
   Block& block(uint32_t index) { return blocks_[index]; }
   const uint8_t* lengths(const Block& b) const { return lengths_.data() + b.lengths; }
+  // The instruction lengths of all blocks (Block::lengths is an offset in it).
+  const uint8_t* lengths_data() const { return lengths_.data(); }
+  const Block* data() const { return blocks_.data(); }
   size_t size() const { return blocks_.size(); }
   const Image* image() const { return image_; }
 

@@ -24,22 +24,20 @@
 // the traces and instructions compared.
 //
 // The full run finds flow divergences on corrupted traces that the default
-// subset does not hit (full run: 264 clean traces and 3,780,309 instructions
-// identical to pt_insn_next and to the truth; of 2112 corrupted variants 2
-// differ through the first error — the compiled programs run at their ASLR
-// addresses, so which corrupted IPs land in code varies from run to run:
-// before the rules below the count moved between 10 and 16. It was 60 before
-// flow_decoder.cc followed libipt's event binding, read-ahead window and
-// length decoder, issue 7; then the flow decoder learned that libipt holds an
-// event bound to an IP until the flow gets there (NoteEvent: PTW, EXSTOP,
-// MWAIT, a mid-flow PSB+'s status events), that an MWAIT's event query fails
-// on a TNT or TIP, and that a FUP without an IP errs at the FUP).
-// What remains:
-//   - a TIP.PGD while tracing is disabled right after a PSB+ without FUP
-//     (here also without MODE.Exec): libipt reaches -pte_eos, ours EBADMSG
-//     (elsewhere libipt reports the same packet as -pte_no_enable, which
-//     ours matches) (~1);
-//   - ours reports a sync point after libipt's first error (~1).
+// subset does not hit; the test fails while any is left. Full run: 264 clean
+// traces and 3,780,309 instructions identical to pt_insn_next and to the
+// truth; 2112 corrupted variants, 0 divergent through the first error (the
+// compiled programs run at their ASLR addresses, so which corrupted IPs land
+// in code varies from run to run). It was 60 before flow_decoder.cc followed
+// libipt's event binding, read-ahead window and length decoder (issue 7);
+// then the flow decoder learned that libipt holds an event bound to an IP
+// until the flow gets there (NoteEvent: PTW, EXSTOP, MWAIT, a mid-flow
+// PSB+'s status events), that an MWAIT's event query fails on a TNT or TIP,
+// that a FUP without an IP errs at the FUP, that an MWAIT binds to the next
+// FUP even without its EXSTOP, that a PSB+ with a CBR of 0 fails, that the
+// read-ahead after a PSB+ at sync can fail the sync (a PSB+ without events
+// followed by the end of the trace: no sync point), and that a TIP.PGD or
+// FUP+TIP while tracing is disabled ends as the read-ahead after it.
 #include <gtest/gtest.h>
 
 #include <atomic>

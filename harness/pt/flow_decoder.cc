@@ -91,8 +91,9 @@ int FlowDecoder::Fail(int err, std::string message) {
 // cache) whose branch is a conditional branch with a TNT bit at hand, a
 // direct jump or call, a compressed return, or an indirect branch or return
 // whose TIP is held. Does exactly what NextSlow() would (which takes
-// everything else), in a small function that touches the block once.
-int FlowDecoder::Next(FlowStep* step) {
+// everything else), in a small function that touches the block once; then
+// walks ahead on the TNT bits left (WalkAhead).
+int FlowDecoder::NextFill(FlowStep* step) {
   // (Events pending: NextSlow() empties events_ when it hands out the last.)
   if (!enabled_ || !synced_ || deferred_error_ != 0 || !events_.empty() || bound_pending_) [[unlikely]]
     return NextSlow(step);
@@ -205,6 +206,7 @@ int FlowDecoder::Next(FlowStep* step) {
           link_k_ = 1;
           link_ip_ = ip_;
         }
+        WalkAhead();
         return 0;
       }
       [[fallthrough]];
@@ -223,6 +225,7 @@ int FlowDecoder::Next(FlowStep* step) {
       link_block_ = bi + 1;
       link_k_ = 1;
       link_ip_ = ip_;
+      WalkAhead();
       return 0;
     }
   }
@@ -238,7 +241,126 @@ int FlowDecoder::Next(FlowStep* step) {
     link_k_ = static_cast<uint8_t>(taken);
     link_ip_ = ip_;
   }
+  WalkAhead();
   return 0;
+}
+
+// After a fast step: the steps NextFill() would take next while they need
+// no packet — conditional branches and compressed returns on the TNT bits
+// at hand, direct jumps and calls between them — along known links,
+// exactly as NextFill() would take them one by one (the same state after
+// each), into ahead_. Stops where NextFill() would do more: no TNT bit left
+// (it reads packets first), a link not known or a guess that fails (a cache
+// lookup), any other branch.
+void FlowDecoder::WalkAhead() {
+  // (NextFill()'s own conditions for a fast step; the step just taken may
+  // have read packets, after a TIP.)
+  if (tnt_count_ == 0 || hint_ == 0 || !events_.empty() || bound_pending_ || deferred_error_ != 0 ||
+      (ctl_ != Ctl::kNone && ctl_ != Ctl::kTip) || !enabled_ || !synced_)
+    return;
+  const Block* const blocks = cache_->data();
+  const ExecMode mode = mode_;
+  // Direct branch targets wrap to 32 bits outside 64-bit mode (Block::target()).
+  const uint64_t target_mask = mode == ExecMode::k64Bit ? ~uint64_t{0} : 0xffffffff;
+  const uint64_t bits = tnt_bits_;
+  const uint32_t max_steps = options_.max_steps_without_packet;
+  const FlowTime time = time_;
+  uint64_t ip = ip_;
+  uint32_t count = tnt_count_;
+  uint32_t hint = hint_;
+  uint32_t n = 0;
+  bool direct = last_direct_;
+  while (n < kAheadSize) {
+    const uint32_t bi = hint - 1;
+    const Block& b = blocks[bi];
+    if (b.ip != ip || !b.fast_in(mode)) break;
+    const BranchClass branch = b.branch();
+    const uint64_t end = b.end();
+    const uint64_t target = (end + static_cast<uint64_t>(static_cast<int64_t>(b.rel))) & target_mask;
+    uint64_t last_target = target;
+    uint32_t next;
+    uint32_t link = bi + 1;
+    uint8_t k;
+    if (branch == BranchClass::kCondJump) {
+      --count;
+      k = static_cast<uint8_t>((bits >> count) & 1);
+      ip = k ? target : end;
+      next = b.next[k];
+      direct = false;
+    } else if (branch == BranchClass::kDirectJump || branch == BranchClass::kDirectCall) {
+      if (steps_without_packet_ >= max_steps) break;
+      if (branch == BranchClass::kDirectCall && target != end) {
+        ret_top_ = (ret_top_ + 1) % kRetStackSize;
+        retstack_[ret_top_] = end;
+        ret_block_[ret_top_] = bi;
+        if (ret_count_ < kRetStackSize) ++ret_count_;
+      }
+      ++steps_without_packet_;
+      ip = target;
+      k = 1;
+      next = b.next[1];
+      direct = true;
+    } else if (branch == BranchClass::kReturn) {
+      if (((bits >> (count - 1)) & 1) == 0 || ret_count_ == 0) break;
+      --count;
+      ip = retstack_[ret_top_];
+      const uint32_t call = ret_block_[ret_top_];
+      ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
+      --ret_count_;
+      direct = false;
+      last_target = 0;
+      if (call < cache_->size() && blocks[call].end() == ip) {
+        link = call + 1;
+        k = 0;
+        next = blocks[call].next[0];
+      } else {  // next[1]: the last target, a guess (checked above)
+        k = 1;
+        next = b.next[1];
+        link_block_ = bi + 1;
+        link_k_ = 1;
+        link_ip_ = ip;
+      }
+    } else {
+      break;
+    }
+    // The step as NextFill() reports it (its `lengths` resolved by Next()).
+    FlowBlock& out = ahead_[n];
+    const uint8_t length = b.last_length();
+    out.ip = b.ip;
+    out.end_ip = end;
+    out.ninsn = b.ninsn();
+    out.mode = mode;
+    out.truncated = false;
+    out.time = time;
+    out.last.ip = end - length;
+    out.last.target = last_target;
+    out.last.length = length;
+    out.last.branch = branch;
+    out.last.far = b.far();
+    out.last.mode = mode;
+    ahead_lengths_[n] = b.lengths;
+    ++n;
+    if (next == 0) {  // the link to fill in once the next block is found
+      hint = 0;
+      link_block_ = link;
+      link_k_ = k;
+      link_ip_ = ip;
+      break;
+    }
+    if (k != 1 || branch != BranchClass::kReturn) link_block_ = 0;  // (not a guess)
+    hint = next;
+    const Block& nb = blocks[next - 1];
+    cache_->Prefetch(nb.next[0]);
+    cache_->Prefetch(nb.next[1]);
+    if (count == 0) break;
+  }
+  if (n == 0) return;
+  ip_ = ip;
+  tnt_count_ = count;
+  hint_ = hint;
+  last_direct_ = direct;
+  ahead_head_ = 0;
+  ahead_end_ = n;
 }
 
 // The block's last instruction has no known successor (`err`): it is not

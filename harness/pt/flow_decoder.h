@@ -37,7 +37,11 @@
 //
 // Speed: each basic block is decoded (libzydis, insn.h) once and cached by
 // (IP, mode); a step is a hash lookup and one packet bit or IP. The cache is
-// dropped when the image changes (Image::generation()).
+// dropped when the image changes (Image::generation()). On the TNT bits of
+// a packet the decoder walks several blocks ahead at once (conditional
+// branches, compressed returns, direct jumps and calls along the cache's
+// successor links) and Next() hands them out one by one; this reads no
+// packet, so offset() and time() are those of the block handed out.
 //
 // Errors (Next returns them; the decoder then needs a SyncForward()):
 //   ENOTCONN  not synchronized (no SyncForward/SyncSet succeeded)
@@ -218,7 +222,17 @@ class FlowDecoder {
   Result<uint64_t> SyncSet(uint64_t offset);
 
   // The next block or event. 0, or an errno (see the top of the file).
-  int Next(FlowStep* step);
+  // (Inline: most blocks come from those walked ahead, see ahead_.)
+  int Next(FlowStep* step) {
+    if (ahead_head_ != ahead_end_) [[likely]] {
+      step->kind = FlowStep::kBlock;
+      step->block = ahead_[ahead_head_];
+      step->block.lengths = cache_->lengths_data() + ahead_lengths_[ahead_head_];
+      ++ahead_head_;
+      return 0;
+    }
+    return NextFill(step);
+  }
 
   // The packet offset the decoder has read up to.
   uint64_t offset() const { return packets_.offset(); }
@@ -230,7 +244,8 @@ class FlowDecoder {
   const std::string& error_message() const { return error_message_; }
 
   bool enabled() const { return enabled_; }
-  uint64_t ip() const { return ip_; }
+  // The IP of the next instruction (of the next block to hand out).
+  uint64_t ip() const { return ahead_head_ != ahead_end_ ? ahead_[ahead_head_].ip : ip_; }
   ExecMode mode() const { return mode_; }
   const FlowTime& time() const { return time_; }
   // Blocks decoded with libzydis so far (cache misses) and cache hits.
@@ -243,11 +258,14 @@ class FlowDecoder {
   void Unread(const Packet& p);
   int FetchControl();
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
+  int ReadAheadAfterSync();
   int NeedControl();
   int PeekAfterIp();
   int ReadAheadError(uint64_t start, int err);
   int CheckAhead();
   int Resolve(uint32_t block);
+  int NextFill(FlowStep* step);
+  void WalkAhead();
   int NextSlow(FlowStep* step);
   int CutAtError(FlowBlock* out, const Block& b, int err);
   void NoteEvent(bool bound, uint64_t ip);
@@ -256,6 +274,9 @@ class FlowDecoder {
   int TakeTip(uint64_t* target);
   bool UnboundControl() const;
   int BeyondControl(const Insn& x);
+  int ReadAheadEnd(uint64_t* at) const;
+  int ReadAheadEos(uint64_t* at) const;
+  int DisabledControl();
   int Fail(int err, std::string message);
   int FailPacket(int err);
   void Queue(FlowEvent e);
@@ -305,7 +326,7 @@ class FlowDecoder {
   // The events libipt's instruction decoder has not taken yet (NoteEvent):
   // the first is bound to an IP the flow has not reached; each entry is an
   // IP, or kUnbound. bound_pending_: there is one; bound_wall_: and more
-  // behind it. mwait_held_: an MWAIT waits for its EXSTOP.
+  // behind it. mwait_held_: an MWAIT waits for a FUP (its EXSTOP's).
   static constexpr uint64_t kUnbound = ~uint64_t{0};
   std::vector<uint64_t> bound_;
   bool bound_pending_ = false;
@@ -314,6 +335,7 @@ class FlowDecoder {
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool have_unread_ = false;
+  uint32_t psb_events_ = 0;  // events of the last PSB+ at its PSBEND (ReadPsbPlus)
   Packet unread_;
 
   std::vector<FlowEvent> events_;
@@ -322,6 +344,15 @@ class FlowDecoder {
   int sticky_error_ = 0;  // a packet error met while reading ahead: reported when a packet is needed
   bool last_direct_ = false;  // the last block ended with a direct jump or call
   uint32_t steps_without_packet_ = 0;
+
+  // Blocks walked ahead on cached TNT bits (WalkAhead): what Next() would
+  // return one by one, with the state after the last already applied;
+  // handed out from ahead_head_ to ahead_end_. Their `lengths` are offsets
+  // in the cache (ahead_lengths_), resolved when handed out.
+  static constexpr uint32_t kAheadSize = 32;
+  uint32_t ahead_head_ = 0, ahead_end_ = 0;
+  FlowBlock ahead_[kAheadSize];
+  uint32_t ahead_lengths_[kAheadSize];
 
   FlowTime time_;
   uint64_t tsc_base_ = 0;

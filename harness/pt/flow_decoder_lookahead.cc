@@ -167,26 +167,62 @@ bool FlowDecoder::UnboundControl() const {
   return IsAsync(ctl_) || (ctl_ == Ctl::kTipPgd && ctl_suppressed_);
 }
 
+namespace {
+// The packets libipt's query decoder decodes as status updates while it
+// reads ahead (pt_qry_read_ahead): PAD and timing. It stops, without
+// decoding, at any other packet.
+bool IsReadAheadStatus(PacketType t) {
+  return t == PacketType::kPad || t == PacketType::kCyc || t == PacketType::kMtc || t == PacketType::kTsc ||
+         t == PacketType::kTma;
+}
+// Whether the bytes at `at` open such a packet (by its opcode alone).
+bool OpensReadAheadStatus(std::span<const uint8_t> trace, uint64_t at) {
+  if (at >= trace.size()) return false;
+  const uint8_t b0 = trace[at];
+  if (b0 == 0x00 || b0 == 0x19 || b0 == 0x59 || (b0 & 3) == 3) return true;  // PAD, TSC, MTC, CYC
+  return b0 == 0x02 && at + 1 < trace.size() && trace[at + 1] == 0x73;       // TMA
+}
+}  // namespace
+
+// Where libipt's read-ahead from the decoder's position ends: 0 at a packet
+// it stops at (TNT, TIP, an event packet, ...), ENODATA at the end of the
+// trace, EMSGSIZE at a packet cut off by the end (*at: its offset; libipt
+// reads -pte_eos there unless it stops at that packet: ReadAheadStopsAt),
+// else the error of an unknown opcode or a bad status packet on the way
+// (*at), which libipt's read-ahead returns.
+int FlowDecoder::ReadAheadEnd(uint64_t* at) const {
+  if (have_unread_ && !IsReadAheadStatus(unread_.type)) return 0;
+  PacketDecoder ahead = packets_;
+  for (;;) {
+    Packet q;
+    const int err = ahead.Next(q);
+    if (err == ENODATA) return ENODATA;
+    if (err != 0) {
+      *at = ahead.offset();
+      return err == EMSGSIZE || err == EILSEQ || OpensReadAheadStatus(packets_.trace(), *at) ? err : 0;
+    }
+    if (!IsReadAheadStatus(q.type)) return 0;
+  }
+}
+
+// ReadAheadEnd() as libipt's status flags see it after an event or a PSB+
+// (pt_qry_will_eos): ENODATA if the read-ahead reached the end of the trace
+// (pts_eos), the packet error it met (*at), else 0.
+int FlowDecoder::ReadAheadEos(uint64_t* at) const {
+  const int end = ReadAheadEnd(at);
+  if (end == EMSGSIZE) return ReadAheadStopsAt(packets_.trace(), *at) ? 0 : ENODATA;
+  return end;
+}
+
 // A branch whose packet would come after the held, unbound control packet:
 // the end of the trace if only PAD and timing packets follow (libipt:
 // -pte_eos), else the trace does not fit (-pte_bad_query).
 __attribute__((noinline, cold)) int FlowDecoder::BeyondControl(const Insn& x) {
-  PacketDecoder ahead = packets_;
-  if (!have_unread_) {
-    for (;;) {
-      Packet q;
-      const int err = ahead.Next(q);
-      if (err == ENODATA || err == EMSGSIZE)
-        return Fail(ENODATA, fmt::format("{} at {:#x}: the trace ends after the {} at {:#x}",
-                                         BranchClassName(x.branch), x.ip, IsAsync(ctl_) ? "FUP" : "TIP.PGD",
-                                         ctl_offset_));
-      if (err != 0) break;
-      if (q.type == PacketType::kPad || q.type == PacketType::kCyc || q.type == PacketType::kMtc ||
-          q.type == PacketType::kTsc || q.type == PacketType::kTma)
-        continue;
-      break;
-    }
-  }
+  uint64_t at = 0;
+  const int end = have_unread_ ? 0 : ReadAheadEnd(&at);
+  if (end == ENODATA || end == EMSGSIZE)
+    return Fail(ENODATA, fmt::format("{} at {:#x}: the trace ends after the {} at {:#x}", BranchClassName(x.branch),
+                                     x.ip, IsAsync(ctl_) ? "FUP" : "TIP.PGD", ctl_offset_));
   return Fail(EBADMSG, IsAsync(ctl_)
                            ? fmt::format("{} at {:#x}: the FUP at {:#x} (IP {:#x}) is never reached",
                                          BranchClassName(x.branch), x.ip, ctl_offset_, ctl_from_)

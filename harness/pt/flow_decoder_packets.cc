@@ -117,6 +117,14 @@ int FlowDecoder::FetchControl() {
         return 0;
       case PacketType::kFup: {
         if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad FUP");
+        if (mwait_held_) [[unlikely]] {
+          // The FUP an MWAIT waits for (its EXSTOP lost): it gives the
+          // MWAIT's IP, if any, and is no asynchronous event (libipt
+          // pt_qry_decode_fup: events bound to FUP take it first).
+          mwait_held_ = false;
+          NoteEvent(p.ipbytes() != 0, last_ip_.raw());
+          break;
+        }
         if (p.ipbytes() == 0) {
           // The error is at the FUP, as libipt's (-pte_ip_suppressed):
           // inside the read-ahead window after a TIP, it fails the branch
@@ -208,10 +216,13 @@ int FlowDecoder::FetchControl() {
             Unread(q);
           }
         }
-        // libipt holds an MWAIT until the EXSTOP after it; with an IP both
-        // bind to the EXSTOP's FUP.
-        if (e.type == FlowEvent::Type::kExStop && mwait_held_) NoteEvent(!e.ip_suppressed, e.ip);
-        mwait_held_ = false;
+        // libipt holds an MWAIT until the next FUP (it binds to FUP, as an
+        // EXSTOP, PTW or MODE.TSX with an IP does): the FUP of this packet,
+        // if it has one, gives both their IP, the MWAIT's first.
+        if (mwait_held_ && !e.ip_suppressed) {
+          NoteEvent(true, e.ip);
+          mwait_held_ = false;
+        }
         NoteEvent(!e.ip_suppressed, e.ip);
         Queue(e);
         break;
@@ -261,7 +272,7 @@ int FlowDecoder::FetchControl() {
         Queue(FlowEvent{.type = FlowEvent::Type::kStop, .ip_suppressed = true, .offset = p.offset});
         break;
       case PacketType::kMwait:
-        mwait_held_ = true;  // bound as the EXSTOP after it (above)
+        mwait_held_ = true;  // bound to the next FUP (above)
         Queue(FlowEvent{.type = FlowEvent::Type::kMwait, .ip_suppressed = true, .payload = p.payload,
                         .offset = p.offset});
         break;

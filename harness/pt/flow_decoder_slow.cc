@@ -63,7 +63,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           break;  // below
         default:  // TIP, TIP.PGD, an asynchronous FUP: nothing to apply them to
           synced_ = false;
-          return Fail(EBADMSG, fmt::format("IP packet at {:#x} while tracing is disabled", ctl_offset_));
+          return DisabledControl();
       }
     } else if (tnt_count_ == 0 && ctl_ == Ctl::kNone && sticky_error_ == 0) {
       // At the end of the trace, or before a bad packet, walk on to the
@@ -183,7 +183,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     out.truncated = false;
     StoreLast(out.last, *b);
     last_direct_ = last_branch == BranchClass::kDirectJump || last_branch == BranchClass::kDirectCall;
-    if (((b->bits >> 27) & 0x3) != 0) [[unlikely]] {
+    if (b->has_error()) [[unlikely]] {
       // The block stops before an instruction that cannot be decoded: the
       // error comes after the block.
       ip_ = b->end();
@@ -341,6 +341,32 @@ int FlowDecoder::Resolve(uint32_t block) {
       return 0;
   }
   return 0;
+}
+
+// A TIP, TIP.PGD or asynchronous FUP while tracing is disabled: the trace
+// does not fit (SDM §33.2.5: TIP.PGD and FUP+TIP come only while PacketEn
+// is 1). libipt's query decoder takes a TIP.PGD or FUP as an event, which
+// its instruction decoder cannot bind while disabled (pt_insn_check_ip_event);
+// pt_insn_next then answers from the status of the read-ahead after that
+// event: -pte_eos if it reached the end of the trace (only PAD and timing
+// follow), the read-ahead's packet error if it met one, else -pte_no_enable.
+// A TIP is no event: the read-ahead stops at it, -pte_no_enable.
+int FlowDecoder::DisabledControl() {
+  const std::string what =
+      fmt::format("{} at {:#x} while tracing is disabled",
+                  ctl_ == Ctl::kTip ? "TIP" : ctl_ == Ctl::kTipPgd ? "TIP.PGD" : "FUP", ctl_offset_);
+  if (ctl_ != Ctl::kTip) {
+    uint64_t at = 0;
+    const int end = ReadAheadEos(&at);
+    if (end == ENODATA) return Fail(ENODATA, what + ", then the end of the trace");
+    if (end != 0) {
+      const int err = Fail(end, fmt::format("{} at offset {:#x} (after the {})", PacketDecoder::ErrorDescription(end),
+                                            at, what));
+      error_offset_ = at;
+      return err;
+    }
+  }
+  return Fail(EBADMSG, what);
 }
 
 // The branch just executed takes its target from the held TIP, or is where

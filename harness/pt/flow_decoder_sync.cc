@@ -31,6 +31,7 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
     if (const int err = ReadPacket(&p)) return err;
     switch (p.type) {
       case PacketType::kPsbEnd:
+        psb_events_ = static_cast<uint32_t>(nevents);
         if (at_sync) {
           enabled_ = have_fup;
           ip_ = fup_ip;
@@ -58,6 +59,13 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         Queue(StatusEvent(p));
         break;
       case PacketType::kCbr:
+        if (p.cbr() == 0) {
+          // No core:bus ratio: libipt's time update rejects the packet
+          // (-pte_bad_packet), failing the PSB+ (its offset).
+          const int err = Fail(EBADMSG, fmt::format("CBR 0 in the PSB+ at {:#x}", psb_offset));
+          error_offset_ = psb_offset;
+          return err;
+        }
         Timing(p);
         event(false);
         Queue(StatusEvent(p));
@@ -98,6 +106,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   sticky_error_ = 0;
   steps_without_packet_ = 0;
   hint_ = link_block_ = 0;
+  ahead_head_ = ahead_end_ = 0;
   if (!psb.ok()) return psb;
   Packet p;
   if (packets_.Next(p) != 0 || p.type != PacketType::kPsb) {
@@ -107,8 +116,35 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
     return Result<uint64_t>::Failure(err, fmt::format("pt::FlowDecoder::Sync: PSB+ at {:#x}: {}", *psb,
                                                        error_message_));
   }
+  if (const int err = ReadAheadAfterSync()) {
+    return Result<uint64_t>::Failure(err, fmt::format("pt::FlowDecoder::Sync: PSB+ at {:#x}: {}", *psb,
+                                                       error_message_));
+  }
   synced_ = true;
   return psb;
+}
+
+// libipt starts decoding at a PSB+ by reading ahead to the first packet a
+// query needs (pt_qry_start), through PAD and timing packets; events for the
+// PSBEND (MODE.Exec, MODE.TSX, PIP, VMCS, CBR, MNT) stop it there, and it
+// goes on as pt_insn_sync_forward() fetches them one by one (all before the
+// first instruction: at sync they bind to the FUP's IP or to none).
+//   - The end of the trace: with no PSB+ event the synchronization fails
+//     (-pte_eos: nothing to decode); with events it ends the flow later.
+//   - An unknown opcode or a bad timing packet: with at most one PSB+ event
+//     the synchronization fails with it (the next SyncForward() goes on past
+//     it); with more, the fetch of the last one fails: the error comes after
+//     the PSB+'s events, before any instruction.
+int FlowDecoder::ReadAheadAfterSync() {
+  uint64_t at = 0;
+  const int end = ReadAheadEos(&at);
+  if (end == 0 || (end == ENODATA && psb_events_ != 0)) return 0;
+  if (end == ENODATA) return Fail(ENODATA, "only PAD and timing packets follow the PSB+");
+  const int err = Fail(end, fmt::format("{} at offset {:#x} after the PSB+", PacketDecoder::ErrorDescription(end), at));
+  error_offset_ = at;
+  if (psb_events_ <= 1) return err;
+  deferred_error_ = err;
+  return 0;
 }
 
 Result<uint64_t> FlowDecoder::SyncForward() { return Start(packets_.SyncForward()); }

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <random>
@@ -277,6 +279,19 @@ void ExpectSameFlowAsLibipt(const std::vector<uint8_t>& trace, const Image& imag
   EXPECT_TRUE(found) << "libipt reported no error";
 }
 
+// kCondRet with a jz whose TNT bit comes after an event bound to an IP: if
+// the flow reaches that IP (`reached`), the jz takes its bit (taken: to the
+// ret, which has no packet and ends the flow, -pte_eos); if not, libipt
+// holds the event and the jz's query meets the one behind it
+// (-pte_bad_query), and the jz is not reported.
+void ExpectHeldEventFlow(const std::vector<uint8_t>& trace, const Image& image, bool reached) {
+  ExpectSameFlowAsLibipt(trace, image, reached ? -pte_eos : -pte_bad_query);
+  Walk w = Decode(trace, image);
+  EXPECT_EQ(w.err, reached ? ENODATA : EBADMSG);
+  const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase + 1} : std::vector<uint64_t>{kBase};
+  EXPECT_EQ(w.ips, want);
+}
+
 // A TIP.PGD without an IP binds to far transfers only (libipt
 // pt_insn_at_disabled_event, no address filter): the conditional branch
 // before it reads the packet after it — a TIP.PGE (-pte_bad_query), or the
@@ -430,11 +445,7 @@ TEST(FlowDecoder, EventBoundToAnUnreachedIpBlocksTheNextQuery) {
       (void)enc.NextIp(PacketType::kFup, 0x402010);
     }
     (void)enc.Next(make::Tnt8(1, 1));
-    ExpectSameFlowAsLibipt(enc.bytes(), image, second ? -pte_bad_query : -pte_eos);
-    Walk w = Decode(enc.bytes(), image);
-    EXPECT_EQ(w.err, second ? EBADMSG : ENODATA);
-    const std::vector<uint64_t> want = second ? std::vector<uint64_t>{kBase} : std::vector<uint64_t>{kBase, kBase + 1};
-    EXPECT_EQ(w.ips, want);
+    ExpectHeldEventFlow(enc.bytes(), image, !second);
   }
 }
 
@@ -454,11 +465,7 @@ TEST(FlowDecoder, MwaitAndExstopShareTheirFup) {
     (void)enc.NextIp(PacketType::kFup, fup);
     (void)enc.Next(make::Tnt8(1, 1));
     const bool reached = fup == kBase + 1;
-    ExpectSameFlowAsLibipt(enc.bytes(), image, reached ? -pte_eos : -pte_bad_query);
-    Walk w = Decode(enc.bytes(), image);
-    EXPECT_EQ(w.err, reached ? ENODATA : EBADMSG);
-    const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase + 1} : std::vector<uint64_t>{kBase};
-    EXPECT_EQ(w.ips, want);
+    ExpectHeldEventFlow(enc.bytes(), image, reached);
   }
 }
 
@@ -500,11 +507,7 @@ TEST(FlowDecoder, MidFlowPsbPlusEventsWaitForTheFupIp) {
     (void)enc.Next(make::PsbEnd());
     (void)enc.Next(make::Tnt8(1, 1));
     const bool reached = fup == kBase;
-    ExpectSameFlowAsLibipt(enc.bytes(), image, reached ? -pte_eos : -pte_bad_query);
-    Walk w = Decode(enc.bytes(), image);
-    EXPECT_EQ(w.err, reached ? ENODATA : EBADMSG);
-    const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase + 1} : std::vector<uint64_t>{kBase};
-    EXPECT_EQ(w.ips, want);
+    ExpectHeldEventFlow(enc.bytes(), image, reached);
   }
 }
 
@@ -524,6 +527,151 @@ TEST(FlowDecoder, FupWithoutIpAfterATipFailsTheBranch) {
   Walk w = Decode(enc.bytes(), image);
   EXPECT_EQ(w.err, EBADMSG);
   EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+}
+
+// A TIP.PGD or FUP+TIP while tracing is disabled (after a PSB+ without a
+// FUP): an event libipt's instruction decoder cannot bind, and pt_insn_next
+// answers from the read-ahead after it — the end of the trace when only
+// timing packets follow (-pte_eos; a corpus divergence, issue 7), the packet
+// error it met (-pte_bad_opc), or -pte_no_enable when another packet (here a
+// TIP.PGE) follows.
+TEST(FlowDecoder, IpEventWhileDisabledEndsAsLibiptsReadAheadDoes) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  struct Case {
+    const char* name;
+    bool fup;          // FUP+TIP rather than TIP.PGD
+    int after;         // 0: timing to the end, 1: an unknown opcode, 2: a TIP.PGE
+    int libipt, ours;  // the first error
+  };
+  for (const Case& c : {Case{"TIP.PGD, timing, end", false, 0, -pte_eos, ENODATA},
+                        Case{"TIP.PGD, timing, unknown opcode", false, 1, -pte_bad_opc, EILSEQ},
+                        Case{"TIP.PGD, TIP.PGE", false, 2, -pte_no_enable, EBADMSG},
+                        Case{"FUP+TIP, timing, end", true, 0, -pte_eos, ENODATA},
+                        Case{"FUP+TIP, TIP.PGE", true, 2, -pte_no_enable, EBADMSG}}) {
+    SCOPED_TRACE(c.name);
+    PacketEncoder enc;
+    PsbPlus(enc, std::nullopt);
+    (void)enc.Next(make::Cyc(0xb));
+    if (c.fup) {
+      (void)enc.NextIp(PacketType::kFup, kBase + 1);
+      (void)enc.NextIp(PacketType::kTip, kBase);
+    } else {
+      (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+    }
+    (void)enc.Next(make::Cyc(0x23));
+    (void)enc.Next(make::Mtc(2));
+    if (c.after == 2) (void)enc.NextIp(PacketType::kTipPge, kBase);
+    std::vector<uint8_t> trace = enc.Release();
+    if (c.after == 1) trace.push_back(0xc9);  // not an opcode
+    ExpectSameFlowAsLibipt(trace, image, c.libipt);
+    Walk w = Decode(trace, image);
+    EXPECT_EQ(w.err, c.ours);
+    EXPECT_TRUE(w.ips.empty());
+  }
+}
+
+// After a PSB+ libipt reads ahead through PAD and timing packets, and its
+// events for the PSBEND (MODE.Exec, MODE.TSX, PIP, VMCS, CBR, MNT) are
+// fetched one by one before the first instruction, each fetch reading on.
+// What the read-ahead meets:
+//   - the end of the trace: with no PSB+ event libipt's synchronization
+//     fails (-pte_eos: no sync point at all; a corpus divergence, issue 7);
+//     with one, the flow runs to the branch that needs a packet;
+//   - an unknown opcode (-pte_bad_opc): with at most one PSB+ event the
+//     synchronization fails; with two, it succeeds and the error comes
+//     before the first instruction.
+TEST(FlowDecoder, PsbPlusReadAheadAsLibipt) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (bool bad_opcode : {false, true}) {
+    for (int events : {0, 1, 2}) {
+      SCOPED_TRACE(fmt::format("{} PSB+ event(s), then PAD and timing and {}", events,
+                               bad_opcode ? "an unknown opcode" : "the end"));
+      PacketEncoder enc;
+      (void)enc.Next(make::Psb());
+      (void)enc.Next(make::Tsc(0x10000000));
+      (void)enc.Next(make::Tma(0, 0x123));
+      if (events >= 2) (void)enc.Next(make::Cbr(0x20));
+      if (events >= 1) (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+      (void)enc.NextIp(PacketType::kFup, kBase);
+      (void)enc.Next(make::PsbEnd());
+      (void)enc.Next(make::Pad());
+      (void)enc.Next(make::Mtc(1));
+      std::vector<uint8_t> trace = enc.Release();
+      if (bad_opcode) trace.push_back(0xc9);  // not an opcode
+      testing::FlowLog ours = testing::OurInsnFlow(trace, image);
+      testing::FlowLog ref = testing::LibiptInsnFlow(trace, image);
+      EXPECT_EQ(testing::DiffFlow(ours, ref), "");
+      // libipt's log: whether it synchronized, and its first error.
+      const bool libipt_synced = !ref.entries.empty() && ref.entries[0].kind == testing::FlowEntry::kSync;
+      EXPECT_EQ(libipt_synced, bad_opcode ? events >= 2 : events >= 1);
+      if (!bad_opcode && events == 0) EXPECT_TRUE(ref.entries.empty()) << "libipt: -pte_eos at the sync";
+      if (bad_opcode) {
+        ASSERT_FALSE(ref.entries.empty());
+        EXPECT_EQ(ref.entries[libipt_synced ? 1 : 0].kind, testing::FlowEntry::kError);
+        EXPECT_EQ(ref.entries[libipt_synced ? 1 : 0].code, -pte_bad_opc);
+      }
+      FlowDecoder dec(trace, &image);
+      Result<uint64_t> s = dec.SyncForward();
+      EXPECT_EQ(s.ok(), libipt_synced) << s.ToString();
+      if (!s.ok()) {
+        EXPECT_EQ(s.error(), bad_opcode ? EILSEQ : ENODATA) << s.ToString();
+        continue;
+      }
+      Walk w = Decode(trace, image);
+      EXPECT_EQ(w.err, bad_opcode ? EILSEQ : ENODATA);
+      EXPECT_EQ(w.ips, bad_opcode ? std::vector<uint64_t>{} : std::vector<uint64_t>{kBase});
+    }
+  }
+}
+
+// An MWAIT waits for the next FUP even without its EXSTOP (libipt queues it
+// for a FUP, pt_qry_decode_mwait): a later FUP gives its IP and is no
+// asynchronous event. Unreached, the MWAIT holds the PWRX behind it, and
+// the return's query meets that event (-pte_bad_query); at the current IP
+// both go and the jz takes its bit (the return then ends the flow, -pte_eos). A corpus
+// divergence (a corrupted EXSTOP), issue 7.
+TEST(FlowDecoder, MwaitBindsToTheNextFupWithoutItsExstop) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (uint64_t fup : {uint64_t{0x402000}, kBase + 1}) {
+    const bool reached = fup == kBase + 1;
+    SCOPED_TRACE(reached ? "the FUP at the jz" : "an unreached FUP");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Mwait(0x20, 1));
+    (void)enc.Next(make::Pwre(2, 0, false));
+    (void)enc.NextIp(PacketType::kFup, fup);
+    (void)enc.Next(make::Pwrx(2, 2, 1));
+    (void)enc.Next(make::Tnt8(1, 1));
+    ExpectHeldEventFlow(enc.bytes(), image, reached);
+  }
+}
+
+// A CBR of 0 (no core:bus ratio) in a PSB+: libipt's time update rejects it
+// (-pte_bad_packet) and the synchronization at that PSB fails; decoding
+// goes on at the next PSB. A corpus divergence, issue 7.
+TEST(FlowDecoder, CbrZeroInThePsbPlusFailsTheSync) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  (void)enc.Next(make::Psb());
+  (void)enc.Next(make::Cbr(0));
+  (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+  (void)enc.NextIp(PacketType::kFup, kBase);
+  (void)enc.Next(make::PsbEnd());
+  (void)enc.Next(make::Tnt8(1, 1));
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt8(0, 1));
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_bad_packet);
+  FlowDecoder dec(enc.bytes(), &image);
+  Result<uint64_t> s = dec.SyncForward();
+  EXPECT_EQ(s.error(), EBADMSG) << s.ToString();
+  EXPECT_EQ(dec.error_offset(), 0u);
+  s = dec.SyncForward();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GT(*s, 0u);
 }
 
 // libipt's instruction decoder, instruction by instruction, on the same traces
