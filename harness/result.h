@@ -59,11 +59,7 @@ class CallDescription {
       // straight into args_, with no temporary read back as a whole.
       ::new (static_cast<void*>(d.args_)) Args(args);
       d.args_size_ = sizeof(Args);
-      d.format_ = [](const CallDescription& c) -> std::string {
-        Args a;
-        std::memcpy(&a, c.args_, sizeof a);
-        return Format(a);
-      };
+      d.format_ = &FormatInline<Format, Args>;
     } else {
       d.big_args_ = ::operator new(sizeof(Args));
       d.args_size_ = sizeof(Args);
@@ -74,6 +70,19 @@ class CallDescription {
         return Format(a);
       };
     }
+    return d;
+  }
+
+  // The same for Args kept inline, written in place by `fill(Args&)`: no
+  // temporary to copy, for large arguments on a hot path (perf_event_open's).
+  template <auto Format, typename Args, typename Fill>
+  static CallDescription DeferredFill(Fill&& fill) {
+    static_assert(std::is_trivially_copyable_v<Args> && sizeof(Args) <= kInlineArgs &&
+                  alignof(Args) <= alignof(uint64_t));
+    CallDescription d;
+    fill(*::new (static_cast<void*>(d.args_)) Args);
+    d.args_size_ = sizeof(Args);
+    d.format_ = &FormatInline<Format, Args>;
     return d;
   }
 
@@ -109,6 +118,12 @@ class CallDescription {
   static constexpr size_t kInlineArgs = 160;
   static constexpr size_t kSmallArgs = 32;
 
+  template <auto Format, typename Args>
+  static std::string FormatInline(const CallDescription& c) {
+    Args a;
+    std::memcpy(&a, c.args_, sizeof a);
+    return Format(a);
+  }
   // The text is on the heap, made only once there is one: a deferred
   // description is moved and destroyed without touching a std::string.
   void SetText(std::string t) const { text_ = new std::string(std::move(t)); }
@@ -182,6 +197,11 @@ class [[nodiscard]] Result {
     requires std::is_invocable_r_v<CallDescription, MakeCall&>
   static Result OkWith(U&& value, MakeCall&& make_call) {
     return Result(InPlaceCall{}, std::forward<U>(value), make_call);
+  }
+  template <typename MakeCall>
+    requires std::is_void_v<T> && std::is_invocable_r_v<CallDescription, MakeCall&>
+  static Result OkWith(MakeCall&& make_call) {
+    return Result(InPlaceCall{}, internal::Monostate{}, make_call);
   }
 
   // Failure with a positive errno value (EINVAL, not -EINVAL).
