@@ -170,7 +170,7 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   // Result is built in place, bench/mock_bench.cc): nothing below writes to
   // *uattr but CopyAttr() on E2BIG, so a later description reads what an
   // early one would have.
-  auto call = [&] { return OpenCall(uattr, pid, cpu, group_fd, flags); };
+  auto call = [=] { return OpenCall(uattr, pid, cpu, group_fd, flags); };
   std::string why;
   if (int err = CheckOpenFlags(flags, &why)) return Fail<int>(err, call(), why);
   if (uattr == nullptr) return Fail<int>(EFAULT, call(), "attr is NULL (perf_copy_attr(): get_user() faults)");
