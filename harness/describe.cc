@@ -89,18 +89,18 @@ std::string FormatClose(const int& fd) { return DescribeClose(fd); }
 std::string FormatFcntl(const FcntlArgs& a) { return DescribeFcntl(a.fd, a.cmd, a.arg); }
 
 CallDescription OpenCall(const perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
-  return CallDescription::DeferredFill<FormatOpen, OpenArgs>([&](OpenArgs& a) {
-    a.has_attr = attr != nullptr;
-    if (a.has_attr) {
-      std::memcpy(&a.attr, attr, sizeof a.attr);
-    } else {
-      std::memset(&a.attr, 0, sizeof a.attr);
-    }
-    a.pid = pid;
-    a.cpu = cpu;
-    a.group_fd = group_fd;
-    a.flags = flags;
-  });
+  OpenArgs a;
+  a.has_attr = attr != nullptr;
+  if (a.has_attr) {
+    std::memcpy(&a.attr, attr, sizeof a.attr);
+  } else {
+    std::memset(&a.attr, 0, sizeof a.attr);
+  }
+  a.pid = pid;
+  a.cpu = cpu;
+  a.group_fd = group_fd;
+  a.flags = flags;
+  return CallDescription::Deferred<FormatOpen>(a);
 }
 
 }  // namespace perftest::internal

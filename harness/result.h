@@ -59,7 +59,11 @@ class CallDescription {
       // straight into args_, with no temporary read back as a whole.
       ::new (static_cast<void*>(d.args_)) Args(args);
       d.args_size_ = sizeof(Args);
-      d.format_ = &FormatInline<Format, Args>;
+      d.format_ = [](const CallDescription& c) -> std::string {
+        Args a;
+        std::memcpy(&a, c.args_, sizeof a);
+        return Format(a);
+      };
     } else {
       d.big_args_ = ::operator new(sizeof(Args));
       d.args_size_ = sizeof(Args);
@@ -70,19 +74,6 @@ class CallDescription {
         return Format(a);
       };
     }
-    return d;
-  }
-
-  // The same for Args kept inline, written in place by `fill(Args&)`: no
-  // temporary to copy, for large arguments on a hot path (perf_event_open's).
-  template <auto Format, typename Args, typename Fill>
-  static CallDescription DeferredFill(Fill&& fill) {
-    static_assert(std::is_trivially_copyable_v<Args> && sizeof(Args) <= kInlineArgs &&
-                  alignof(Args) <= alignof(uint64_t));
-    CallDescription d;
-    fill(*::new (static_cast<void*>(d.args_)) Args);
-    d.args_size_ = sizeof(Args);
-    d.format_ = &FormatInline<Format, Args>;
     return d;
   }
 
@@ -118,12 +109,6 @@ class CallDescription {
   static constexpr size_t kInlineArgs = 160;
   static constexpr size_t kSmallArgs = 32;
 
-  template <auto Format, typename Args>
-  static std::string FormatInline(const CallDescription& c) {
-    Args a;
-    std::memcpy(&a, c.args_, sizeof a);
-    return Format(a);
-  }
   // The text is on the heap, made only once there is one: a deferred
   // description is moved and destroyed without touching a std::string.
   void SetText(std::string t) const { text_ = new std::string(std::move(t)); }
