@@ -183,6 +183,11 @@ class [[nodiscard]] Result {
   static Result OkWith(U&& value, MakeCall&& make_call) {
     return Result(InPlaceCall{}, std::forward<U>(value), make_call);
   }
+  template <typename MakeCall>
+    requires std::is_void_v<T> && std::is_invocable_r_v<CallDescription, MakeCall&>
+  static Result OkWith(MakeCall&& make_call) {
+    return Result(InPlaceCall{}, internal::Monostate{}, make_call);
+  }
 
   // Failure with a positive errno value (EINVAL, not -EINVAL).
   static Result Failure(int err, const CallDescription& call = {}) {

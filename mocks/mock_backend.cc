@@ -171,26 +171,36 @@ int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
 //  - tracepoint ids the profile does not list get EINVAL (the host may know them);
 //  - uprobe events open with the kernel's errno (mocks/uprobe_pmu.h) but never count.
 Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
-  CallDescription call = OpenCall(uattr, pid, cpu, group_fd, flags);
+  // The call as made, described only once the outcome is known (the success
+  // Result is built in place, bench/mock_bench.cc): nothing below writes to
+  // *uattr but CopyAttr() on E2BIG, so a later description reads what an
+  // early one would have.
+  auto call = [=] { return OpenCall(uattr, pid, cpu, group_fd, flags); };
   std::string why;
-  if (int err = CheckOpenFlags(flags, &why)) return Fail<int>(err, call, why);
-  if (uattr == nullptr) return Fail<int>(EFAULT, call, "attr is NULL (perf_copy_attr(): get_user() faults)");
+  if (int err = CheckOpenFlags(flags, &why)) return Fail<int>(err, call(), why);
+  if (uattr == nullptr) return Fail<int>(EFAULT, call(), "attr is NULL (perf_copy_attr(): get_user() faults)");
   const AttrLimits limits = Limits();
   perf_event_attr attr;
-  if (int err = CopyAttr(uattr, limits, &attr, &why)) return Fail<int>(err, call, why);
-  if (int err = CheckOpenAttr(attr, flags, pid, cpu, limits, &why)) return Fail<int>(err, call, why);
+  const uint32_t passed_size = uattr->size;
+  if (int err = CopyAttr(uattr, limits, &attr, &why)) {
+    // E2BIG wrote the kernel's size back into *uattr: describe the size passed.
+    perf_event_attr as_passed = *uattr;
+    as_passed.size = passed_size;
+    return Fail<int>(err, OpenCall(&as_passed, pid, cpu, group_fd, flags), why);
+  }
+  if (int err = CheckOpenAttr(attr, flags, pid, cpu, limits, &why)) return Fail<int>(err, call(), why);
 
   // get_unused_fd_flags(): the fd is taken first and given back on failure.
   const bool cloexec = (flags & PERF_FLAG_FD_CLOEXEC) != 0;
   int fd = -1;
-  if (int err = NewEventFd(cloexec, &fd)) return Fail<int>(err, call, "no fd for the event");
+  if (int err = NewEventFd(cloexec, &fd)) return Fail<int>(err, call(), "no fd for the event");
   if (creds_.nofile != 0 && static_cast<uint64_t>(fd) >= creds_.nofile) {  // get_unused_fd_flags()
     ReleaseEventFd(fd, /*memfd_backed=*/false, cloexec);
-    return Fail<int>(EMFILE, call, fmt::format("fd {} would pass RLIMIT_NOFILE {}", fd, creds_.nofile));
+    return Fail<int>(EMFILE, call(), fmt::format("fd {} would pass RLIMIT_NOFILE {}", fd, creds_.nofile));
   }
   auto fail = [&](int err, std::string text) {
     ReleaseEventFd(fd, /*memfd_backed=*/false, cloexec);
-    return Fail<int>(err, call, text);
+    return Fail<int>(err, call(), text);
   };
 
   MockEvent* group_leader = nullptr;
@@ -398,7 +408,7 @@ Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cp
   fds_.Insert(fd, e);
   // perf_event_alloc(): state OFF if disabled (enable_on_exec waits for an exec that never comes).
   if (!attr.disabled) EnableEvent(*e);
-  return Result<int>::Ok(fd, std::move(call));
+  return Result<int>::OkWith(fd, call);
 }
 
 // The hot path (read(2) of a counting event, bench/mock_bench.cc): an event
@@ -812,7 +822,7 @@ Result<void> MockBackend::Munmap(void* addr, size_t length) {
 // perf_release() -> perf_event_release_kernel(): group members become
 // singletons (perf_group_detach()).
 void MockBackend::DestroyEvent(MockEvent* ev) {
-  FreeChildren(ev);
+  if (!ev->children.empty()) FreeChildren(ev);
   if (ev->active) SchedOut(*ev);
   if (ev->is_leader()) {
     // perf_group_detach(): the siblings become singleton groups, but nothing
@@ -855,13 +865,13 @@ void MockBackend::RecycleEvent(std::unique_ptr<MockEvent> ev) {
 }
 
 Result<void> MockBackend::Close(int fd) {
-  CallDescription call = CloseCall(fd);
+  auto call = [fd] { return CloseCall(fd); };  // made in place in the Result
   MockEvent* ev = FindFd(fd);
   if (ev == nullptr) {
-    if (IsSpareFd(fd)) return Result<void>::Failure(EBADF, call);
-    if (::close(fd) != 0) return Result<void>::Failure(errno, call);
+    if (IsSpareFd(fd)) return Result<void>::Failure(EBADF, call());
+    if (::close(fd) != 0) return Result<void>::Failure(errno, call());
     epolls_.erase(fd);
-    return Result<void>::Ok({}, std::move(call));
+    return Result<void>::OkWith(call);
   }
   // The fd goes (reused as a spare when it has no memfd); a mapping keeps
   // the memfd, and the event with it.
@@ -871,7 +881,7 @@ Result<void> MockBackend::Close(int fd) {
   bool mapped = false;
   for (const auto& [a, m] : mappings_) mapped |= m.event == ev;
   if (!mapped) DestroyEvent(ev);
-  return Result<void>::Ok({}, std::move(call));
+  return Result<void>::OkWith(call);
 }
 
 // perf_event_task_enable()/disable(): every event the task created (its

@@ -139,6 +139,7 @@ TEST_F(MockBackendTest, AttrSizeE2bigWritesBackTheKernelSize) {
   EXPECT_THAT(r, FailsWithErrno(E2BIG));
   EXPECT_EQ(a.size, 136u) << "the profile's attr_size (Linux 6.18)";
   EXPECT_THAT(r.call(), HasSubstr("perf_event_open("));
+  EXPECT_THAT(r.call(), HasSubstr("size=32")) << "the call as made, not the size written back";
   a.size = 0;
   EXPECT_THAT(b().PerfEventOpen(&a, 0, -1, -1, 0), Succeeds()) << "0 means PERF_ATTR_SIZE_VER0";
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <iterator>
 
 #include "mocks/internal/mock_backend_impl.h"
 
@@ -37,16 +38,12 @@ constexpr size_t kMaxSpareFds = 64;
 }  // namespace
 
 int MockBackend::NewEventFd(bool cloexec, int* fd) {
-  // The lowest spare, unless it would pass the modelled RLIMIT_NOFILE.
-  size_t best = spare_fds_.size();
-  for (size_t i = 0; i < spare_fds_.size(); ++i) {
-    if (best == spare_fds_.size() || spare_fds_[i].first < spare_fds_[best].first) best = i;
-  }
-  if (best != spare_fds_.size() &&
-      (creds_.nofile == 0 || static_cast<uint64_t>(spare_fds_[best].first) < creds_.nofile)) {
-    const auto [spare, spare_cloexec] = spare_fds_[best];
+  // The lowest spare (the last: they are kept highest first), unless it
+  // would pass the modelled RLIMIT_NOFILE.
+  if (!spare_fds_.empty() &&
+      (creds_.nofile == 0 || static_cast<uint64_t>(spare_fds_.back().first) < creds_.nofile)) {
+    const auto [spare, spare_cloexec] = spare_fds_.back();
     if (spare_cloexec != cloexec && ::fcntl(spare, F_SETFD, cloexec ? FD_CLOEXEC : 0) != 0) return errno;
-    spare_fds_[best] = spare_fds_.back();
     spare_fds_.pop_back();
     *fd = spare;
     return 0;
@@ -73,7 +70,10 @@ int MockBackend::NewEventFd(bool cloexec, int* fd) {
 
 void MockBackend::ReleaseEventFd(int fd, bool memfd_backed, bool cloexec) {
   if (!memfd_backed && spare_fds_.size() < kMaxSpareFds) {
-    spare_fds_.emplace_back(fd, cloexec);
+    // Highest first: before the first lower one from the end.
+    auto pos = spare_fds_.end();
+    while (pos != spare_fds_.begin() && std::prev(pos)->first < fd) --pos;
+    spare_fds_.emplace(pos, fd, cloexec);
     return;
   }
   ::close(fd);

@@ -101,23 +101,21 @@ void MockBackend::Reschedule() {
   for (size_t i = 0; i < events_.size(); ++i) {
     MockEvent& e = *events_[i];
     if (e.active || !Schedulable(e)) continue;
-    if (!e.is_leader()) {
-      if (!e.leader->active) continue;
-      if (e.pmu == PmuId::kCore && !CountersFree({&e})) continue;
-      SchedIn(e);
-      continue;
-    }
-    if (e.pmu == PmuId::kCore) continue;  // ScheduleCoreGroups()
-    if (!e.siblings.empty()) {
-      std::vector<const MockEvent*> group;
-      for (const MockEvent* s : e.siblings) {
-        if (s->pmu == PmuId::kCore && !s->active && Schedulable(*s)) group.push_back(s);
-      }
-      if (!group.empty() && !CountersFree(group)) continue;
-    }
-    SchedIn(e);
+    // A lone leader off the core PMU (most events) always goes on.
+    const bool lone = e.is_leader() && e.siblings.empty() && e.pmu != PmuId::kCore;
+    if (lone || MayScheduleIn(e)) SchedIn(e);
   }
   if (profile_.has_hardware) ScheduleCoreGroups();  // no core PMU, no core groups
+}
+
+bool MockBackend::MayScheduleIn(const MockEvent& e) const {
+  if (!e.is_leader()) return e.leader->active && (e.pmu != PmuId::kCore || CountersFree({&e}));
+  if (e.pmu == PmuId::kCore) return false;  // ScheduleCoreGroups()
+  std::vector<const MockEvent*> group;
+  for (const MockEvent* s : e.siblings) {
+    if (s->pmu == PmuId::kCore && !s->active && Schedulable(*s)) group.push_back(s);
+  }
+  return group.empty() || CountersFree(group);
 }
 
 // The context an event is in (event->ctx): its task's, or CPU `cpu`'s.

@@ -246,6 +246,10 @@ class MockBackend final : public Backend {
   bool CountersFree(const std::vector<const MockEvent*>& joining) const;
   // Starts/stops events whose schedulability changed (event_sched_in()/out()).
   void Reschedule();
+  // Reschedule()'s test for an inactive, schedulable event other than a
+  // core-PMU leader: a member goes on with its leader (a core one where
+  // counters are free), a leader where its group's core members fit.
+  bool MayScheduleIn(const MockEvent& e) const;
   // ctx_sched_in() for the core PMU: pinned then flexible groups, CPU contexts
   // before the task's, in group_index order; merge_sched_in() rules.
   void ScheduleCoreGroups();
@@ -331,7 +335,7 @@ class MockBackend final : public Backend {
   std::vector<std::unique_ptr<MockEvent>> free_events_;  // fresh (default) events for NewEvent()
   FdTable fds_;
   int placeholder_fd_ = -1;  // the memfd that unbacked event fds are dups of (mock_fds.cc)
-  std::vector<std::pair<int, bool>> spare_fds_;  // {fd, FD_CLOEXEC}: dups of it, of closed events
+  std::vector<std::pair<int, bool>> spare_fds_;  // {fd, FD_CLOEXEC}: dups of it, of closed events, highest fd first
   AttrLimits limits_;  // Limits() but for `privileged`: from the profile, fixed at construction
   std::map<uintptr_t, Mapping> mappings_;
   std::map<const MockRingBuffer*, std::pair<uint64_t, uint64_t>> rb_charge_;  // locked_vm, pinned_vm charged
