@@ -73,7 +73,7 @@ void BM_PtPacketDecode(benchmark::State& state) {
     while (err == 0) {
       err = decoder.Decode(batch);
       for (size_t c = 0; c < batch.chunk_count(); ++c) {
-        for (const PacketRecord& r : batch.chunk(c)) sum += r.payload + static_cast<uint64_t>(r.type) + r.offset;
+        for (const PacketRecord& r : batch.chunk(c)) sum += batch.payload(r) + static_cast<uint64_t>(r.type) + r.offset;
       }
       packets += batch.size();
     }
