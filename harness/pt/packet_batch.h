@@ -1,5 +1,5 @@
 // Packets in bulk: PacketDecoder::Decode(PacketBatch&) fills a PacketBatch
-// with compact 8-byte PacketRecords, the packets Next() would return, in
+// with compact 16-byte PacketRecords, the packets Next() would return, in
 // order — the fast way through a long trace (packet_decoder.h "Speed").
 //
 //   pt::PacketDecoder decoder(trace);
@@ -7,19 +7,16 @@
 //   if (!decoder.SyncForward().ok()) return;
 //   for (int err = 0; err == 0;) {
 //     err = decoder.Decode(batch);                 // 0: more may follow
-//     batch.ForEach([&](const pt::PacketRecord& r) { Use(r.type, batch.offset(r), batch.payload(r)); });
+//     batch.ForEach([&](const pt::PacketRecord& r) { Use(r.type, batch.offset(r), r.payload); });
 //     // err != 0: as Next() — ENODATA at the end, else the error at decoder.offset()
 //   }
 //
-// A PacketRecord holds what a Packet holds but the payload (packet.h: type,
-// size, opcode, ext), with the offset as a 32-bit distance from the batch's
-// base(), the offset of its first packet. The payload stays in the trace:
-// payload(r) reads it from the packet's bytes (a load and a mask), so the
-// batch refers to the trace the decoder decoded, which must outlive its use.
-// ToPacket() gives back the full Packet. The records come in chunks (the
-// stretches the decoder decoded side by side, left where they were written):
-// ForEach() visits them all in order, as does a loop over chunks() and each
-// chunk's records.
+// A PacketRecord holds what a Packet holds (packet.h: type, size, opcode, ext,
+// payload), with the offset as a 32-bit distance from the batch's base(), the
+// offset of its first packet; ToPacket() gives back the full Packet. The
+// records come in chunks (the stretches the decoder decoded side by side,
+// left where they were written): ForEach() visits them all in order, as does
+// a loop over chunks() and each chunk's records.
 #pragma once
 
 #include <cstddef>
@@ -28,12 +25,12 @@
 #include <span>
 #include <vector>
 
-#include "harness/pt/internal/record_payload.h"
 #include "harness/pt/packet.h"
 
 namespace perftest::pt {
 
 struct PacketRecord {
+  uint64_t payload = 0;  // Packet::payload
   uint32_t offset = 0;   // bytes from PacketBatch::base()
   PacketType type = PacketType::kInvalid;
   uint8_t size = 0;      // bytes, opcode included (1..16)
@@ -42,18 +39,18 @@ struct PacketRecord {
 
   bool operator==(const PacketRecord&) const = default;
 };
-static_assert(sizeof(PacketRecord) == 8);
-// offset in the low half, then type, size, opcode, ext: the same 4-byte word
-// as in Packet (the decoder writes a record as one 8-byte word).
-static_assert(offsetof(PacketRecord, type) == 4 && offsetof(PacketRecord, size) == 5 &&
-              offsetof(PacketRecord, ext) == 7);
+static_assert(sizeof(PacketRecord) == 16);
+// The second 8 bytes: the offset, then type, size, opcode, ext — the same
+// 4-byte word as in Packet; the decoder writes them as one 8-byte word.
+static_assert(offsetof(PacketRecord, offset) == 8 && offsetof(PacketRecord, type) == 12 &&
+              offsetof(PacketRecord, ext) == 15);
 
 class PacketBatch {
  public:
   static constexpr size_t kDefaultCapacity = 64 * 1024;
   static constexpr size_t kMaxChunks = 64;
 
-  // Room for `capacity` records (at least 1; 8 bytes each). Decode() fills at most that
+  // Room for `capacity` records (at least 1). Decode() fills at most that
   // many; it takes the interleaved path only with 4 Ki or more (see Decode()).
   explicit PacketBatch(size_t capacity = kDefaultCapacity) : records_(capacity == 0 ? 1 : capacity) {}
 
@@ -69,12 +66,6 @@ class PacketBatch {
   // The trace offset of the first record (records' offsets count from it).
   uint64_t base() const { return base_; }
   uint64_t offset(const PacketRecord& r) const { return base_ + r.offset; }
-  // Packet::payload of a record, read from the packet's bytes in the trace.
-  uint64_t payload(const PacketRecord& r) const {
-    uint16_t type_size;
-    std::memcpy(&type_size, &r.type, sizeof type_size);
-    return internal::PayloadFast(data_, avail_, safe_, r.offset, type_size);
-  }
 
   // The records, in order: chunk 0's, then chunk 1's, ... (none empty).
   size_t chunk_count() const { return nchunks_; }
@@ -91,7 +82,7 @@ class PacketBatch {
   Packet ToPacket(const PacketRecord& r) const {
     Packet p;
     p.offset = offset(r);
-    p.payload = payload(r);
+    p.payload = r.payload;
     std::memcpy(&p.type, &r.type, 4);  // type, size, opcode, ext
     return p;
   }
@@ -113,9 +104,6 @@ class PacketBatch {
   size_t nchunks_ = 0;
   size_t size_ = 0;
   uint64_t base_ = 0;
-  const uint8_t* data_ = nullptr;  // the trace at base_
-  uint64_t avail_ = 0;             // bytes from base_ to the end of the trace
-  uint64_t safe_ = 0;              // avail_ - 10 (or 0): records below have 11 bytes readable
 };
 
 }  // namespace perftest::pt

@@ -28,8 +28,8 @@
 // blocks) a careful one. Each packet's position depends on the previous
 // packet's first byte, so Next() in a loop is bound by that load-to-load
 // latency; Decode() decodes several PSB-delimited segments interleaved to get
-// past it, into 8-byte PacketRecords (packet_batch.h) that leave the payload
-// in the trace: 8 instructions and one store a packet on the fast path.
+// past it, into 16-byte PacketRecords (packet_batch.h): 11 instructions and
+// two 8-byte stores a packet on its fast path.
 // Errors and their order match libipt 2.0 (pt_pkt_next), which the
 // differential tests check byte for byte.
 #pragma once
@@ -111,10 +111,8 @@ class PacketDecoder {
 
   // Many Next() calls at once: decodes the next packets from offset() on
   // into `batch` (packet_batch.h; replacing what it held) — the packets
-  // Next() would return, in order, as 8-byte PacketRecords (payloads read
-  // back from the trace by batch.payload(): the batch refers to this
-  // decoder's trace) in one or more chunks (one per segment, below: they are
-  // not moved together). Returns 0 when
+  // Next() would return, in order, as 16-byte PacketRecords in one or more
+  // chunks (one per segment, below: they are not moved together). Returns 0 when
   // more may follow (call again), else the errno Next() returns at the
   // stopping point: ENODATA at the end of the trace, or an error, with
   // offset() at the failing packet, as after Next(). A call decodes at most

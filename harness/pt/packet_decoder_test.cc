@@ -574,7 +574,7 @@ TEST(PacketBatch, RecordsGiveBackPackets) {
       ASSERT_EQ(ref.Next(p), 0);
       ASSERT_EQ(batch.ToPacket(r), p) << n;
       EXPECT_EQ(batch.offset(r), p.offset);
-      EXPECT_EQ(batch.payload(r), p.payload);
+      EXPECT_EQ(r.payload, p.payload);
       EXPECT_EQ(r.type, p.type);
       EXPECT_EQ(r.size, p.size);
       ++n;
