@@ -443,7 +443,6 @@ size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<PacketRecord>* const* l
       for (uint64_t r = 0; r < kRounds; ++r) {
 #pragma GCC unroll 4
         for (size_t j = 0; j < K; ++j) {
-          unsigned size0;
           uint64_t raw;  // bytes 0..7
           std::memcpy(&raw, p[j], sizeof raw);
           const unsigned cc = c[j];
@@ -455,13 +454,10 @@ size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<PacketRecord>* const* l
             c[j] = static_cast<uint8_t>(raw >> t.shift[cc]);
             continue;
           }
-          if (FastStep(B, base, static_cast<uint64_t>(p[j] - B), out[j][r], size0)) {
-            p[j] += size0;
-            c[j] = *p[j];
-            continue;
-          }
+          // TNT-64, MODE, PSBEND, CBR, ... (SemiStep), or 8 bytes or more (FastStep).
+          const uint64_t rel = static_cast<uint64_t>(p[j] - B);
           unsigned size;
-          if (!SemiStep(B, base, static_cast<uint64_t>(p[j] - B), out[j][r], size)) {
+          if (!SemiStep(B, base, rel, out[j][r], size) && !FastStep(B, base, rel, out[j][r], size)) {
             leave = j;
             // Lanes before j have done round r, the others not.
             for (size_t i = 0; i < K; ++i) out[i] += r + (i < j ? 1 : 0);
