@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
-#include <climits>
-#include <type_traits>
 #include <bit>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "harness/pt/sync.h"
 
@@ -590,7 +589,7 @@ size_t PacketDecoder::DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch
   const uint64_t size_rel = avail;
   SegLane<Rec> lanes[kLanes];
   SegLane<Rec>* active[kLanes];
-  const LaneTables tables(std::is_same_v<Rec, PacketRecord> ? B : nullptr);
+  const LaneTables tables(std::is_same_v<Rec, PacketRecord> ? B : nullptr);  // (unused for Packet)
   size_t nactive = 0;
   size_t next_seg = 0, seg_limit = nseg;
   auto take = [&](SegLane<Rec>& l) {
