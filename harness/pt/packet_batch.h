@@ -31,18 +31,19 @@ namespace perftest::pt {
 
 struct PacketRecord {
   uint64_t payload = 0;  // Packet::payload
+  uint32_t offset = 0;   // bytes from PacketBatch::base()
   PacketType type = PacketType::kInvalid;
   uint8_t size = 0;      // bytes, opcode included (1..16)
   uint8_t opcode = 0;    // byte 0
   uint8_t ext = 0;       // byte 1 of 02h-prefixed packets, else 0
-  uint32_t offset = 0;   // bytes from PacketBatch::base()
 
   bool operator==(const PacketRecord&) const = default;
 };
 static_assert(sizeof(PacketRecord) == 16);
-// type, size, opcode, ext: the same 4-byte word as in Packet (the decoder copies it whole).
-static_assert(offsetof(PacketRecord, size) == offsetof(PacketRecord, type) + 1 &&
-              offsetof(PacketRecord, ext) == offsetof(PacketRecord, type) + 3);
+// The second 8 bytes: the offset, then type, size, opcode, ext — the same
+// 4-byte word as in Packet; the decoder writes them as one 8-byte word.
+static_assert(offsetof(PacketRecord, offset) == 8 && offsetof(PacketRecord, type) == 12 &&
+              offsetof(PacketRecord, ext) == 15);
 
 class PacketBatch {
  public:

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "harness/pt/sync.h"
 
@@ -230,35 +233,58 @@ inline bool SemiFastDecode(const uint8_t* begin, uint64_t off, Packet& p) {
 
 // Writing a decoded packet as the output type of Decode(): a Packet with its
 // absolute offset, or a PacketRecord with its offset from the batch's base.
-inline void SetOffset(Packet& p, uint64_t base, uint64_t rel) { p.offset = base + rel; }
-inline void SetOffset(PacketRecord& r, uint64_t /*base*/, uint64_t rel) { r.offset = static_cast<uint32_t>(rel); }
 inline void Assign(Packet& out, const Packet& p, uint64_t /*base*/) { out = p; }
 inline void Assign(PacketRecord& out, const Packet& p, uint64_t base) {
   out.payload = p.payload;
-  std::memcpy(&out.type, &p.type, 4);  // type, size, opcode, ext
   out.offset = static_cast<uint32_t>(p.offset - base);
+  std::memcpy(&out.type, &p.type, 4);  // type, size, opcode, ext
 }
 
 // Bytes that must be readable at a packet for the unchecked steps below: the
 // fast path reads bytes 0..8, SemiFastDecode bytes 0..9.
 constexpr uint64_t kUncheckedBytes = 10;
 
-// FastDecode() for either output type; the packet is at B[rel], B being the
-// trace at `base`.
-template <typename Rec>
-inline bool FastStep(const uint8_t* B, uint64_t base, uint64_t rel, Rec& r, unsigned& size) {
-  const uint8_t* p = B + rel;
+// FastDecode() into a Packet at B[rel], B being the trace at `base`.
+inline bool FastStep(const uint8_t* B, uint64_t base, uint64_t rel, Packet& r, unsigned& size) {
+  return internal::FastDecode(B - base, base + rel, r, size);
+}
+
+// A PacketRecord's second 8 bytes as one word: the offset in the low half,
+// type, size, opcode and ext (the low half of kFast.info) in the high half.
+// The fast path's tables for records, in one object (one base register):
+//   high[b]    that word's high half for first byte b, shifted in place
+//   reject[b]  as kFast.reject; size[b] as kFast.size
+static_assert(std::endian::native == std::endian::little);
+struct RecordTables {
+  uint64_t high[256];
+  uint16_t reject[256];
+  uint8_t size[256];
+};
+constexpr RecordTables MakeRecordTables() {
+  RecordTables t{};
+  for (int i = 0; i < 256; ++i) {
+    t.high[i] = (internal::kFast.info[i] & 0xffffffffu) << 32;
+    t.reject[i] = internal::kFast.reject[i];
+    t.size[i] = internal::kFast.size[i];
+  }
+  return t;
+}
+alignas(64) constexpr RecordTables kRecordTables = MakeRecordTables();
+
+// The fast path into a PacketRecord: the reject test, then the payload (an
+// 8-byte load and a mask) and the offset/type word (a table load and an
+// add), two 8-byte stores; the size from the first byte.
+inline bool FastStep(const uint8_t* B, uint64_t /*base*/, uint64_t rel, PacketRecord& r, unsigned& size) {
   uint16_t word;  // bytes 0..1
-  std::memcpy(&word, p, sizeof word);
+  std::memcpy(&word, B + rel, sizeof word);
   const uint8_t b = static_cast<uint8_t>(word);
-  if ((word & internal::kFast.reject[b]) != 0) return false;
+  if ((word & kRecordTables.reject[b]) != 0) return false;
   uint64_t raw;  // bytes 1..8
-  std::memcpy(&raw, p + 1, sizeof raw);
+  std::memcpy(&raw, B + rel + 1, sizeof raw);
   r.payload = raw & internal::kFast.mask[b];
-  const auto info = static_cast<uint32_t>(internal::kFast.info[b]);
-  std::memcpy(&r.type, &info, 4);  // type, size, opcode, ext (0)
-  SetOffset(r, base, rel);
-  size = internal::kFast.size[b];
+  const uint64_t rec = kRecordTables.high[b] + rel;
+  std::memcpy(&r.offset, &rec, sizeof rec);
+  size = kRecordTables.size[b];
   return true;
 }
 
@@ -303,11 +329,32 @@ struct SegLane {
   uint8_t block = 0;
 };
 
+// RunLanes()'s tables for PacketRecords, for a trace at B (see below),
+// indexed by the first byte b.
+struct LaneTables {
+  uint64_t high[256];     // kRecordTables.high[b] - B
+  uint64_t size[256];     // the size, 8 bytes: added to a pointer straight from memory
+  uint64_t mask[256];     // kFast.mask[b]: the payload bits among bytes 1..7
+  uint8_t shift[256];     // 8 * size: where the next packet's first byte is in bytes 0..7
+  uint16_t reject[256];   // kFast.reject[b], and the opcode's own bits for packets of
+                          // 8 bytes or more (TSC, a full-IP TIP/FUP), whose next byte
+                          // is not among bytes 0..7
+  explicit LaneTables(const uint8_t* B) {
+    for (int i = 0; i < 256; ++i) {
+      high[i] = kRecordTables.high[i] - reinterpret_cast<uintptr_t>(B);
+      size[i] = kRecordTables.size[i];
+      mask[i] = internal::kFast.mask[i];
+      shift[i] = static_cast<uint8_t>(8 * (kRecordTables.size[i] & 7));
+      reject[i] = kRecordTables.size[i] >= 8 ? static_cast<uint16_t>(i) : kRecordTables.reject[i];
+    }
+  }
+};
+
 // Runs the K lanes `lanes` in lock step, kRounds packets each between two
 // checks, until one meets a packet the unchecked steps do not take or nears
 // its limit. Returns that lane's index in `lanes`.
 template <size_t K, typename Rec>
-size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<Rec>* const* lanes) {
+size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<Rec>* const* lanes, const LaneTables& /*unused*/) {
   uint64_t off[K];
   int64_t lim[K];
   Rec* out[K];
@@ -348,6 +395,83 @@ size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<Rec>* const* lanes) {
 done:
   for (size_t j = 0; j < K; ++j) {
     lanes[j]->off = off[j];
+    lanes[j]->out = out[j];
+  }
+  return leave;
+}
+
+// RunLanes() for PacketRecords, with a shorter dependency chain: each lane
+// keeps the first byte of its next packet (c), and takes the one after from
+// the 8 bytes it loads at the packet anyway (shifted by 8 * size) rather
+// than with another load at the new position — a table load and a shift per
+// packet on the chain instead of two loads. Packets of 8 bytes or more take
+// FastStep(). The tables are `t`, a copy on DecodeSegments()'s stack reached
+// from the stack pointer (no base register), with B subtracted from the
+// high halves so that the offset/type word is the entry plus the lane's
+// pointer. Instead of testing every lane's limit each round, it runs as many
+// rounds as the lane nearest its limit surely has room for, then looks again.
+template <size_t K>
+size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<PacketRecord>* const* lanes, const LaneTables& t) {
+  const uint8_t* p[K];
+  PacketRecord* out[K];
+  unsigned c[K];  // the first byte at p[j]
+  for (size_t j = 0; j < K; ++j) {
+    p[j] = B + lanes[j]->off;
+    out[j] = lanes[j]->out;
+    c[j] = *p[j];
+  }
+  constexpr int64_t kRoundBytes = kRounds * kUncheckedBytes;
+  size_t leave = K;
+  for (;;) {
+    // Rounds every lane has room for: one while off <= lim, one more per kRoundBytes.
+    int64_t rounds = INT64_MAX;
+    for (size_t j = 0; j < K; ++j) {
+      const int64_t slack = lanes[j]->lim - (p[j] - B);
+      const int64_t n = slack < 0 ? 0 : slack / kRoundBytes + 1;
+      if (n < rounds) {
+        rounds = n;
+        if (n == 0) leave = j;
+      }
+    }
+    if (rounds == 0) [[unlikely]] break;
+    // The loop ends when lane 0's next record reaches `stop` (compared in
+    // memory: no register for a round count).
+    volatile PacketRecord* const stop = out[0] + rounds * kRounds;
+    do {
+#pragma GCC unroll 8
+      for (uint64_t r = 0; r < kRounds; ++r) {
+#pragma GCC unroll 4
+        for (size_t j = 0; j < K; ++j) {
+          uint64_t raw;  // bytes 0..7
+          std::memcpy(&raw, p[j], sizeof raw);
+          const unsigned cc = c[j];
+          if ((static_cast<uint16_t>(raw) & t.reject[cc]) == 0) [[likely]] {
+            out[j][r].payload = (raw >> 8) & t.mask[cc];
+            const uint64_t rec = t.high[cc] + reinterpret_cast<uintptr_t>(p[j]);
+            std::memcpy(&out[j][r].offset, &rec, sizeof rec);
+            p[j] += t.size[cc];
+            c[j] = static_cast<uint8_t>(raw >> t.shift[cc]);
+            continue;
+          }
+          // TNT-64, MODE, PSBEND, CBR, ... (SemiStep), or 8 bytes or more (FastStep).
+          const uint64_t rel = static_cast<uint64_t>(p[j] - B);
+          unsigned size;
+          if (!SemiStep(B, base, rel, out[j][r], size) && !FastStep(B, base, rel, out[j][r], size)) {
+            leave = j;
+            // Lanes before j have done round r, the others not.
+            for (size_t i = 0; i < K; ++i) out[i] += r + (i < j ? 1 : 0);
+            goto done;
+          }
+          p[j] += size;
+          c[j] = *p[j];
+        }
+      }
+      for (size_t j = 0; j < K; ++j) out[j] += kRounds;
+    } while (out[0] != stop);
+  }
+done:
+  for (size_t j = 0; j < K; ++j) {
+    lanes[j]->off = static_cast<uint64_t>(p[j] - B);
     lanes[j]->out = out[j];
   }
   return leave;
@@ -465,6 +589,7 @@ size_t PacketDecoder::DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch
   const uint64_t size_rel = avail;
   SegLane<Rec> lanes[kLanes];
   SegLane<Rec>* active[kLanes];
+  const LaneTables tables(std::is_same_v<Rec, PacketRecord> ? B : nullptr);  // (unused for Packet)
   size_t nactive = 0;
   size_t next_seg = 0, seg_limit = nseg;
   auto take = [&](SegLane<Rec>& l) {
@@ -487,6 +612,16 @@ size_t PacketDecoder::DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch
       while (l.off < s.stop) {
         if (!stuck && l.block == 0 && static_cast<int64_t>(l.off) <= l.lim) return true;
         stuck = false;
+        // The lane's last stretch before its stop (RunLanes() leaves kRounds
+        // packets' worth of room): still the unchecked steps while they may read.
+        if (l.block == 0 && l.off + kUncheckedBytes <= size_rel) {
+          unsigned size;
+          if (FastStep(B, base, l.off, *l.out, size) || SemiStep(B, base, l.off, *l.out, size)) {
+            ++l.out;
+            l.off += size;
+            continue;
+          }
+        }
         Packet p;
         e = StepCareful(B, l.off, l.block, p);
         if (e != 0) break;
@@ -510,10 +645,12 @@ size_t PacketDecoder::DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch
   while (nactive > 0) {
     size_t j = 0;
     switch (nactive) {
-      case 4: j = RunLanes<4>(B, base, active); break;
-      case 3: j = RunLanes<3>(B, base, active); break;
-      case 2: j = RunLanes<2>(B, base, active); break;
-      default: j = RunLanes<1>(B, base, active); break;
+
+
+      case 4: j = RunLanes<4>(B, base, active, tables); break;
+      case 3: j = RunLanes<3>(B, base, active, tables); break;
+      case 2: j = RunLanes<2>(B, base, active, tables); break;
+      default: j = RunLanes<1>(B, base, active, tables); break;
     }
     SegLane<Rec>& l = *active[j];
     // A lane past the first failed segment is not needed.

@@ -28,7 +28,10 @@
 // blocks) a careful one. Each packet's position depends on the previous
 // packet's first byte, so Next() in a loop is bound by that load-to-load
 // latency; Decode() decodes several PSB-delimited segments interleaved to get
-// past it, into compact PacketRecords (packet_batch.h). Errors and their order match libipt 2.0 (pt_pkt_next), which the
+// past it, into 16-byte PacketRecords (packet_batch.h), each lane taking
+// its next packet's first byte from the 8 bytes it loaded at the current one
+// (a table load and a shift between two packets rather than two loads).
+// Errors and their order match libipt 2.0 (pt_pkt_next), which the
 // differential tests check byte for byte.
 #pragma once
 
