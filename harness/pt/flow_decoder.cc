@@ -206,7 +206,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
           link_k_ = 1;
           link_ip_ = ip_;
         }
-        WalkAhead();
+        if (tnt_count_ != 0) WalkAhead();  // (its first test, without the call)
         return 0;
       }
       [[fallthrough]];
@@ -225,7 +225,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
       link_block_ = bi + 1;
       link_k_ = 1;
       link_ip_ = ip_;
-      WalkAhead();
+      if (tnt_count_ != 0) WalkAhead();
       return 0;
     }
   }
@@ -241,7 +241,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
     link_k_ = static_cast<uint8_t>(taken);
     link_ip_ = ip_;
   }
-  WalkAhead();
+  if (tnt_count_ != 0) WalkAhead();
   return 0;
 }
 

@@ -302,7 +302,11 @@ class FlowDecoder {
   void WalkAhead();
   int NextSlow(FlowStep* step);
   int CutAtError(FlowBlock* out, const Block& b, int err);
-  void NoteEvent(bool bound, uint64_t ip);
+  // (Inline: an unbound event with none held changes nothing.)
+  void NoteEvent(bool bound, uint64_t ip) {
+    if (bound || bound_pending_) NoteEventHeld(bound, ip);
+  }
+  void NoteEventHeld(bool bound, uint64_t ip);
   void ReachBound(const Block& b);
   int CheckBound(const Block& b);
   int TakeTip(uint64_t* target);
