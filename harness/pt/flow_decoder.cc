@@ -206,7 +206,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
           link_k_ = 1;
           link_ip_ = ip_;
         }
-        WalkAhead();
+        if (tnt_count_ != 0) WalkAhead();  // (its first test, without the call)
         return 0;
       }
       [[fallthrough]];
@@ -225,7 +225,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
       link_block_ = bi + 1;
       link_k_ = 1;
       link_ip_ = ip_;
-      WalkAhead();
+      if (tnt_count_ != 0) WalkAhead();
       return 0;
     }
   }
@@ -241,7 +241,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
     link_k_ = static_cast<uint8_t>(taken);
     link_ip_ = ip_;
   }
-  WalkAhead();
+  if (tnt_count_ != 0) WalkAhead();
   return 0;
 }
 
@@ -264,7 +264,6 @@ void FlowDecoder::WalkAhead() {
   const uint64_t target_mask = mode == ExecMode::k64Bit ? ~uint64_t{0} : 0xffffffff;
   const uint64_t bits = tnt_bits_;
   const uint32_t max_steps = options_.max_steps_without_packet;
-  const FlowTime time = time_;
   uint64_t ip = ip_;
   uint32_t count = tnt_count_;
   uint32_t hint = hint_;
@@ -277,7 +276,6 @@ void FlowDecoder::WalkAhead() {
     const BranchClass branch = b.branch();
     const uint64_t end = b.end();
     const uint64_t target = (end + static_cast<uint64_t>(static_cast<int64_t>(b.rel))) & target_mask;
-    uint64_t last_target = target;
     uint32_t next;
     uint32_t link = bi + 1;
     uint8_t k;
@@ -308,7 +306,6 @@ void FlowDecoder::WalkAhead() {
       ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
       --ret_count_;
       direct = false;
-      last_target = 0;
       if (call < cache_->size() && blocks[call].end() == ip) {
         link = call + 1;
         k = 0;
@@ -323,22 +320,8 @@ void FlowDecoder::WalkAhead() {
     } else {
       break;
     }
-    // The step as NextFill() reports it (its `lengths` resolved by Next()).
-    FlowBlock& out = ahead_[n];
-    const uint8_t length = b.last_length();
-    out.ip = b.ip;
-    out.end_ip = end;
-    out.ninsn = b.ninsn();
-    out.mode = mode;
-    out.truncated = false;
-    out.time = time;
-    out.last.ip = end - length;
-    out.last.target = last_target;
-    out.last.length = length;
-    out.last.branch = branch;
-    out.last.far = b.far();
-    out.last.mode = mode;
-    ahead_lengths_[n] = b.lengths;
+    // The step as NextFill() reports it (Next() builds it from the block).
+    ahead_[n] = bi;
     ++n;
     if (next == 0) {  // the link to fill in once the next block is found
       hint = 0;

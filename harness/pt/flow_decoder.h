@@ -183,6 +183,23 @@ class BlockInsns {
   uint32_t i_ = 0;
 };
 
+namespace internal {
+// Writes b.last() into `x` field by field: built in a local and copied, the
+// Insn is written with narrow stores and read back with wide loads, a
+// store-forwarding stall on every block.
+inline void StoreLast(Insn& x, const BlockCache::Block& b) {
+  const uint8_t length = b.last_length();
+  const BranchClass branch = b.branch();
+  x.ip = b.end() - length;
+  x.target = (branch == BranchClass::kCondJump || branch == BranchClass::kDirectJump ||
+              branch == BranchClass::kDirectCall) ? b.target() : 0;
+  x.length = length;
+  x.branch = branch;
+  x.far = b.far();
+  x.mode = b.mode();
+}
+}  // namespace internal
+
 class FlowDecoder {
  public:
   struct Options {
@@ -225,11 +242,25 @@ class FlowDecoder {
   // (Inline: most blocks come from those walked ahead, see ahead_.)
   int Next(FlowStep* step) {
     if (ahead_head_ != ahead_end_) [[likely]] {
-      step->kind = FlowStep::kBlock;
-      step->block = ahead_[ahead_head_];
-      step->block.lengths = cache_->lengths_data() + ahead_lengths_[ahead_head_];
-      ++ahead_head_;
-      return 0;
+      const uint32_t bi = ahead_[ahead_head_];
+      // (A cache emptied meanwhile — the image changed, through a decoder
+      // sharing it — drops the blocks walked ahead.)
+      if (bi < cache_->size()) [[likely]] {
+        ++ahead_head_;
+        const Block& b = cache_->block(bi);
+        FlowBlock& out = step->block;
+        step->kind = FlowStep::kBlock;
+        out.ip = b.ip;
+        out.end_ip = b.end();
+        out.ninsn = b.ninsn();
+        out.mode = b.mode();
+        out.truncated = false;
+        out.lengths = cache_->lengths(b);
+        internal::StoreLast(out.last, b);
+        out.time = time_;
+        return 0;
+      }
+      ahead_head_ = ahead_end_;
     }
     return NextFill(step);
   }
@@ -245,7 +276,10 @@ class FlowDecoder {
 
   bool enabled() const { return enabled_; }
   // The IP of the next instruction (of the next block to hand out).
-  uint64_t ip() const { return ahead_head_ != ahead_end_ ? ahead_[ahead_head_].ip : ip_; }
+  uint64_t ip() const {
+    return ahead_head_ != ahead_end_ && ahead_[ahead_head_] < cache_->size() ? cache_->block(ahead_[ahead_head_]).ip
+                                                                            : ip_;
+  }
   ExecMode mode() const { return mode_; }
   const FlowTime& time() const { return time_; }
   // Blocks decoded with libzydis so far (cache misses) and cache hits.
@@ -268,7 +302,11 @@ class FlowDecoder {
   void WalkAhead();
   int NextSlow(FlowStep* step);
   int CutAtError(FlowBlock* out, const Block& b, int err);
-  void NoteEvent(bool bound, uint64_t ip);
+  // (Inline: an unbound event with none held changes nothing.)
+  void NoteEvent(bool bound, uint64_t ip) {
+    if (bound || bound_pending_) NoteEventHeld(bound, ip);
+  }
+  void NoteEventHeld(bool bound, uint64_t ip);
   void ReachBound(const Block& b);
   int CheckBound(const Block& b);
   int TakeTip(uint64_t* target);
@@ -347,12 +385,13 @@ class FlowDecoder {
 
   // Blocks walked ahead on cached TNT bits (WalkAhead): what Next() would
   // return one by one, with the state after the last already applied;
-  // handed out from ahead_head_ to ahead_end_. Their `lengths` are offsets
-  // in the cache (ahead_lengths_), resolved when handed out.
+  // handed out from ahead_head_ to ahead_end_. They are cache block indices:
+  // a walked block's FlowBlock is the cache block's fields with mode_ and
+  // time_ (no packet is read before the last is handed out), written
+  // straight into the caller's FlowStep.
   static constexpr uint32_t kAheadSize = 32;
   uint32_t ahead_head_ = 0, ahead_end_ = 0;
-  FlowBlock ahead_[kAheadSize];
-  uint32_t ahead_lengths_[kAheadSize];
+  uint32_t ahead_[kAheadSize];
 
   FlowTime time_;
   uint64_t tsc_base_ = 0;

@@ -317,7 +317,9 @@ int FlowDecoder::FetchControl() {
 // branch whose packet lies behind such a further event then fails
 // (pt_qry_cache_tnt: "an event ahead", -pte_bad_query). `bound`: the event
 // binds to `ip`.
-void FlowDecoder::NoteEvent(bool bound, uint64_t ip) {
+// (NoteEvent() calls this only when an event binds or one is held:
+// bound_pending_ is !bound_.empty() at all times.)
+void FlowDecoder::NoteEventHeld(bool bound, uint64_t ip) {
   if (!enabled_) {  // (libipt takes events at once while tracing is disabled)
     bound_.clear();
   } else if (!bound_.empty() || bound) {

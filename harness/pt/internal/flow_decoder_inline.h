@@ -16,20 +16,7 @@ inline constexpr uint32_t kRetStackSize = 64;  // the hardware's return-compress
 // inside a PSB+ and in the stream (flow_decoder_packets.cc).
 FlowEvent StatusEvent(const Packet& p);
 
-// Writes b.last() into `x` field by field: built in a local and copied, the
-// Insn is written with narrow stores and read back with wide loads, a
-// store-forwarding stall on every block.
-inline void StoreLast(Insn& x, const BlockCache::Block& b) {
-  const uint8_t length = b.last_length();
-  const BranchClass branch = b.branch();
-  x.ip = b.end() - length;
-  x.target = (branch == BranchClass::kCondJump || branch == BranchClass::kDirectJump ||
-              branch == BranchClass::kDirectCall) ? b.target() : 0;
-  x.length = length;
-  x.branch = branch;
-  x.far = b.far();
-  x.mode = b.mode();
-}
+// StoreLast(): flow_decoder.h (Next() inlines it).
 
 }  // namespace internal
 
