@@ -70,11 +70,11 @@ struct PassSum {
 // the end and returns a PassSum (each accumulated in a local, not through
 // memory); a pass that stops short of the end is a decode error.
 template <typename Pass>
-void PacketBench(benchmark::State& state, Pass pass) {
+void PacketBench(benchmark::State& state, Pass pass, PacketDecoder::Options options = {}) {
   const std::vector<uint8_t>& trace = Trace();
   uint64_t packets = 0;
   for (auto _ : state) {
-    PacketDecoder decoder(trace);
+    PacketDecoder decoder(trace, options);
     if (!decoder.SyncForward().ok()) state.SkipWithError("no PSB");
     const PassSum s = pass(decoder);
     if (decoder.offset() != trace.size()) state.SkipWithError("decode error");
@@ -93,18 +93,28 @@ uint64_t BatchSum(const PacketBatch& batch) {
   return sum;
 }
 
-void BM_PtPacketDecode(benchmark::State& state) {
+void PacketBatchBench(benchmark::State& state, PacketDecoder::Options options) {
   PacketBatch batch;  // 64 Ki records: 16 PSB periods of 1-byte packets
-  PacketBench(state, [&](PacketDecoder& decoder) {
-    uint64_t packets = 0, sum = 0;
-    for (int err = 0; err == 0; packets += batch.size()) {
-      err = decoder.Decode(batch);
-      sum += BatchSum(batch);
-    }
-    return PassSum{packets, sum};
-  });
+  PacketBench(
+      state,
+      [&](PacketDecoder& decoder) {
+        uint64_t packets = 0, sum = 0;
+        for (int err = 0; err == 0; packets += batch.size()) {
+          err = decoder.Decode(batch);
+          sum += BatchSum(batch);
+        }
+        return PassSum{packets, sum};
+      },
+      options);
 }
+
+// Decode(PacketBatch&) as it runs by default (its BMI2 code where the CPU has BMI2).
+void BM_PtPacketDecode(benchmark::State& state) { PacketBatchBench(state, {}); }
 BENCHMARK(BM_PtPacketDecode)->Unit(benchmark::kMillisecond);
+
+// Decode(PacketBatch&) held to its portable code (Options::portable).
+void BM_PtPacketDecodePortable(benchmark::State& state) { PacketBatchBench(state, {.portable = true}); }
+BENCHMARK(BM_PtPacketDecodePortable)->Unit(benchmark::kMillisecond);
 
 void BM_PtPacketDecodeSpan(benchmark::State& state) {
   std::vector<Packet> batch(16 * 1024);  // room for four PSB periods of 1-byte packets

@@ -411,7 +411,8 @@ done:
 // pointer. Instead of testing every lane's limit each round, it runs as many
 // rounds as the lane nearest its limit surely has room for, then looks again.
 template <size_t K>
-size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<PacketRecord>* const* lanes, const LaneTables& t) {
+[[gnu::always_inline]] inline size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<PacketRecord>* const* lanes,
+                                              const LaneTables& t) {
   const uint8_t* p[K];
   PacketRecord* out[K];
   unsigned c[K];  // the first byte at p[j]
@@ -554,8 +555,9 @@ int PacketDecoder::StepCareful(const uint8_t* B, uint64_t rel, uint8_t& block, P
 }
 
 template <typename Rec>
-size_t PacketDecoder::DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch::Chunk* chunks,
-                                     size_t* nchunks) noexcept {
+[[gnu::always_inline]] inline size_t PacketDecoder::DecodeSegments(Rec* out, size_t cap, int& err,
+                                                                   PacketBatch::Chunk* chunks,
+                                                                   size_t* nchunks) noexcept {
   const uint8_t* const B = pos_;
   const uint64_t base = offset();
   const uint64_t avail = static_cast<uint64_t>(end_ - pos_);
@@ -705,6 +707,33 @@ size_t PacketDecoder::DecodeSerial(Rec* out, size_t cap, int& err) noexcept {
   return count;
 }
 
+// DecodeSegments() for PacketRecords compiled a second time, with BMI2
+// (shrx and shlx shift by a register in one uop, without the flags: the
+// lanes' chain shift is one instruction rather than a move to CL and a
+// two-uop shift), which Decode(PacketBatch&) picks once by the CPU
+// (Options::portable forces the first). The whole engine, not only
+// RunLanes(), so that the lane tables stay on its own stack.
+namespace {
+#if defined(__x86_64__) && defined(__GNUC__)
+constexpr bool kHaveBmi2Copy = true;
+bool CpuHasBmi2() {
+  static const bool has = __builtin_cpu_supports("bmi2");
+  return has;
+}
+#define PERFTEST_PT_BMI2 __attribute__((target("bmi2")))
+#else
+constexpr bool kHaveBmi2Copy = false;
+bool CpuHasBmi2() { return false; }
+#define PERFTEST_PT_BMI2
+#endif
+}  // namespace
+
+PERFTEST_PT_BMI2 size_t PacketDecoder::DecodeSegmentsBmi2(PacketRecord* out, size_t cap, int& err,
+                                                          PacketBatch::Chunk* chunks, size_t* nchunks) noexcept {
+  return DecodeSegments(out, cap, err, chunks, nchunks);
+}
+#undef PERFTEST_PT_BMI2
+
 size_t PacketDecoder::Decode(std::span<Packet> out, int& err) noexcept {
   err = 0;
   if (out.empty()) return 0;
@@ -720,7 +749,9 @@ int PacketDecoder::Decode(PacketBatch& batch) noexcept {
   batch.base_ = offset();
   const size_t cap = batch.records_.size();
   if (synced_ && block_ == 0 && cap >= kMinLanePackets && end_ - pos_ >= static_cast<ptrdiff_t>(kMinLaneBytes)) {
-    batch.size_ = DecodeSegments(batch.records_.data(), cap, err, batch.chunks_, &batch.nchunks_);
+    batch.size_ = kHaveBmi2Copy && !options_.portable && CpuHasBmi2()
+                      ? DecodeSegmentsBmi2(batch.records_.data(), cap, err, batch.chunks_, &batch.nchunks_)
+                      : DecodeSegments(batch.records_.data(), cap, err, batch.chunks_, &batch.nchunks_);
   } else {
     batch.size_ = DecodeSerial(batch.records_.data(), cap, err);
     batch.chunks_[0] = {0, batch.size_};
