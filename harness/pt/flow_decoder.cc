@@ -172,12 +172,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
       ip_ = taken ? target : blk.end();
       break;
     case BranchClass::kDirectCall:
-      if (target != blk.end()) {
-        ret_top_ = (ret_top_ + 1) % kRetStackSize;
-        retstack_[ret_top_] = blk.end();
-        ret_block_[ret_top_] = bi;
-        if (ret_count_ < kRetStackSize) ++ret_count_;
-      }
+      if (target != blk.end()) PushReturn(blk.end(), bi);
       [[fallthrough]];
     case BranchClass::kDirectJump:
       ip_ = target;
@@ -211,12 +206,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
       }
       [[fallthrough]];
     default: {  // the held TIP: indirect jump/call, return, far transfer
-      if (branch == BranchClass::kIndirectCall) {
-        ret_top_ = (ret_top_ + 1) % kRetStackSize;
-        retstack_[ret_top_] = blk.end();
-        ret_block_[ret_top_] = bi;
-        if (ret_count_ < kRetStackSize) ++ret_count_;
-      }
+      if (branch == BranchClass::kIndirectCall) PushReturn(blk.end(), bi);
       ip_ = ctl_ip_;
       ctl_ = Ctl::kNone;
       if (const int err = PeekAfterIp()) [[unlikely]] return CutAtError(&out, blk, err);
@@ -287,12 +277,7 @@ void FlowDecoder::WalkAhead() {
       direct = false;
     } else if (branch == BranchClass::kDirectJump || branch == BranchClass::kDirectCall) {
       if (steps_without_packet_ >= max_steps) break;
-      if (branch == BranchClass::kDirectCall && target != end) {
-        ret_top_ = (ret_top_ + 1) % kRetStackSize;
-        retstack_[ret_top_] = end;
-        ret_block_[ret_top_] = bi;
-        if (ret_count_ < kRetStackSize) ++ret_count_;
-      }
+      if (branch == BranchClass::kDirectCall && target != end) PushReturn(end, bi);
       ++steps_without_packet_;
       ip = target;
       k = 1;

@@ -345,6 +345,10 @@ class FlowDecoder {
   std::vector<uint64_t> retstack_;  // ring of 64
   std::vector<uint32_t> ret_block_;  // the block of each call on retstack_ (a cache index)
   uint32_t ret_top_ = 0, ret_count_ = 0;
+  // A call pushes its return address `ret` (the IP after the call) and the
+  // calling block (a cache index) onto the return-compression ring; a full
+  // ring drops its oldest entry (SDM §33.4.2.1). internal/flow_decoder_inline.h.
+  void PushReturn(uint64_t ret, uint32_t block);
   uint64_t tnt_bits_ = 0;  // the next bit is bit tnt_count_-1
   uint32_t tnt_count_ = 0;
   LastIp last_ip_;

@@ -235,30 +235,24 @@ int FlowDecoder::Resolve(uint32_t block) {
     link_k_ = 1;
     link_ip_ = ip_;
   };
+  // A block left with no packet: too many in a row is a loop the trace never leaves.
+  auto step_without_packet = [&]() -> int {
+    if (++steps_without_packet_ <= options_.max_steps_without_packet) return 0;
+    return Fail(EBADMSG, fmt::format("{} blocks without a packet (endless loop?) at {:#x}", steps_without_packet_, x.ip));
+  };
   switch (x.branch) {
     case BranchClass::kNone:
     case BranchClass::kPtwrite:
       ip_ = x.next_ip();
       link(0);
-      if (++steps_without_packet_ > options_.max_steps_without_packet)
-        return Fail(EBADMSG, fmt::format("{} blocks without a packet (endless loop?) at {:#x}",
-                                         steps_without_packet_, x.ip));
-      return 0;
+      return step_without_packet();
     case BranchClass::kDirectCall:
-      if (x.target != x.next_ip()) {
-        ret_top_ = (ret_top_ + 1) % kRetStackSize;
-        retstack_[ret_top_] = x.next_ip();
-        ret_block_[ret_top_] = block;
-        if (ret_count_ < kRetStackSize) ++ret_count_;
-      }
+      if (x.target != x.next_ip()) PushReturn(x.next_ip(), block);
       [[fallthrough]];
     case BranchClass::kDirectJump:
       ip_ = x.target;
       link(1);
-      if (++steps_without_packet_ > options_.max_steps_without_packet)
-        return Fail(EBADMSG, fmt::format("{} blocks without a packet (endless loop?) at {:#x}",
-                                         steps_without_packet_, x.ip));
-      return 0;
+      return step_without_packet();
     case BranchClass::kCondJump:
       if (const int err = NeedControl()) return err;
       if (bound_wall_) [[unlikely]] {
@@ -329,12 +323,7 @@ int FlowDecoder::Resolve(uint32_t block) {
       if (tnt_count_ != 0 && ctl_ != Ctl::kTip)
         return Fail(EBADMSG, fmt::format("{} at {:#x}: a TNT bit where a TIP was needed",
                                          BranchClassName(x.branch), x.ip));
-      if (x.branch == BranchClass::kIndirectCall) {
-        ret_top_ = (ret_top_ + 1) % kRetStackSize;
-        retstack_[ret_top_] = x.next_ip();
-        ret_block_[ret_top_] = block;
-        if (ret_count_ < kRetStackSize) ++ret_count_;
-      }
+      if (x.branch == BranchClass::kIndirectCall) PushReturn(x.next_ip(), block);
       if (x.branch != BranchClass::kFarTransfer ? UnboundControl() : IsAsync(ctl_)) return BeyondControl(x);
       if (const int err = TakeTip(nullptr)) return err;
       if (enabled_) predict();

@@ -32,4 +32,11 @@ inline __attribute__((always_inline)) int FlowDecoder::ReadPacket(Packet* p) {
   return 0;
 }
 
+inline void FlowDecoder::PushReturn(uint64_t ret, uint32_t block) {
+  ret_top_ = (ret_top_ + 1) % internal::kRetStackSize;
+  retstack_[ret_top_] = ret;
+  ret_block_[ret_top_] = block;
+  if (ret_count_ < internal::kRetStackSize) ++ret_count_;
+}
+
 }  // namespace perftest::pt
