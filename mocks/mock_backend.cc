@@ -169,7 +169,7 @@ int MockBackend::BreakpointEventInit(MockEvent& ev, std::string* why) {
 // SYSCALL_DEFINE5(perf_event_open) and perf_event_alloc(), in the kernel's order.
 // Known divergences from Linux 6.18, out of scope here (perftest_fidelity reports them):
 //  - tracepoint ids the profile does not list get EINVAL (the host may know them);
-//  - uprobe events open with the kernel's errno (mocks/uprobe_pmu.h) but never count.
+//  - uprobe events count only the code Workload::kExecute runs (mocks/mock_uprobes.cc).
 Result<int> MockBackend::PerfEventOpen(perf_event_attr* uattr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
   // The call as made, described only once the outcome is known (the success
   // Result is built in place, bench/mock_bench.cc): nothing below writes to

@@ -15,8 +15,11 @@ namespace perftest::mock {
 namespace {
 
 // The return address a retprobe sample reports for a call made by the
-// workload's loop (a stand-in: the real caller is not the mock's).
-constexpr uint64_t kUserExecuteReturnIp = 0x0000555555555d12;
+// workload's loop: the mock never makes the call, so it names a stand-in in
+// the code of this process, as the real caller (the workload runner, linked
+// into the same binary) would be.
+__attribute__((noinline)) void ExecuteCallSite() { asm volatile("" ::: "memory"); }
+uint64_t ExecuteReturnIp() { return reinterpret_cast<uint64_t>(&ExecuteCallSite); }
 
 // The file location of `func` in this process: one /proc/self/maps read per
 // address for the life of the process (the code of this process stays where
@@ -45,7 +48,7 @@ void MockBackend::UprobeExecute(uint64_t func, uint64_t times) {
   // first, then return probes, per call.
   for (uint64_t n = 0; n < times; ++n) {
     for (bool ret : {false, true}) {
-      const uint64_t ip = ret ? kUserExecuteReturnIp : func;
+      const uint64_t ip = ret ? ExecuteReturnIp() : func;
       for (size_t i = 0; i < events_.size(); ++i) {
         MockEvent& ev = *events_[i];
         if (!ev.active || ev.hw.stopped || ev.uprobe == nullptr || ev.uprobe->retprobe != ret) continue;

@@ -670,6 +670,11 @@ PERFTEST_CASE(UprobePmu, SampleOfReturnNamesFunctionAndReturnAddress, "pmu.uprob
     EXPECT_EQ(RawWord(*s.raw, 8), ExecuteTargetAddress()) << "vaddr[0]: the probed function";
     EXPECT_EQ(RawWord(*s.raw, 16), s.ip.value_or(0)) << "vaddr[1] is the sample's ip: the return address";
     EXPECT_NE(s.ip.value_or(0), ExecuteTargetAddress()) << "the sample is taken in the caller, not the function";
+    // The caller is the workload runner, linked into this binary with the function.
+    ASSERT_OK_AND_ASSIGN(FileLocation caller, FileLocationOf(s.ip.value_or(0)));
+    ASSERT_OK_AND_ASSIGN(FileLocation callee, FileLocationOf(ExecuteTargetAddress()));
+    EXPECT_EQ(caller.inode, callee.inode) << "return address " << std::hex << s.ip.value_or(0) << " is in "
+                                          << caller.path << ", not in " << callee.path;
   }
 }
 
