@@ -330,22 +330,21 @@ struct SegLane {
 };
 
 // RunLanes()'s tables for PacketRecords, for a trace at B (see below),
-// indexed by the first byte b.
+// indexed by the first byte b; all 8 bytes wide, so that each is an operand
+// straight from memory at a scaled index.
 struct LaneTables {
   uint64_t high[256];     // kRecordTables.high[b] - B
-  uint64_t size[256];     // the size, 8 bytes: added to a pointer straight from memory
+  uint64_t size[256];     // the size: added to a pointer straight from memory
   uint64_t mask[256];     // kFast.mask[b]: the payload bits among bytes 1..7
-  uint8_t shift[256];     // 8 * size: where the next packet's first byte is in bytes 0..7
-  uint16_t reject[256];   // kFast.reject[b], and the opcode's own bits for packets of
-                          // 8 bytes or more (TSC, a full-IP TIP/FUP), whose next byte
-                          // is not among bytes 0..7
+  uint64_t reject[256];   // kFast.reject[b] over bytes 0..1, and the opcode's own bits for
+                          // packets of 9 bytes (a full-IP TIP/FUP), whose payload is
+                          // not among bytes 1..7
   explicit LaneTables(const uint8_t* B) {
     for (int i = 0; i < 256; ++i) {
       high[i] = kRecordTables.high[i] - reinterpret_cast<uintptr_t>(B);
       size[i] = kRecordTables.size[i];
       mask[i] = internal::kFast.mask[i];
-      shift[i] = static_cast<uint8_t>(8 * (kRecordTables.size[i] & 7));
-      reject[i] = kRecordTables.size[i] >= 8 ? static_cast<uint16_t>(i) : kRecordTables.reject[i];
+      reject[i] = kRecordTables.size[i] >= 9 ? static_cast<uint64_t>(i) : kRecordTables.reject[i];
     }
   }
 };
@@ -400,26 +399,26 @@ done:
   return leave;
 }
 
-// RunLanes() for PacketRecords, with a shorter dependency chain: each lane
-// keeps the first byte of its next packet (c), and takes the one after from
-// the 8 bytes it loads at the packet anyway (shifted by 8 * size) rather
-// than with another load at the new position — a table load and a shift per
-// packet on the chain instead of two loads. Packets of 8 bytes or more take
-// FastStep(). The tables are `t`, a copy on DecodeSegments()'s stack reached
-// from the stack pointer (no base register), with B subtracted from the
-// high halves so that the offset/type word is the entry plus the lane's
-// pointer. Instead of testing every lane's limit each round, it runs as many
-// rounds as the lane nearest its limit surely has room for, then looks again.
+// RunLanes() for PacketRecords: per packet one 8-byte load at the lane's
+// position p (bytes 0..7), whose low byte indexes the tables `t` (a copy on
+// DecodeSegments()'s stack, reached from the stack pointer: no base
+// register); the reject test, the payload ((bytes >> 8) & mask), the
+// offset/type word (the table's entry, B subtracted, plus p) and the size
+// added to p. Nothing but p is carried from one packet to the next (no
+// register per lane for its next byte), so the four lanes' state fits the
+// registers; each lane's chain p -> load -> table load -> p is ~11 cycles,
+// which the four lanes overlap. Packets the test rejects (TNT-64, MODE,
+// PSBEND, CBR, ..., and those of 9 bytes) take SemiStep() or FastStep().
+// Instead of testing every lane's limit each round, it runs as many rounds
+// as the lane nearest its limit surely has room for, then looks again.
 template <size_t K>
 [[gnu::always_inline]] inline size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<PacketRecord>* const* lanes,
                                               const LaneTables& t) {
   const uint8_t* p[K];
   PacketRecord* out[K];
-  unsigned c[K];  // the first byte at p[j]
   for (size_t j = 0; j < K; ++j) {
     p[j] = B + lanes[j]->off;
     out[j] = lanes[j]->out;
-    c[j] = *p[j];
   }
   constexpr int64_t kRoundBytes = kRounds * kUncheckedBytes;
   size_t leave = K;
@@ -445,16 +444,15 @@ template <size_t K>
         for (size_t j = 0; j < K; ++j) {
           uint64_t raw;  // bytes 0..7
           std::memcpy(&raw, p[j], sizeof raw);
-          const unsigned cc = c[j];
-          if ((static_cast<uint16_t>(raw) & t.reject[cc]) == 0) [[likely]] {
+          const unsigned cc = static_cast<uint8_t>(raw);
+          if ((raw & t.reject[cc]) == 0) [[likely]] {
             out[j][r].payload = (raw >> 8) & t.mask[cc];
             const uint64_t rec = t.high[cc] + reinterpret_cast<uintptr_t>(p[j]);
             std::memcpy(&out[j][r].offset, &rec, sizeof rec);
             p[j] += t.size[cc];
-            c[j] = static_cast<uint8_t>(raw >> t.shift[cc]);
             continue;
           }
-          // TNT-64, MODE, PSBEND, CBR, ... (SemiStep), or 8 bytes or more (FastStep).
+          // TNT-64, MODE, PSBEND, CBR, ... (SemiStep), or 9 bytes (FastStep).
           const uint64_t rel = static_cast<uint64_t>(p[j] - B);
           unsigned size;
           if (!SemiStep(B, base, rel, out[j][r], size) && !FastStep(B, base, rel, out[j][r], size)) {
@@ -464,7 +462,6 @@ template <size_t K>
             goto done;
           }
           p[j] += size;
-          c[j] = *p[j];
         }
       }
       for (size_t j = 0; j < K; ++j) out[j] += kRounds;
