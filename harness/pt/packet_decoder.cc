@@ -240,6 +240,10 @@ inline void Assign(PacketRecord& out, const Packet& p, uint64_t base) {
   std::memcpy(&out.type, &p.type, 4);  // type, size, opcode, ext
 }
 
+// A record's offset from the base.
+inline uint64_t RecordOffset(const Packet& r, uint64_t base) { return r.offset - base; }
+inline uint64_t RecordOffset(const PacketRecord& r, uint64_t /*base*/) { return r.offset; }
+
 // Bytes that must be readable at a packet for the unchecked steps below: the
 // fast path reads bytes 0..8, SemiFastDecode bytes 0..9.
 constexpr uint64_t kUncheckedBytes = 10;
@@ -308,8 +312,11 @@ constexpr uint64_t kMinSegmentBytes = 1024;
 constexpr size_t kMinLanePackets = 4096;
 constexpr uint64_t kMinLaneBytes = 4096;
 // The lanes run kRounds packets each between two checks of their limits.
-// (4 and 16 measure the same: fewer checks against longer careful tails.)
+// (4 and 16 measure the same.)
 constexpr uint64_t kRounds = 8;
+// How far past its limit a lane may get before it checks again: kRounds
+// packets of at most kUncheckedBytes.
+constexpr uint64_t kOverrunBytes = kRounds * kUncheckedBytes;
 
 struct Segment {
   uint64_t start = 0, stop = 0;  // [start, stop) from the base; stop is a PSB or the budget's end
@@ -330,13 +337,13 @@ struct SegLane {
 };
 
 // RunLanes()'s tables for PacketRecords, for a trace at B (see below),
-// indexed by the first byte b; all 8 bytes wide, so that each is an operand
-// straight from memory at a scaled index.
+// indexed by the first byte b; each an operand straight from memory at a
+// scaled index.
 struct LaneTables {
   uint64_t high[256];     // kRecordTables.high[b] - B
   uint64_t size[256];     // the size: added to a pointer straight from memory
   uint64_t mask[256];     // kFast.mask[b]: the payload bits among bytes 1..7
-  uint64_t reject[256];   // kFast.reject[b] over bytes 0..1, and the opcode's own bits for
+  uint16_t reject[256];   // kFast.reject[b] over bytes 0..1, and the opcode's own bits for
                           // packets of 9 bytes (a full-IP TIP/FUP), whose payload is
                           // not among bytes 1..7
   explicit LaneTables(const uint8_t* B) {
@@ -344,7 +351,7 @@ struct LaneTables {
       high[i] = kRecordTables.high[i] - reinterpret_cast<uintptr_t>(B);
       size[i] = kRecordTables.size[i];
       mask[i] = internal::kFast.mask[i];
-      reject[i] = kRecordTables.size[i] >= 9 ? static_cast<uint64_t>(i) : kRecordTables.reject[i];
+      reject[i] = kRecordTables.size[i] >= 9 ? static_cast<uint16_t>(i) : kRecordTables.reject[i];
     }
   }
 };
@@ -445,7 +452,7 @@ template <size_t K>
           uint64_t raw;  // bytes 0..7
           std::memcpy(&raw, p[j], sizeof raw);
           const unsigned cc = static_cast<uint8_t>(raw);
-          if ((raw & t.reject[cc]) == 0) [[likely]] {
+          if ((static_cast<uint16_t>(raw) & t.reject[cc]) == 0) [[likely]] {
             out[j][r].payload = (raw >> 8) & t.mask[cc];
             const uint64_t rec = t.high[cc] + reinterpret_cast<uintptr_t>(p[j]);
             std::memcpy(&out[j][r].offset, &rec, sizeof rec);
@@ -560,7 +567,9 @@ template <typename Rec>
   const uint64_t avail = static_cast<uint64_t>(end_ - pos_);
   // A record per byte at most: `cap` records hold this much trace for sure.
   // (Under 4 GiB, so that offsets from the base fit a PacketRecord.)
-  const uint64_t budget = std::min<uint64_t>({cap, avail, uint64_t{1} << 30});
+  // Short of the trace's end, the last segment's lane may run kOverrunBytes
+  // past the budget's end (at the end, its reads stop kOverrunBytes short).
+  const uint64_t budget = std::min<uint64_t>(avail <= cap ? avail : cap - kOverrunBytes, uint64_t{1} << 30);
 
   // Segments: from pos_ to the first PSB at least `spacing` bytes on, and so
   // on, up to the budget's end. The search starts a little short of the PSB
@@ -605,14 +614,17 @@ template <typename Rec>
   auto attend = [&](SegLane<Rec>& l, bool stuck) {
     for (;;) {
       Segment& s = segs[l.seg];
-      const uint64_t room = std::min(s.stop, size_rel - std::min(size_rel, kUncheckedBytes));
-      l.lim = room >= kRounds * kUncheckedBytes ? static_cast<int64_t>(room - kRounds * kUncheckedBytes) : -1;
+      // The lane runs unchecked up to its stop — a PSB, which it does not
+      // take, so that it stops there — and at most kOverrunBytes past it when
+      // it is out of step with the packets (a corrupt trace: its records there
+      // are dropped below); its reads stay in the trace.
+      l.lim = std::min<int64_t>(static_cast<int64_t>(s.stop) - 1,
+                                static_cast<int64_t>(size_rel) - static_cast<int64_t>(kUncheckedBytes + kOverrunBytes));
       int e = 0;
       while (l.off < s.stop) {
         if (!stuck && l.block == 0 && static_cast<int64_t>(l.off) <= l.lim) return true;
         stuck = false;
-        // The lane's last stretch before its stop (RunLanes() leaves kRounds
-        // packets' worth of room): still the unchecked steps while they may read.
+        // Near the trace's end or inside a block: still the unchecked steps while they may read.
         if (l.block == 0 && l.off + kUncheckedBytes <= size_rel) {
           unsigned size;
           if (FastStep(B, base, l.off, *l.out, size) || SemiStep(B, base, l.off, *l.out, size)) {
@@ -672,7 +684,22 @@ template <typename Rec>
   size_t last = 0;
   if (chunks != nullptr) *nchunks = 0;
   for (size_t k = 0; k < nseg && segs[k].done; ++k) {
-    const Segment& s = segs[k];
+    Segment& s = segs[k];
+    if (s.end > s.stop && k + 1 < nseg) {
+      // The lane went on past its stop, out of step with the packets: its
+      // records from index stop on may be the next segment's. Keep those
+      // of packets before the stop (at lower indices: a record per byte at
+      // most); the segment ends after the last of them.
+      const Rec* const r = out + s.start;
+      size_t n = std::min<size_t>(s.count, s.stop - s.start);
+      while (n > 0 && RecordOffset(r[n - 1], base) >= s.stop) --n;
+      if (n < s.count) {
+        s.count = n;
+        s.end = n > 0 ? RecordOffset(r[n - 1], base) + r[n - 1].size : s.start;
+        s.err = 0;
+        s.block = 0;  // past the stop only in RunLanes(), outside blocks
+      }
+    }
     if (chunks != nullptr) {
       if (s.count > 0) chunks[(*nchunks)++] = {s.start, s.count};
     } else if (k > 0) {
