@@ -336,6 +336,11 @@ struct SegLane {
   uint8_t block = 0;
 };
 
+// A TNT-64's record word (PacketRecord bytes 8..15) at offset 0: type, size 8, opcode 02h, ext A3h.
+constexpr uint64_t kTnt64Word = (uint64_t{static_cast<uint8_t>(PacketType::kTnt64)} | uint64_t{8} << 8 |
+                                 uint64_t{internal::kOpcExt} << 16 | uint64_t{internal::kExtTnt64} << 24)
+                                << 32;
+
 // RunLanes()'s tables for PacketRecords, for a trace at B (see below),
 // indexed by the first byte b; each an operand straight from memory at a
 // scaled index.
@@ -459,7 +464,16 @@ template <size_t K>
             p[j] += t.size[cc];
             continue;
           }
-          // TNT-64, MODE, PSBEND, CBR, ... (SemiStep), or 9 bytes (FastStep).
+          // TNT-64 (02h A3h + 6 bytes, with a stop bit and a branch): the
+          // packet the test rejects most often, here without a Packet.
+          if ((raw & 0xffff) == (uint64_t{internal::kExtTnt64} << 8 | internal::kOpcExt) && (raw >> 16) >= 2) {
+            out[j][r].payload = raw >> 16;
+            const uint64_t rec = kTnt64Word + static_cast<uint64_t>(p[j] - B);
+            std::memcpy(&out[j][r].offset, &rec, sizeof rec);
+            p[j] += 8;
+            continue;
+          }
+          // MODE, PSBEND, CBR, ... (SemiStep), or 9 bytes (FastStep).
           const uint64_t rel = static_cast<uint64_t>(p[j] - B);
           unsigned size;
           if (!SemiStep(B, base, rel, out[j][r], size) && !FastStep(B, base, rel, out[j][r], size)) {
