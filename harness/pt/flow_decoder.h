@@ -299,6 +299,7 @@ class FlowDecoder {
   int CheckAhead();
   int Resolve(uint32_t block);
   int NextFill(FlowStep* step);
+  int Enable(FlowStep* step);
   void WalkAhead();
   int NextSlow(FlowStep* step);
   int CutAtError(FlowBlock* out, const Block& b, int err);
