@@ -257,17 +257,15 @@ int FlowDecoder::NextFill(FlowStep* step) {
 }
 
 // Tracing disabled, nothing pending: NextSlow()'s first move, inline for
-// the common TIP.PGE (with its IP, no MODE.Exec waiting for it); anything
-// else goes to NextSlow(). The Enabled event is the step; if the packets
-// after the TIP.PGE fail, it waits in events_ behind the error, as
-// NextSlow() leaves it.
+// the common TIP.PGE already held (read after the TIP.PGD; with its IP, no
+// MODE.Exec waiting for it); anything else goes to NextSlow() — which also
+// reads the next packets itself, so that events met there come after an
+// error of the read-ahead past the TIP.PGE, as they do. The Enabled event is
+// the step; if the packets after the TIP.PGE fail, it waits in events_
+// behind the error, ahead of the events that read met, as NextSlow() leaves
+// them.
 int FlowDecoder::Enable(FlowStep* step) {
-  if (const int err = NeedControl()) {
-    synced_ = false;
-    return err;
-  }
-  if (tnt_count_ != 0 || ctl_ != Ctl::kTipPge || ctl_suppressed_ || mode_pending_ || !events_.empty())
-    return NextSlow(step);
+  if (tnt_count_ != 0 || ctl_ != Ctl::kTipPge || ctl_suppressed_ || mode_pending_) return NextSlow(step);
   ctl_ = Ctl::kNone;
   ip_ = ctl_ip_;
   enabled_ = true;
@@ -275,7 +273,7 @@ int FlowDecoder::Enable(FlowStep* step) {
   step->event = FlowEvent{.type = FlowEvent::Type::kEnabled, .mode = mode_, .ip = ip_, .offset = ctl_offset_,
                           .time = time_};
   if (const int err = PeekAfterIp()) [[unlikely]] {
-    events_.push_back(step->event);
+    events_.insert(events_.begin(), step->event);
     synced_ = false;
     return err;
   }
