@@ -198,7 +198,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
         const uint32_t call = ret_block_[ret_top_];
         ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
         --ret_count_;
-        if (call < cache_->size() && cache_->block(call).end() == ip_) {
+        if (call < cache_->count() && cache_->block(call).end() == ip_) {
           const uint32_t next = cache_->block(call).next[0];
           if (next != 0) {
             hint_ = next;
@@ -336,7 +336,7 @@ void FlowDecoder::WalkAhead() {
       ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
       --ret_count_;
       direct = false;
-      if (call < cache_->size() && blocks[call].end() == ip) {
+      if (call < cache_->count() && blocks[call].end() == ip) {
         link = call + 1;
         k = 0;
         next = blocks[call].next[0];
