@@ -15,6 +15,7 @@ void BlockCache::Reset() {
   std::fill(slots_.begin(), slots_.end(), Slot{0, 0, 0});
   std::fill(direct_.begin(), direct_.end(), 0);
   blocks_.clear();
+  count_ = 0;
   lengths_.clear();
   generation_ = image_->generation();
 }
@@ -85,7 +86,8 @@ uint32_t BlockCache::Decode(uint64_t ip, ExecMode mode) {
   b.state = static_cast<uint8_t>(static_cast<uint32_t>(mode) | (error_code << 2));
   if (ninsn != 0 && error == 0 && mode != ExecMode::kInvalid) b.state |= Block::kFastBit;
   blocks_.push_back(b);
-  const uint32_t index = static_cast<uint32_t>(blocks_.size() - 1);
+  count_ = static_cast<uint32_t>(blocks_.size());
+  const uint32_t index = count_ - 1;
 
   if (blocks_.size() * 2 > slots_.size()) {  // grow at half load
     std::vector<Slot> old(slots_.size() * 2, Slot{0, 0, 0});

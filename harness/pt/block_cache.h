@@ -134,6 +134,9 @@ class BlockCache {
   const uint8_t* lengths_data() const { return lengths_.data(); }
   const Block* data() const { return blocks_.data(); }
   size_t size() const { return blocks_.size(); }
+  // size() as one load (kept beside the vector): the flow decoder checks
+  // each block walked ahead against it.
+  uint32_t count() const { return count_; }
   const Image* image() const { return image_; }
 
   uint64_t decoded() const { return decoded_; }  // blocks decoded (misses)
@@ -160,6 +163,7 @@ class BlockCache {
   std::vector<Slot> slots_;
   std::vector<Block> blocks_;
   std::vector<uint8_t> lengths_;
+  uint32_t count_ = 0;  // blocks_.size()
   uint64_t generation_ = ~uint64_t{0};
   uint64_t decoded_ = 0;
   uint64_t hits_ = 0;

@@ -95,8 +95,10 @@ int FlowDecoder::Fail(int err, std::string message) {
 // walks ahead on the TNT bits left (WalkAhead).
 int FlowDecoder::NextFill(FlowStep* step) {
   // (Events pending: NextSlow() empties events_ when it hands out the last.)
-  if (!enabled_ || !synced_ || deferred_error_ != 0 || !events_.empty() || bound_pending_) [[unlikely]]
+  if (!enabled_ || !synced_ || deferred_error_ != 0 || !events_.empty() || bound_pending_) [[unlikely]] {
+    if (!enabled_ && synced_ && deferred_error_ == 0 && events_.empty() && !bound_pending_) return Enable(step);
     return NextSlow(step);
+  }
   if (tnt_count_ == 0 && ctl_ == Ctl::kNone) {
     // NextSlow()'s first move in this state: read on to the next TNT or
     // control packet. Errors and events go the slow way.
@@ -108,7 +110,11 @@ int FlowDecoder::NextFill(FlowStep* step) {
     }
     if (!events_.empty()) return NextSlow(step);
   }
-  if ((ctl_ != Ctl::kNone && ctl_ != Ctl::kTip) || cache_->Stale()) [[unlikely]] return NextSlow(step);
+  // (A TIP.PGD that a direct branch reached goes before the block: NextSlow().)
+  if ((ctl_ != Ctl::kNone && ctl_ != Ctl::kTip &&
+       (ctl_ != Ctl::kTipPgd || (tnt_count_ == 0 && last_direct_ && !ctl_suppressed_ && ctl_ip_ == ip_))) ||
+      cache_->Stale()) [[unlikely]]
+    return NextSlow(step);
   // (A block from the hint has a valid mode if it is fast(): mode_ is valid.)
   uint32_t bi = hint_ - 1;
   if (hint_ == 0 || cache_->block(bi).ip != ip_ || cache_->block(bi).mode() != mode_) [[unlikely]] {
@@ -127,6 +133,10 @@ int FlowDecoder::NextFill(FlowStep* step) {
   // A TIP taken by an indirect branch, a return without a TNT bit or a far
   // transfer (Resolve() and TakeTip() with a held TIP).
   const bool tip_ok = !have_tnt && ctl_ == Ctl::kTip && !ctl_suppressed_ && !mode_pending_;
+  // A TIP.PGD where a far transfer, or an indirect branch to its IP, leaves
+  // the traced region (Resolve() and TakeTip(); a TIP.PGD without an IP
+  // binds to far transfers only: UnboundControl()).
+  const bool pgd_ok = !have_tnt && ctl_ == Ctl::kTipPgd;
   uint32_t taken = 0;
   switch (branch) {
     case BranchClass::kCondJump:
@@ -144,8 +154,10 @@ int FlowDecoder::NextFill(FlowStep* step) {
       break;
     case BranchClass::kIndirectJump:
     case BranchClass::kIndirectCall:
+      if (!tip_ok && !(pgd_ok && !ctl_suppressed_)) return NextSlow(step);
+      break;
     case BranchClass::kFarTransfer:
-      if (!tip_ok) return NextSlow(step);
+      if (!tip_ok && !pgd_ok) return NextSlow(step);
       break;
     default:
       return NextSlow(step);
@@ -186,7 +198,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
         const uint32_t call = ret_block_[ret_top_];
         ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
         --ret_count_;
-        if (call < cache_->size() && cache_->block(call).end() == ip_) {
+        if (call < cache_->count() && cache_->block(call).end() == ip_) {
           const uint32_t next = cache_->block(call).next[0];
           if (next != 0) {
             hint_ = next;
@@ -207,6 +219,15 @@ int FlowDecoder::NextFill(FlowStep* step) {
       [[fallthrough]];
     default: {  // the held TIP: indirect jump/call, return, far transfer
       if (branch == BranchClass::kIndirectCall) PushReturn(blk.end(), bi);
+      if (ctl_ == Ctl::kTipPgd) {  // tracing stops here (TakeTip())
+        Queue(FlowEvent{.type = FlowEvent::Type::kDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
+                        .offset = ctl_offset_});
+        enabled_ = false;
+        if (!ctl_suppressed_) ip_ = ctl_ip_;
+        ctl_ = Ctl::kNone;
+        if (const int err = PeekAfterIp()) [[unlikely]] return CutAtError(&out, blk, err);
+        return 0;
+      }
       ip_ = ctl_ip_;
       ctl_ = Ctl::kNone;
       if (const int err = PeekAfterIp()) [[unlikely]] return CutAtError(&out, blk, err);
@@ -232,6 +253,30 @@ int FlowDecoder::NextFill(FlowStep* step) {
     link_ip_ = ip_;
   }
   if (tnt_count_ != 0) WalkAhead();
+  return 0;
+}
+
+// Tracing disabled, nothing pending: NextSlow()'s first move, inline for
+// the common TIP.PGE already held (read after the TIP.PGD; with its IP, no
+// MODE.Exec waiting for it); anything else goes to NextSlow() — which also
+// reads the next packets itself, so that events met there come after an
+// error of the read-ahead past the TIP.PGE, as they do. The Enabled event is
+// the step; if the packets after the TIP.PGE fail, it waits in events_
+// behind the error, ahead of the events that read met, as NextSlow() leaves
+// them.
+int FlowDecoder::Enable(FlowStep* step) {
+  if (tnt_count_ != 0 || ctl_ != Ctl::kTipPge || ctl_suppressed_ || mode_pending_) return NextSlow(step);
+  ctl_ = Ctl::kNone;
+  ip_ = ctl_ip_;
+  enabled_ = true;
+  step->kind = FlowStep::kEvent;
+  step->event = FlowEvent{.type = FlowEvent::Type::kEnabled, .mode = mode_, .ip = ip_, .offset = ctl_offset_,
+                          .time = time_};
+  if (const int err = PeekAfterIp()) [[unlikely]] {
+    events_.insert(events_.begin(), step->event);
+    synced_ = false;
+    return err;
+  }
   return 0;
 }
 
@@ -291,7 +336,7 @@ void FlowDecoder::WalkAhead() {
       ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
       --ret_count_;
       direct = false;
-      if (call < cache_->size() && blocks[call].end() == ip) {
+      if (call < cache_->count() && blocks[call].end() == ip) {
         link = call + 1;
         k = 0;
         next = blocks[call].next[0];

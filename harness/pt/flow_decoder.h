@@ -245,7 +245,7 @@ class FlowDecoder {
       const uint32_t bi = ahead_[ahead_head_];
       // (A cache emptied meanwhile — the image changed, through a decoder
       // sharing it — drops the blocks walked ahead.)
-      if (bi < cache_->size()) [[likely]] {
+      if (bi < cache_->count()) [[likely]] {
         ++ahead_head_;
         const Block& b = cache_->block(bi);
         FlowBlock& out = step->block;
@@ -277,7 +277,7 @@ class FlowDecoder {
   bool enabled() const { return enabled_; }
   // The IP of the next instruction (of the next block to hand out).
   uint64_t ip() const {
-    return ahead_head_ != ahead_end_ && ahead_[ahead_head_] < cache_->size() ? cache_->block(ahead_[ahead_head_]).ip
+    return ahead_head_ != ahead_end_ && ahead_[ahead_head_] < cache_->count() ? cache_->block(ahead_[ahead_head_]).ip
                                                                             : ip_;
   }
   ExecMode mode() const { return mode_; }
@@ -299,6 +299,7 @@ class FlowDecoder {
   int CheckAhead();
   int Resolve(uint32_t block);
   int NextFill(FlowStep* step);
+  int Enable(FlowStep* step);
   void WalkAhead();
   int NextSlow(FlowStep* step);
   int CutAtError(FlowBlock* out, const Block& b, int err);

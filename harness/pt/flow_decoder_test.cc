@@ -515,6 +515,34 @@ TEST(FlowDecoder, MidFlowPsbPlusEventsWaitForTheFupIp) {
 // read-ahead after the TIP fails on it (-pte_ip_suppressed), so the jump
 // that took the TIP fails and is not reported — the flow never gets to the
 // TIP's target.
+// SyscallDisablesAndTipPgeEnables with a bad packet (09h: no such opcode)
+// right after the TIP.PGE, and with or without a PIP (a status event)
+// between the TIP.PGD and the TIP.PGE: libipt reads ahead after the
+// TIP.PGE, so the error comes after the Disabled event (and the PIP's) and
+// before the Enabled one (the fast way through TIP.PGD/TIP.PGE keeps that
+// order).
+TEST(FlowDecoder, BadPacketAfterTipPgeComesBeforeTheEnabledEvent) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x0f, 0x05, 0x90, 0xc3}).ok());
+  for (bool pip : {false, true}) {
+    SCOPED_TRACE(pip ? "PIP before the TIP.PGE" : "no PIP");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+    if (pip) (void)enc.Next(make::Pip(0x12345000, false));
+    (void)enc.NextIp(PacketType::kTipPge, 0x401002);
+    std::vector<uint8_t> trace = enc.bytes();
+    trace.insert(trace.end(), {0x09, 0x00, 0x00, 0x00});
+    ExpectSameFlowAsLibipt(trace, image, -pte_bad_opc);
+    Walk w = Decode(trace, image);
+    EXPECT_EQ(w.err, EILSEQ);
+    EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000}));
+    std::vector<FlowEvent::Type> want = {FlowEvent::Type::kDisabled};
+    if (pip) want.push_back(FlowEvent::Type::kPaging);
+    EXPECT_EQ(w.events, want);
+  }
+}
+
 TEST(FlowDecoder, FupWithoutIpAfterATipFailsTheBranch) {
   Image image;
   ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
