@@ -480,6 +480,34 @@ TEST(FlowDecoder, EventAfterTheLastTntBitIsReadAtThatBit) {
   }
 }
 
+// FUP after FUP with no TIP: libipt's read-ahead after the jump's TIP takes
+// each FUP as an asynchronous branch waiting for a TIP (pt_qry_decode_fup),
+// and the 7th finds its event queue full (pt_evq_enqueue: 6 per binding):
+// -pte_nomem, the jump not reported. Ours: the second FUP where a TIP was
+// due, EBADMSG, failing the same jump (testing/libipt_flow.h SameFlowError
+// takes -pte_nomem as EBADMSG). (Corpus divergences compiled_noretcomp seed 1,
+// corruptions 3 and 6, at code base 0x555f69273da0, and seed 2 at
+// 0x555961cb3d10: a dropped byte left "CYC, FUP" repeating.)
+TEST(FlowDecoder, FupAfterFupFailsLikeLibiptsFullEventQueue) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  for (const int fups : {7, 9}) {
+    SCOPED_TRACE(fmt::format("{} FUPs", fups));
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kTip, kBase);
+    for (int i = 0; i < fups; ++i) {
+      (void)enc.Next(make::Cyc(3));
+      (void)enc.NextIp(PacketType::kFup, kBase + 1);
+    }
+    (void)enc.NextIp(PacketType::kTip, kBase);
+    ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_nomem);
+    Walk w = Decode(enc.bytes(), image);
+    EXPECT_EQ(w.err, EBADMSG);
+    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+  }
+}
+
 // libipt holds an event bound to an IP (here a PTW with its FUP) until the
 // flow reaches that IP, and takes no further event meanwhile: with a second
 // PTW behind it, the jz's query meets an event ahead of its TNT
