@@ -478,6 +478,21 @@ TEST(FlowDecoder, EventAfterTheLastTntBitIsReadAtThatBit) {
       EXPECT_EQ(w.ips, want);
     }
   }
+  // The last bit taken by a compressed return, a TIP.PGD without an IP
+  // next (the shape of corpus case compiled_o0_ptw_fup seed 2, corruption 4).
+  Image calls;
+  // 0x401000 call 0x401006; 0x401005 nop; 0x401006 ret
+  ASSERT_TRUE(calls.AddBlob(kBase, std::vector<uint8_t>{0xe8, 0x01, 0x00, 0x00, 0x00, 0x90, 0xc3}).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+  std::vector<uint8_t> trace = enc.bytes();
+  trace.push_back(0xe9);
+  ExpectSameFlowAsLibipt(trace, calls, -pte_bad_opc);
+  Walk w = Decode(trace, calls);
+  EXPECT_EQ(w.err, EILSEQ);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
 }
 
 // FUP after FUP with no TIP: libipt's read-ahead after the jump's TIP takes
