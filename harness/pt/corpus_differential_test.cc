@@ -17,27 +17,35 @@
 // Default (ctest): each of the 22 configs once, on a program that rotates
 // with the config (all 6 programs appear), seed 1, 4 corruptions each — a
 // couple of seconds. The full corpus (6 programs x 22 configs x 2 seeds =
-// 264 traces, 8 corruptions each), by hand:
+// 264 traces, and the 88 compiled ones again at 3 relocated code bases
+// each: 528 traces, 8 corruptions each; ~25 s), by hand:
 //   PERFTEST_PT_CORPUS=all build/bin/pt_test --gtest_filter='CorpusDifferential.*'
 // (PERFTEST_PT_CORPUS_SEEDS=N: seeds 1..N; PERFTEST_PT_CORPUS_SAVE=DIR keeps
 // each divergent variant and its code, printing the decode command). The totals line at the end gives
 // the traces and instructions compared.
 //
 // The full run finds flow divergences on corrupted traces that the default
-// subset does not hit; the test fails while any is left. Full run: 264 clean
-// traces and 3,780,309 instructions identical to pt_insn_next and to the
-// truth; 2112 corrupted variants, 0 divergent through the first error (the
-// compiled programs run at their ASLR addresses, so which corrupted IPs land
-// in code varies from run to run). It was 60 before flow_decoder.cc followed
-// libipt's event binding, read-ahead window and length decoder (issue 7);
-// then the flow decoder learned that libipt holds an event bound to an IP
-// until the flow gets there (NoteEvent: PTW, EXSTOP, MWAIT, a mid-flow
-// PSB+'s status events), that an MWAIT's event query fails on a TNT or TIP,
-// that a FUP without an IP errs at the FUP, that an MWAIT binds to the next
-// FUP even without its EXSTOP, that a PSB+ with a CBR of 0 fails, that the
-// read-ahead after a PSB+ at sync can fail the sync (a PSB+ without events
-// followed by the end of the trace: no sync point), and that a TIP.PGD or
-// FUP+TIP while tracing is disabled ends as the read-ahead after it.
+// subset does not hit; the test fails while any is left. The compiled
+// programs' traces depend on where their code lies (ASLR, the build), so
+// the full run also decodes each compiled case at 3 fixed relocated bases
+// (Bases() below): 528 clean traces (264 relocated), 8,303,349 instructions
+// identical to pt_insn_next and to the truth; 4224 corrupted variants, 0
+// divergent through the first error. It was 60 before flow_decoder.cc
+// followed libipt's event binding, read-ahead window and length decoder
+// (issue 7); then the flow decoder learned that libipt holds an event bound
+// to an IP until the flow gets there (NoteEvent: PTW, EXSTOP, MWAIT, a
+// mid-flow PSB+'s status events), that an MWAIT's event query fails on a TNT
+// or TIP, that a FUP without an IP errs at the FUP, that an MWAIT binds to
+// the next FUP even without its EXSTOP, that a PSB+ with a CBR of 0 fails,
+// that the read-ahead after a PSB+ at sync can fail the sync (a PSB+ without
+// events followed by the end of the trace: no sync point), and that a
+// TIP.PGD or FUP+TIP while tracing is disabled ends as the read-ahead after
+// it. At other code bases (2 divergences in 2 of 5 runs at ASLR addresses;
+// 8 more over 16 relocated bases per case): that a MODE.TSX's event query
+// fails on a TNT or TIP before its FUP, that an indirect branch with TNT bits
+// cached fails at a TNT before reading past it, that the event packet after
+// a TNT is queried (and read past) when the TNT's last bit is used, and that
+// libipt's full event queue (-pte_nomem) is a trace that does not fit.
 #include <gtest/gtest.h>
 
 #include <atomic>
