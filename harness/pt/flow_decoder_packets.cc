@@ -212,7 +212,13 @@ int FlowDecoder::FetchControl() {
         if (want_ip) {  // the FUP that gives the IP (SDM §33.4.2.8, .21, .22)
           Packet q;
           for (;;) {
-            if (const int err = ReadPacket(&q)) return err;
+            if (const int err = ReadPacket(&q)) {
+              // libipt's event query decodes this packet (an event packet)
+              // as soon as its read-ahead stops at it, and reads on past it:
+              // an unknown opcode there fails the query at once.
+              if (enabled_ && err == EILSEQ) event_query_failed_ = true;
+              return err;
+            }
             if (q.type == PacketType::kCyc || q.type == PacketType::kMtc || q.type == PacketType::kPad) {
               Timing(q);
               continue;

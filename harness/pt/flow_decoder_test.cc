@@ -656,6 +656,22 @@ TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
     EXPECT_EQ(w.err, EBADMSG);
     EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
   }
+  // The event query reads on past the MODE.TSX at once: an unknown opcode
+  // there (-pte_bad_opc) fails the return too. (Corpus divergence
+  // compiled_everything seed 2, corruption 4, at code base 0x555555559923:
+  // after a TIP.PGE to an IP without code; we failed there, ENXIO.)
+  {
+    PacketEncoder bad;
+    PsbPlus(bad, kBase);
+    (void)bad.NextIp(PacketType::kTip, 0x500000);
+    (void)bad.Next(make::ModeTsx(true, true));
+    std::vector<uint8_t> trace = bad.bytes();
+    trace.push_back(0xe9);  // no packet starts with 0xe9
+    ExpectSameFlowAsLibipt(trace, image, -pte_bad_opc);
+    Walk w = Decode(trace, image);
+    EXPECT_EQ(w.err, EILSEQ);
+    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+  }
   // With its FUP, the MODE.TSX is an event at the FUP's IP, and the flow
   // goes on to the TIP's target.
   PacketEncoder enc;
