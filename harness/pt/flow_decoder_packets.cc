@@ -188,6 +188,25 @@ int FlowDecoder::FetchControl() {
         pending_mode_ = p.exec_mode();
         pending_mode_offset_ = p.offset;
         NoteEvent(false, 0);  // (libipt: an event, bound to the next TIP)
+        if (enabled_ && !have_unread_) {
+          // libipt asks for the event as soon as its read-ahead stops at
+          // the MODE.Exec: pt_qry_event reads on (through PAD and timing)
+          // to the TIP it binds to, and a TNT first is -pte_bad_query.
+          PacketDecoder ahead = packets_;
+          Packet q;
+          int err;
+          while ((err = ahead.Next(q)) == 0 && (q.type == PacketType::kPad || q.type == PacketType::kCyc ||
+                                                 q.type == PacketType::kMtc || q.type == PacketType::kTsc ||
+                                                 q.type == PacketType::kTma)) {
+          }
+          if (err == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64)) {
+            const int e = Fail(EBADMSG, fmt::format("MODE.Exec at {:#x} followed by a TNT at {:#x}, not its TIP",
+                                                    p.offset, q.offset));
+            error_offset_ = q.offset;
+            event_query_failed_ = true;
+            return e;
+          }
+        }
         break;
       case PacketType::kModeTsx:
       case PacketType::kPtw:

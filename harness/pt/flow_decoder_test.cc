@@ -672,6 +672,21 @@ TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
     EXPECT_EQ(w.err, EILSEQ);
     EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
   }
+  // A MODE.Exec binds to the next TIP (pt_qry_decode_mode_exec): a TNT
+  // before it fails its event query the same way. (Relocated corpus case
+  // deep_cyc seed 1, corruption 6, at code base 0x555555559923.)
+  {
+    PacketEncoder bad;
+    PsbPlus(bad, kBase);
+    (void)bad.NextIp(PacketType::kTip, 0x500000);
+    (void)bad.Next(make::ModeExec(ExecMode::k64Bit));
+    (void)bad.Next(make::Cyc(3));
+    (void)bad.Next(make::Tnt8(1, 1));
+    ExpectSameFlowAsLibipt(bad.bytes(), image, -pte_bad_query);
+    Walk w = Decode(bad.bytes(), image);
+    EXPECT_EQ(w.err, EBADMSG);
+    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+  }
   // With its FUP, the MODE.TSX is an event at the FUP's IP, and the flow
   // goes on to the TIP's target.
   PacketEncoder enc;
