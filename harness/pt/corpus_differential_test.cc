@@ -17,27 +17,35 @@
 // Default (ctest): each of the 22 configs once, on a program that rotates
 // with the config (all 6 programs appear), seed 1, 4 corruptions each — a
 // couple of seconds. The full corpus (6 programs x 22 configs x 2 seeds =
-// 264 traces, 8 corruptions each), by hand:
+// 264 traces, and the 88 compiled ones again at 3 relocated code bases
+// each: 528 traces, 8 corruptions each; ~25 s), by hand:
 //   PERFTEST_PT_CORPUS=all build/bin/pt_test --gtest_filter='CorpusDifferential.*'
 // (PERFTEST_PT_CORPUS_SEEDS=N: seeds 1..N; PERFTEST_PT_CORPUS_SAVE=DIR keeps
 // each divergent variant and its code, printing the decode command). The totals line at the end gives
 // the traces and instructions compared.
 //
 // The full run finds flow divergences on corrupted traces that the default
-// subset does not hit; the test fails while any is left. Full run: 264 clean
-// traces and 3,780,309 instructions identical to pt_insn_next and to the
-// truth; 2112 corrupted variants, 0 divergent through the first error (the
-// compiled programs run at their ASLR addresses, so which corrupted IPs land
-// in code varies from run to run). It was 60 before flow_decoder.cc followed
-// libipt's event binding, read-ahead window and length decoder (issue 7);
-// then the flow decoder learned that libipt holds an event bound to an IP
-// until the flow gets there (NoteEvent: PTW, EXSTOP, MWAIT, a mid-flow
-// PSB+'s status events), that an MWAIT's event query fails on a TNT or TIP,
-// that a FUP without an IP errs at the FUP, that an MWAIT binds to the next
-// FUP even without its EXSTOP, that a PSB+ with a CBR of 0 fails, that the
-// read-ahead after a PSB+ at sync can fail the sync (a PSB+ without events
-// followed by the end of the trace: no sync point), and that a TIP.PGD or
-// FUP+TIP while tracing is disabled ends as the read-ahead after it.
+// subset does not hit; the test fails while any is left. The compiled
+// programs' traces depend on where their code lies (ASLR, the build), so
+// the full run also decodes each compiled case at 3 fixed relocated bases
+// (Bases() below): 528 clean traces (264 relocated), 8,303,349 instructions
+// identical to pt_insn_next and to the truth; 4224 corrupted variants, 0
+// divergent through the first error. It was 60 before flow_decoder.cc
+// followed libipt's event binding, read-ahead window and length decoder
+// (issue 7); then the flow decoder learned that libipt holds an event bound
+// to an IP until the flow gets there (NoteEvent: PTW, EXSTOP, MWAIT, a
+// mid-flow PSB+'s status events), that an MWAIT's event query fails on a TNT
+// or TIP, that a FUP without an IP errs at the FUP, that an MWAIT binds to
+// the next FUP even without its EXSTOP, that a PSB+ with a CBR of 0 fails,
+// that the read-ahead after a PSB+ at sync can fail the sync (a PSB+ without
+// events followed by the end of the trace: no sync point), and that a
+// TIP.PGD or FUP+TIP while tracing is disabled ends as the read-ahead after
+// it. At other code bases (2 divergences in 2 of 5 runs at ASLR addresses;
+// 8 more over 16 relocated bases per case): that a MODE.TSX's event query
+// fails on a TNT or TIP before its FUP, that an indirect branch with TNT bits
+// cached fails at a TNT before reading past it, that the event packet after
+// a TNT is queried (and read past) when the TNT's last bit is used, and that
+// libipt's full event queue (-pte_nomem) is a trace that does not fit.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -68,6 +76,7 @@ struct Totals {
   // instruction, or after more instructions in ours / in libipt's log.
   std::atomic<uint64_t> same_error_point{0}, ours_later{0}, libipt_later{0};
   std::atomic<int64_t> max_lead{0};
+  std::atomic<uint64_t> relocated{0};  // traces run at a base of their own (Bases())
   std::atomic<uint64_t> divergent{0};  // variants whose flows differ through the first error (failures)
 };
 Totals& Global() {
@@ -82,11 +91,11 @@ class CorpusTotalsPrinter : public ::testing::Environment {
     if (t.traces == 0) return;
     auto u = [](const std::atomic<uint64_t>& v) { return static_cast<unsigned long long>(v.load()); };
     std::printf(
-        "[corpus differential] %llu clean traces: %llu instructions identical to pt_insn_next and to the ground "
+        "[corpus differential] %llu clean traces (%llu at a relocated code base): %llu instructions identical to pt_insn_next and to the ground "
         "truth; %llu corrupted variants (%llu instructions from pt_insn_next), %llu with a decode error before the "
         "end; through the first error (the same error; at the same instruction %llu, ours later "
         "%llu, libipt later %llu, by at most %lld instructions), %llu identical to the end; %llu DIVERGE\n",
-        u(t.traces), u(t.insns), u(t.corrupted), u(t.corrupted_insns), u(t.corrupted_with_error),
+        u(t.traces), u(t.relocated), u(t.insns), u(t.corrupted), u(t.corrupted_insns), u(t.corrupted_with_error),
         u(t.same_error_point), u(t.ours_later), u(t.libipt_later), static_cast<long long>(t.max_lead.load()),
         u(t.corrupted_identical), u(t.divergent));
   }
@@ -98,6 +107,9 @@ bool FullCorpus() {
   const char* s = std::getenv("PERFTEST_PT_CORPUS");
   return s != nullptr && std::string(s) == "all";
 }
+
+// PERFTEST_PT_CORPUS_ONLY: the named cases, run as the full corpus runs them.
+bool Chosen() { return std::getenv("PERFTEST_PT_CORPUS_ONLY") != nullptr; }
 
 uint64_t Seeds() {
   if (const char* s = std::getenv("PERFTEST_PT_CORPUS_SEEDS")) return std::max<uint64_t>(1, std::strtoull(s, nullptr, 10));
@@ -172,17 +184,62 @@ void Save(const std::string& base, const std::vector<uint8_t>& trace, const pt_s
 struct Case {
   size_t program, config;
   uint64_t seed;
+  uint64_t base = 0;  // where the program's code goes (GenerateCorpusCase); 0: where it is
 };
+
+// The layouts (code bases) a case runs at. The compiled programs' code is
+// this binary's, at the address ASLR gave it (and at the offset in its page
+// the build gave it): their traces, and which IP bytes a corruption hits,
+// change with it, and a divergence may show only where the code's IP bits
+// 15:0 have some value. So the full corpus runs each compiled case where
+// its code is and at kLayouts more bases, drawn the way ASLR draws a PIE
+// base (x86-64 Linux: ELF_ET_DYN_BASE 0x555555554000 plus up to 2^28 pages,
+// mmap_rnd_bits) with a 16-byte aligned offset in the page — different for
+// every case, the same in every run and build: a layout-dependent
+// divergence is found every time, and reproduced by its base.
+//   PERFTEST_PT_CORPUS_LAYOUTS=N  N such bases instead (0: where the code is only)
+//   PERFTEST_PT_CORPUS_BASE=HEX[,HEX...]  exactly these bases, for every program
+//   PERFTEST_PT_CORPUS_ONLY=NAME  only the cases named NAME (e.g. compiled_o0_noretcomp), as the full corpus
+//   PERFTEST_PT_CORPUS_TAIL=1     print the last entries of both flows before a divergence
+constexpr uint64_t kLayouts = 3;
+
+std::vector<uint64_t> Bases(size_t program, size_t config, uint64_t seed) {
+  if (const char* s = std::getenv("PERFTEST_PT_CORPUS_BASE")) {
+    std::vector<uint64_t> v;
+    for (const char* p = s; *p != 0;) {
+      char* end = nullptr;
+      v.push_back(std::strtoull(p, &end, 16));
+      if (end == p) break;
+      p = *end == ',' ? end + 1 : end;
+    }
+    return v;
+  }
+  std::vector<uint64_t> v = {0};
+  if (!(FullCorpus() || Chosen()) || !pt_sim::CorpusPrograms()[program].loaded_code) return v;
+  uint64_t n = kLayouts;
+  if (const char* s = std::getenv("PERFTEST_PT_CORPUS_LAYOUTS")) n = std::strtoull(s, nullptr, 10);
+  std::mt19937_64 rng(0x9e3779b97f4a7c15 ^ (seed * 1000003 + program * 1009 + config * 101));
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t r = rng();
+    v.push_back(0x555555554000 + ((r & 0xfffffff) << 12) + ((r >> 32) & 0xff0));
+  }
+  return v;
+}
 
 std::vector<Case> Cases() {
   std::vector<Case> v;
   const size_t np = pt_sim::CorpusPrograms().size(), nc = pt_sim::CorpusConfigs().size();
+  const char* only = std::getenv("PERFTEST_PT_CORPUS_ONLY");
+  auto add = [&](size_t p, size_t c, uint64_t seed) {
+    if (only != nullptr && pt_sim::CorpusCaseName(p, c) != only) return;
+    for (uint64_t base : Bases(p, c, seed)) v.push_back({p, c, seed, base});
+  };
   for (uint64_t seed = 1; seed <= Seeds(); ++seed) {
     for (size_t c = 0; c < nc; ++c) {
-      if (FullCorpus()) {
-        for (size_t p = 0; p < np; ++p) v.push_back({p, c, seed});
+      if (FullCorpus() || only != nullptr) {
+        for (size_t p = 0; p < np; ++p) add(p, c, seed);
       } else {
-        v.push_back({c % np, c, seed});
+        add(c % np, c, seed);
       }
     }
   }
@@ -191,9 +248,11 @@ std::vector<Case> Cases() {
 
 void CheckCase(const Case& k) {
   const std::string name = pt_sim::CorpusCaseName(k.program, k.config);
-  SCOPED_TRACE(fmt::format("{} seed {} ({})", name, k.seed, pt_sim::CorpusConfigs()[k.config].config.ToString()));
-  Result<pt_sim::GeneratedTrace> t = pt_sim::GenerateCorpusCase(k.program, k.config, k.seed);
+  Result<pt_sim::GeneratedTrace> t = pt_sim::GenerateCorpusCase(k.program, k.config, k.seed, 20000, k.base);
   ASSERT_TRUE(t.ok()) << t.ToString();
+  const uint64_t base = t->truth.image.sections().front().address;
+  SCOPED_TRACE(fmt::format("{} seed {} at base {:#x} ({})", name, k.seed, base,
+                           pt_sim::CorpusConfigs()[k.config].config.ToString()));
   const Image image = ToImage(t->truth.image);
 
   // Clean: packets, flow against libipt, flow against the truth.
@@ -210,7 +269,7 @@ void CheckCase(const Case& k) {
   Global().insns += ips.size();
 
   // Corrupted variants.
-  const int variants = FullCorpus() ? 8 : 4;
+  const int variants = FullCorpus() || Chosen() ? 8 : 4;
   for (int i = 0; i < variants; ++i) {
     const uint64_t seed = k.seed * 1000003 + k.program * 1009 + k.config * 101 + static_cast<uint64_t>(i);
     const int kind = static_cast<int>(seed % 3);
@@ -224,7 +283,16 @@ void CheckCase(const Case& k) {
     EXPECT_EQ(diff, "");
     if (!diff.empty()) {
       Global().divergent += 1;
-      Save(fmt::format("{}_{}_c{}", name, k.seed, i), bad, t->truth.image);
+      if (std::getenv("PERFTEST_PT_CORPUS_TAIL") != nullptr) {
+        for (const testing::FlowLog* l : {&o, &r}) {
+          size_t first = 0;
+          while (first < l->entries.size() && l->entries[first].kind != testing::FlowEntry::kError) ++first;
+          std::printf("%s:\n", l == &o ? "ours" : "libipt");
+          for (size_t j = first > 12 ? first - 12 : 0; j <= first && j < l->entries.size(); ++j)
+            std::printf("  [%zu] %s\n", j, testing::ToString(l->entries[j]).c_str());
+        }
+      }
+      Save(fmt::format("{}_{}_c{}_{:x}", name, k.seed, i, base), bad, t->truth.image);
     }
     // A truncated trace holds the truth up to the cut: every instruction
     // before our first error is the truth's.
@@ -276,6 +344,9 @@ TEST(CorpusDifferential, TracesMatchLibiptAndTruth) {
     if (HasFatalFailure()) return;
   }
   RecordProperty("traces", static_cast<int>(cases.size()));
+  uint64_t relocated = 0;
+  for (const Case& k : cases) relocated += k.base != 0;
+  Global().relocated += relocated;
 }
 
 }  // namespace

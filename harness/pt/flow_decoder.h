@@ -291,6 +291,8 @@ class FlowDecoder {
   int ReadPacket(Packet* p);
   void Unread(const Packet& p);
   int FetchControl();
+  bool NoEventFor(const Packet& q) const;
+  int EventQueryAfterTnt();
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
   int ReadAheadAfterSync();
   int NeedControl();
@@ -385,6 +387,13 @@ class FlowDecoder {
   size_t event_head_ = 0;
   int deferred_error_ = 0;
   int sticky_error_ = 0;  // a packet error met while reading ahead: reported when a packet is needed
+  // The last FetchControl() error is libipt's event query failing (an event
+  // packet whose binding packet never comes): libipt asks for the event as
+  // soon as its read-ahead stops at the packet, so the error is never held
+  // for a later query (ReadAheadError).
+  bool event_query_failed_ = false;
+  // FetchControl() for an indirect branch while TNT bits are held (Resolve).
+  bool tnt_held_ = false;
   bool last_direct_ = false;  // the last block ended with a direct jump or call
   uint32_t steps_without_packet_ = 0;
 

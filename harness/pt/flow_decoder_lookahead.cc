@@ -117,6 +117,10 @@ int FlowDecoder::PeekAfterIp() {
 // decodes that packet (then the error waits for the next branch that needs
 // a packet: sticky_error_).
 __attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, int err) {
+  if (event_query_failed_) {  // (not a packet error: the event query right after the read-ahead)
+    event_query_failed_ = false;
+    return err;
+  }
   PacketDecoder ahead = packets_;
   if (!ahead.SyncSet(start).ok()) return err;
   uint64_t window_end = packets_.trace().size();

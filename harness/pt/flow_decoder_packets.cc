@@ -91,13 +91,24 @@ int FlowDecoder::FetchControl() {
         // As libipt's query decoder, look past the TNT at once: a bad
         // packet there fails the branch that fetched the TNT.
         // (Not while tracing is disabled: libipt then queries nothing and
-        // reports the TNT itself, -pte_no_enable.)
-        if (enabled_) {
+        // reports the TNT itself, -pte_no_enable. Nor for an indirect branch
+        // with TNT bits held: its query fails at the TNT, tnt_held_.)
+        if (enabled_ && !tnt_held_) {
           if (const int err = CheckAhead()) return err;
         }
         tnt_bits_ = p.tnt_bits();
         tnt_count_ = p.tnt_size();
         steps_without_packet_ = 0;
+        if (enabled_ && !tnt_held_) [[unlikely]] {
+          if (const int err = EventQueryAfterTnt()) {
+            // It fails the branch that takes the TNT's last bit: that
+            // branch finds no bit, and the error.
+            // (The bits go oldest first, from bit tnt_count_ - 1 down.)
+            tnt_bits_ >>= 1;
+            if (--tnt_count_ == 0) return err;
+            sticky_error_ = err;
+          }
+        }
         return 0;
       }
       case PacketType::kTip:
@@ -177,6 +188,25 @@ int FlowDecoder::FetchControl() {
         pending_mode_ = p.exec_mode();
         pending_mode_offset_ = p.offset;
         NoteEvent(false, 0);  // (libipt: an event, bound to the next TIP)
+        if (enabled_ && !have_unread_) {
+          // libipt asks for the event as soon as its read-ahead stops at
+          // the MODE.Exec: pt_qry_event reads on (through PAD and timing)
+          // to the TIP it binds to, and a TNT first is -pte_bad_query.
+          PacketDecoder ahead = packets_;
+          Packet q;
+          int err;
+          while ((err = ahead.Next(q)) == 0 && (q.type == PacketType::kPad || q.type == PacketType::kCyc ||
+                                                 q.type == PacketType::kMtc || q.type == PacketType::kTsc ||
+                                                 q.type == PacketType::kTma)) {
+          }
+          if (err == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64)) {
+            const int e = Fail(EBADMSG, fmt::format("MODE.Exec at {:#x} followed by a TNT at {:#x}, not its TIP",
+                                                    p.offset, q.offset));
+            error_offset_ = q.offset;
+            event_query_failed_ = true;
+            return e;
+          }
+        }
         break;
       case PacketType::kModeTsx:
       case PacketType::kPtw:
@@ -201,7 +231,13 @@ int FlowDecoder::FetchControl() {
         if (want_ip) {  // the FUP that gives the IP (SDM §33.4.2.8, .21, .22)
           Packet q;
           for (;;) {
-            if (const int err = ReadPacket(&q)) return err;
+            if (const int err = ReadPacket(&q)) {
+              // libipt's event query decodes this packet (an event packet)
+              // as soon as its read-ahead stops at it, and reads on past it:
+              // an unknown opcode there fails the query at once.
+              if (enabled_ && err == EILSEQ) event_query_failed_ = true;
+              return err;
+            }
             if (q.type == PacketType::kCyc || q.type == PacketType::kMtc || q.type == PacketType::kPad) {
               Timing(q);
               continue;
@@ -212,6 +248,16 @@ int FlowDecoder::FetchControl() {
             if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
             e.ip_suppressed = q.ipbytes() == 0;
             e.ip = last_ip_.raw();
+          } else if (p.type == PacketType::kModeTsx && enabled_ && NoEventFor(q)) {
+            // libipt binds a MODE.TSX to the next FUP (pt_qry_decode_mode_tsx)
+            // and asks for its event as soon as the read-ahead stops at it:
+            // pt_qry_event reads on and meets a TNT or a TIP that no event
+            // binds to, -pte_bad_query.
+            const int err = Fail(EBADMSG, fmt::format("MODE.TSX at {:#x} followed by {} at {:#x}, not its FUP",
+                                                      p.offset, PacketName(q.type), q.offset));
+            error_offset_ = q.offset;
+            event_query_failed_ = true;
+            return err;
           } else {
             Unread(q);
           }
@@ -308,6 +354,87 @@ int FlowDecoder::FetchControl() {
         break;
     }
   }
+}
+
+// libipt's query decoder signals the event packet after a TNT once the
+// TNT's bits are used up (pt_qry_status_flags), and the instruction decoder
+// asks for the event at once (pt_insn_check_ip_event -> pt_qry_event): the
+// packets that make an event straight away (TIP.PGE, TIP.PGD, a PIP or
+// VMCS of their own, TraceStop, PWRE, PWRX) are decoded, and the query
+// reads ahead past them (pt_qry_read_ahead, through PAD and timing). A
+// packet error there — an unknown opcode, a bad timing packet — fails the
+// branch that took the TNT's last bit. Returns that error (error_offset_
+// set), or 0. (A packet error before the event packet: CheckAhead().)
+int FlowDecoder::EventQueryAfterTnt() {
+  if (have_unread_) return 0;
+  auto status = [](PacketType t) {
+    return t == PacketType::kPad || t == PacketType::kCyc || t == PacketType::kMtc || t == PacketType::kTsc ||
+           t == PacketType::kTma;
+  };
+  // Mostly a TNT, TIP, FUP or MODE comes next (after timing packets): say
+  // so without copying the packet decoder.
+  const std::span<const uint8_t> trace = packets_.trace();
+  for (uint64_t off = packets_.offset(); off < trace.size();) {
+    const uint8_t b0 = trace[off];
+    if (((b0 & 1) == 0 && b0 != 0 && b0 != 0x02) || (b0 & 0x1f) == 0x0d || (b0 & 0x1f) == 0x1d || b0 == 0x99)
+      return 0;
+    Packet q;
+    unsigned size;
+    if (off + 9 > trace.size() || !packets_.synced() || packets_.block_item_bytes() != 0 ||
+        !internal::FastDecode(trace.data(), off, q, size) || !status(q.type))
+      break;
+    off += size;
+  }
+  PacketDecoder ahead = packets_;
+  Packet q;
+  do {
+    if (ahead.Next(q) != 0) return 0;  // (CheckAhead's)
+  } while (status(q.type) || q.type == PacketType::kCbr || q.type == PacketType::kMnt);
+  switch (q.type) {
+    case PacketType::kTipPge:
+      if (mode_pending_ || q.ipbytes() == 0) return 0;  // (an event bound to it first; -pte_bad_packet)
+      break;
+    case PacketType::kPip:
+    case PacketType::kVmcs:
+      if (fup_pending_) return 0;  // bound to the asynchronous branch's TIP
+      break;
+    case PacketType::kTipPgd:
+    case PacketType::kTraceStop:
+    case PacketType::kPwre:
+    case PacketType::kPwrx:
+      break;
+    default:
+      return 0;
+  }
+  for (;;) {
+    Packet r;
+    const int err = ahead.Next(r);
+    if (err == ENODATA || err == EMSGSIZE) return 0;  // -pte_eos: no error here
+    if (err != 0) {
+      // The read-ahead decodes status packets only; it stops at the opcode
+      // of any other packet without decoding it.
+      const uint8_t b0 = packets_.trace()[ahead.offset()];
+      const bool opens_status = b0 == 0x00 || b0 == 0x19 || b0 == 0x59 || (b0 & 3) == 3 ||
+                                (b0 == 0x02 && ahead.offset() + 1 < packets_.trace().size() &&
+                                 packets_.trace()[ahead.offset() + 1] == 0x73);
+      if (err != EILSEQ && !opens_status) return 0;
+      error_offset_ = ahead.offset();
+      error_ip_ = ip_;
+      error_message_ = fmt::format("{} at offset {:#x} (read ahead after the {} at {:#x} that follows the TNT)",
+                                   PacketDecoder::ErrorDescription(err), error_offset_, PacketName(q.type), q.offset);
+      return err;
+    }
+    if (!status(r.type)) return 0;
+  }
+}
+
+// Whether `q`, the packet after an event packet that waits for a FUP, is one
+// libipt's event query cannot take (pt_qry_event: -pte_bad_query): a TNT, or
+// a TIP with no event bound to it (no MODE.Exec before it, no asynchronous
+// FUP waiting for it).
+bool FlowDecoder::NoEventFor(const Packet& q) const {
+  if (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64) return true;
+  return q.type == PacketType::kTip && !mode_pending_ && !fup_pending_;
 }
 
 // An event read while tracing is enabled, in libipt's terms (its query

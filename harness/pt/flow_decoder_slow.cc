@@ -311,12 +311,17 @@ int FlowDecoder::Resolve(uint32_t block) {
       }
       if (tnt_count_ != 0 && ctl_ == Ctl::kNone) [[unlikely]] {
         // libipt's indirect-branch query takes the next TIP while TNT bits
-        // are still cached (it fails only if a TNT packet comes first): the
-        // bits stay for the branches after it.
+        // are still cached (it fails only if a TNT packet comes first, and
+        // then before it decodes that packet or reads past it:
+        // pt_qry_indirect_branch, -pte_bad_query): the bits stay for the
+        // branches after it.
         const uint64_t bits = tnt_bits_;
         const uint32_t count = tnt_count_;
         tnt_count_ = 0;
-        if (const int err = FetchControl()) return err;  // the end of the trace: -pte_eos
+        tnt_held_ = true;
+        const int fetched = FetchControl();
+        tnt_held_ = false;
+        if (fetched != 0) return fetched;  // the end of the trace: -pte_eos
         tnt_bits_ = bits;  // (a TNT packet fetched instead of a TIP: the error below)
         tnt_count_ = count;
       }

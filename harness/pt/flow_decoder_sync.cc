@@ -104,6 +104,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   event_head_ = 0;
   deferred_error_ = 0;
   sticky_error_ = 0;
+  event_query_failed_ = false;
   steps_without_packet_ = 0;
   hint_ = link_block_ = 0;
   ahead_head_ = ahead_end_ = 0;

@@ -426,6 +426,103 @@ TEST(FlowDecoder, IndirectBranchTakesTheTipPastCachedTntBits) {
   EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001}));
 }
 
+// The same with a TNT where the TIP should be: libipt's indirect-branch
+// query meets a TNT packet while TNT bits are cached and fails at once
+// (pt_qry_indirect_branch: -pte_bad_query), before it decodes that packet
+// or reads past it — a bad byte after that TNT is no error of the jump.
+// (Corpus divergence compiled_o0_psb_period5 seed 2, corruption 7, at code
+// base 0x562ba9cee983: we read past the TNT and reported the bad opcode
+// behind it, EILSEQ.)
+TEST(FlowDecoder, IndirectBranchFailsAtATntBeforeReadingPastIt) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.Next(make::Tnt8(1, 1));
+  std::vector<uint8_t> trace = enc.bytes();
+  trace.push_back(0xe9);  // no packet starts with 0xe9
+  ExpectSameFlowAsLibipt(trace, image, -pte_bad_query);
+  Walk w = Decode(trace, image);
+  EXPECT_EQ(w.err, EBADMSG);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+}
+
+// An event packet right after a TNT: libipt signals it once the TNT's bits
+// are used up (pt_qry_status_flags), and pt_insn_next asks for the event at
+// once (pt_insn_check_ip_event -> pt_qry_event): it decodes the TIP.PGE or
+// TIP.PGD and reads ahead past it, where an unknown opcode is -pte_bad_opc.
+// That fails the branch that took the TNT's last bit (not reported), not
+// one after it. (Corpus divergence compiled_buffer_overflow seed 2,
+// corruption 1, at code base 0x55cb28675160: a compressed return took the
+// last bit; we reported it, then failed at the TIP.PGE while enabled.)
+TEST(FlowDecoder, EventAfterTheLastTntBitIsReadAtThatBit) {
+  Image image;
+  // 0x401000 nop; 0x401001 jz +0; 0x401003 jz +0; 0x401005 ret
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0x74, 0x00, 0x74, 0x00, 0xc3}).ok());
+  for (const PacketType event : {PacketType::kTipPge, PacketType::kTipPgd}) {
+    for (const unsigned bits : {1u, 2u}) {
+      SCOPED_TRACE(fmt::format("{} after a TNT of {} bits", PacketName(event), bits));
+      PacketEncoder enc;
+      PsbPlus(enc, kBase);
+      (void)enc.Next(make::Tnt8(0, bits));
+      (void)enc.Next(make::Cyc(3));
+      (void)enc.NextIp(event, kBase);
+      (void)enc.Next(make::Mtc(1));
+      std::vector<uint8_t> trace = enc.bytes();
+      trace.push_back(0xe9);  // no packet starts with 0xe9
+      ExpectSameFlowAsLibipt(trace, image, -pte_bad_opc);
+      Walk w = Decode(trace, image);
+      EXPECT_EQ(w.err, EILSEQ);
+      const std::vector<uint64_t> want = bits == 1 ? std::vector<uint64_t>{kBase} : std::vector<uint64_t>{kBase, kBase + 1};
+      EXPECT_EQ(w.ips, want);
+    }
+  }
+  // The last bit taken by a compressed return, a TIP.PGD without an IP
+  // next (the shape of corpus case compiled_o0_ptw_fup seed 2, corruption 4).
+  Image calls;
+  // 0x401000 call 0x401006; 0x401005 nop; 0x401006 ret
+  ASSERT_TRUE(calls.AddBlob(kBase, std::vector<uint8_t>{0xe8, 0x01, 0x00, 0x00, 0x00, 0x90, 0xc3}).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+  std::vector<uint8_t> trace = enc.bytes();
+  trace.push_back(0xe9);
+  ExpectSameFlowAsLibipt(trace, calls, -pte_bad_opc);
+  Walk w = Decode(trace, calls);
+  EXPECT_EQ(w.err, EILSEQ);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+}
+
+// FUP after FUP with no TIP: libipt's read-ahead after the jump's TIP takes
+// each FUP as an asynchronous branch waiting for a TIP (pt_qry_decode_fup),
+// and the 7th finds its event queue full (pt_evq_enqueue: 6 per binding):
+// -pte_nomem, the jump not reported. Ours: the second FUP where a TIP was
+// due, EBADMSG, failing the same jump (testing/libipt_flow.h SameFlowError
+// takes -pte_nomem as EBADMSG). (Corpus divergences compiled_noretcomp seed 1,
+// corruptions 3 and 6, at code base 0x555f69273da0, and seed 2 at
+// 0x555961cb3d10: a dropped byte left "CYC, FUP" repeating.)
+TEST(FlowDecoder, FupAfterFupFailsLikeLibiptsFullEventQueue) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  for (const int fups : {7, 9}) {
+    SCOPED_TRACE(fmt::format("{} FUPs", fups));
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kTip, kBase);
+    for (int i = 0; i < fups; ++i) {
+      (void)enc.Next(make::Cyc(3));
+      (void)enc.NextIp(PacketType::kFup, kBase + 1);
+    }
+    (void)enc.NextIp(PacketType::kTip, kBase);
+    ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_nomem);
+    Walk w = Decode(enc.bytes(), image);
+    EXPECT_EQ(w.err, EBADMSG);
+    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+  }
+}
+
 // libipt holds an event bound to an IP (here a PTW with its FUP) until the
 // flow reaches that IP, and takes no further event meanwhile: with a second
 // PTW behind it, the jz's query meets an event ahead of its TNT
@@ -555,6 +652,81 @@ TEST(FlowDecoder, FupWithoutIpAfterATipFailsTheBranch) {
   Walk w = Decode(enc.bytes(), image);
   EXPECT_EQ(w.err, EBADMSG);
   EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+}
+
+// A MODE.TSX while tracing is enabled binds to the next FUP (libipt
+// pt_query_decoder.c pt_qry_decode_mode_tsx). libipt's read-ahead after the
+// TIP of a return stops at it (an event packet), and pt_insn_next asks for
+// the event at once (pt_insn_check_ip_event): pt_qry_event decodes the
+// MODE.TSX, reads on, and meets a TNT (or a TIP no event binds to) before any
+// FUP: -pte_bad_query. The return that took the TIP fails and is not
+// reported; the TIP's target (here without code) is never reached. (Corpus
+// divergence compiled_o0_noretcomp seed 2, corruptions 4 and 7, at a code
+// base whose bits 15:0 are 0x9923: a dropped byte range left TIP, MODE.TSX,
+// TNT, and the TIP's IP without code; we reported the return, then ENXIO.)
+TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xc3}).ok());  // nop; ret
+  for (const bool tip : {false, true}) {
+    SCOPED_TRACE(tip ? "MODE.TSX, then a TIP" : "MODE.TSX, then a TNT");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kTip, 0x500000);  // the ret's target: no code there
+    (void)enc.Next(make::ModeTsx(true, false));
+    (void)enc.Next(make::Pad());
+    if (tip) {
+      (void)enc.NextIp(PacketType::kTip, kBase);
+    } else {
+      (void)enc.Next(make::Tnt8(1, 1));
+    }
+    ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_bad_query);
+    Walk w = Decode(enc.bytes(), image);
+    EXPECT_EQ(w.err, EBADMSG);
+    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+  }
+  // The event query reads on past the MODE.TSX at once: an unknown opcode
+  // there (-pte_bad_opc) fails the return too. (Corpus divergence
+  // compiled_everything seed 2, corruption 4, at code base 0x555555559923:
+  // after a TIP.PGE to an IP without code; we failed there, ENXIO.)
+  {
+    PacketEncoder bad;
+    PsbPlus(bad, kBase);
+    (void)bad.NextIp(PacketType::kTip, 0x500000);
+    (void)bad.Next(make::ModeTsx(true, true));
+    std::vector<uint8_t> trace = bad.bytes();
+    trace.push_back(0xe9);  // no packet starts with 0xe9
+    ExpectSameFlowAsLibipt(trace, image, -pte_bad_opc);
+    Walk w = Decode(trace, image);
+    EXPECT_EQ(w.err, EILSEQ);
+    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+  }
+  // A MODE.Exec binds to the next TIP (pt_qry_decode_mode_exec): a TNT
+  // before it fails its event query the same way. (Relocated corpus case
+  // deep_cyc seed 1, corruption 6, at code base 0x555555559923.)
+  {
+    PacketEncoder bad;
+    PsbPlus(bad, kBase);
+    (void)bad.NextIp(PacketType::kTip, 0x500000);
+    (void)bad.Next(make::ModeExec(ExecMode::k64Bit));
+    (void)bad.Next(make::Cyc(3));
+    (void)bad.Next(make::Tnt8(1, 1));
+    ExpectSameFlowAsLibipt(bad.bytes(), image, -pte_bad_query);
+    Walk w = Decode(bad.bytes(), image);
+    EXPECT_EQ(w.err, EBADMSG);
+    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+  }
+  // With its FUP, the MODE.TSX is an event at the FUP's IP, and the flow
+  // goes on to the TIP's target.
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, kBase);
+  (void)enc.Next(make::ModeTsx(true, false));
+  (void)enc.NextIp(PacketType::kFup, kBase);
+  (void)enc.NextIp(PacketType::kTip, kBase);
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_eos);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, ENODATA);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase, kBase + 1, kBase, kBase + 1, kBase}));
 }
 
 // A TIP.PGD or FUP+TIP while tracing is disabled (after a PSB+ without a

@@ -15,8 +15,8 @@ std::vector<CorpusProgram> MakePrograms() {
       {"dispatch", testing::DispatchProgram, 50},
       {"deep", testing::DeepProgram, 97},
       {"exit", testing::ExitProgram, 99},
-      {"compiled", CompiledProgram, 50},
-      {"compiled_o0", CompiledProgramO0, 50},
+      {"compiled", CompiledProgram, 50, true},
+      {"compiled_o0", CompiledProgramO0, 50, true},
   };
 }
 
@@ -95,6 +95,14 @@ RunOptions CorpusRunOptions(size_t program, size_t config, uint64_t seed, uint64
 Result<GeneratedTrace> GenerateCorpusCase(size_t program, size_t config, uint64_t seed, uint64_t max_insns) {
   return Generate(CorpusPrograms().at(program).make(), CorpusConfigs().at(config).config,
                   CorpusRunOptions(program, config, seed, max_insns));
+}
+
+Result<GeneratedTrace> GenerateCorpusCase(size_t program, size_t config, uint64_t seed, uint64_t max_insns,
+                                          uint64_t base) {
+  if (base == 0) return GenerateCorpusCase(program, config, seed, max_insns);
+  Result<Program> moved = Relocate(CorpusPrograms().at(program).make(), base);
+  if (!moved.ok()) return Result<GeneratedTrace>::FailureFrom(moved);
+  return Generate(*moved, CorpusConfigs().at(config).config, CorpusRunOptions(program, config, seed, max_insns));
 }
 
 }  // namespace perftest::pt_sim

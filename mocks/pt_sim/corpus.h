@@ -28,6 +28,9 @@ struct CorpusProgram {
   std::string name;
   std::function<Program()> make;
   unsigned taken_percent = 50;  // the oracle's, suited to the program's loops
+  // Code of this binary (compiled_program.h): its addresses are where ASLR
+  // loaded the binary, different from run to run.
+  bool loaded_code = false;
 };
 
 struct CorpusConfig {
@@ -46,5 +49,11 @@ std::string CorpusCaseName(size_t program, size_t config);
 RunOptions CorpusRunOptions(size_t program, size_t config, uint64_t seed, uint64_t max_insns = 20000);
 // Generate() for a case. Errors: as Generate().
 Result<GeneratedTrace> GenerateCorpusCase(size_t program, size_t config, uint64_t seed, uint64_t max_insns = 20000);
+// The same case with the program's code placed at `base` (Relocate(), program.h):
+// the compiled programs' code lies where ASLR loaded this binary, and the
+// trace's IP packets (and so which bytes a corruption hits) depend on it;
+// a fixed base makes the case reproducible. base 0: where the code is.
+Result<GeneratedTrace> GenerateCorpusCase(size_t program, size_t config, uint64_t seed, uint64_t max_insns,
+                                          uint64_t base);
 
 }  // namespace perftest::pt_sim

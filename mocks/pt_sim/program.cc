@@ -140,4 +140,31 @@ Result<Program> Assembler::Finish() {
   return Result<Program>::Ok(std::move(p), call);
 }
 
+Result<Program> Relocate(const Program& program, uint64_t base) {
+  const std::vector<CodeSection>& sections = program.image.sections();
+  if (sections.empty()) return Result<Program>::Failure(EINVAL, "Relocate: the program has no code");
+  const uint64_t delta = base - sections.front().address;  // modulo 2^64: moves down as well as up
+  auto move = [delta](uint64_t a) { return a + delta; };
+  Program p;
+  p.name = program.name;
+  p.cr3 = program.cr3;
+  p.entry = move(program.entry);
+  for (uint64_t a : program.exits) p.exits.insert(move(a));
+  for (uint64_t a : program.gates) p.gates.insert(move(a));
+  for (const auto& [site, targets] : program.indirect_targets) {
+    std::vector<uint64_t>& list = p.indirect_targets[move(site)];
+    for (uint64_t t : targets) list.push_back(move(t));
+  }
+  for (uint64_t t : program.any_indirect_targets) p.any_indirect_targets.push_back(move(t));
+  for (const CodeSection& s : sections) {
+    if (move(s.address) < base || move(s.address) + s.bytes.size() < move(s.address)) {
+      return Result<Program>::Failure(EINVAL, fmt::format("Relocate({:#x}): section {} at {:#x} would wrap past 2^64",
+                                                          base, s.name, s.address));
+    }
+    Result<void> added = p.image.Add(move(s.address), s.bytes, s.name);
+    if (!added.ok()) return Result<Program>::FailureFrom(added);
+  }
+  return Result<Program>::Ok(std::move(p), fmt::format("Relocate({:#x})", base));
+}
+
 }  // namespace perftest::pt_sim

@@ -50,6 +50,14 @@ struct Program {
   std::string name;
 };
 
+// `program` with all of its code moved so that its lowest section starts at
+// `base` (sections, entry, exits, indirect branch sites and targets, gates):
+// the same run at another load address, as ASLR would place it. The code
+// must be position-independent (relative branches, as the assembler below
+// and -fPIE compilers write it); the bytes are not changed.
+// Errors: EINVAL, a program without code, or a section moved past 2^64.
+Result<Program> Relocate(const Program& program, uint64_t base);
+
 // Builds a Program at a fixed base address. Labels may be used before they
 // are bound; Finish() resolves them (EINVAL for an unbound label or a rel8
 // displacement out of range).

@@ -125,6 +125,31 @@ TEST(Assembler, RejectsUnboundLabelsAndFarShortJumps) {
   EXPECT_EQ(b.Finish().error(), EINVAL);
 }
 
+// Relocate(): the same run at another load address — every traced IP moved
+// by the same distance, the code bytes the same.
+TEST(Relocate, MovesTheRunWithItsCode) {
+  const Program p = testing::DispatchProgram();
+  const uint64_t from = p.image.sections().front().address;
+  const uint64_t to = 0x555555559920;
+  Result<Program> q = Relocate(p, to);
+  ASSERT_TRUE(q.ok()) << q.ToString();
+  ASSERT_EQ(q->image.sections().size(), p.image.sections().size());
+  for (size_t i = 0; i < p.image.sections().size(); ++i) {
+    EXPECT_EQ(q->image.sections()[i].address, p.image.sections()[i].address - from + to);
+    EXPECT_EQ(q->image.sections()[i].bytes, p.image.sections()[i].bytes);
+  }
+  EXPECT_EQ(q->entry, p.entry - from + to);
+  const PtConfig config;
+  const RunOptions options{.max_insns = 2000};
+  Result<GeneratedTrace> a = Generate(p, config, options);
+  Result<GeneratedTrace> b = Generate(*q, config, options);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<uint64_t> moved = a->truth.TracedIps();
+  for (uint64_t& ip : moved) ip = ip - from + to;
+  EXPECT_EQ(b->truth.TracedIps(), moved);
+  EXPECT_EQ(Relocate(Program{}, to).error(), EINVAL);
+}
+
 TEST(BranchOracle, SameSeedSameDecisions) {
   BranchOracle a({.seed = 5}), b({.seed = 5}), c({.seed = 6});
   std::vector<bool> va, vb, vc;

@@ -194,7 +194,14 @@ bool SameFlowError(int ours, int libipt) {
     case pte_ip_suppressed:
     case pte_bad_retcomp:
     case pte_retstack_empty:
-    case pte_no_enable: return ours == EBADMSG;
+    case pte_no_enable:
+    // libipt allocates nothing while it decodes: -pte_nomem comes from its
+    // event queue (pt_event_queue.c pt_evq_enqueue), whose ring per binding
+    // (TIP, FUP, PSBEND) holds 6 events (evq_max 8, a gap kept), filling
+    // up only while the packet they bind to never comes — e.g. FUP after
+    // FUP with no TIP, each an asynchronous branch waiting for its TIP
+    // (pt_qry_decode_fup): the trace does not fit.
+    case pte_nomem: return ours == EBADMSG;
     case pte_nosync: return ours == ENOTCONN;
     default: return false;
   }

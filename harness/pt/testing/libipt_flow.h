@@ -64,7 +64,9 @@ std::string DiffFlowUntilError(const FlowLog& ours, const FlowLog& ref);
 //   EBADMSG            -pte_bad_packet (a malformed packet) or the trace not
 //                      fitting the code: -pte_bad_query, -pte_bad_context,
 //                      -pte_noip, -pte_ip_suppressed, -pte_bad_retcomp,
-//                      -pte_retstack_empty, -pte_no_enable
+//                      -pte_retstack_empty, -pte_no_enable, -pte_nomem
+//                      (libipt's event queue full of events whose packet
+//                      never came)
 //   ENOTCONN           -pte_nosync
 bool SameFlowError(int ours, int libipt);
 // As DiffFlow, up to and including the first error of each log, for
