@@ -1,5 +1,6 @@
 #include "harness/pt/decode_command.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cerrno>

@@ -13,10 +13,15 @@
 // samples with d+o.
 #pragma once
 
-#include <CLI/CLI.hpp>
-
+#include <cstdint>
 #include <string>
 #include <vector>
+
+// CLI11 (<CLI/CLI.hpp>, ~10 s of compile per file) is included by the .cc
+// files that build the command line, not here.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace perftest::pt {
 

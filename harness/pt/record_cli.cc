@@ -1,5 +1,6 @@
 #include "harness/pt/record_cli.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cerrno>

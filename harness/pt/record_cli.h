@@ -9,9 +9,12 @@
 // other failure (the message names the call and errno).
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include "harness/pt/record.h"
+
+// CLI11 (<CLI/CLI.hpp>) is included by the .cc files that use it.
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace perftest::pt {
 
