@@ -341,6 +341,12 @@ constexpr uint64_t kTnt64Word = (uint64_t{static_cast<uint8_t>(PacketType::kTnt6
                                  uint64_t{internal::kOpcExt} << 16 | uint64_t{internal::kExtTnt64} << 24)
                                 << 32;
 
+// A MODE.Exec's record word: type, size 2, opcode 99h, ext 0 (MODE.TSX: the type plus 1).
+static_assert(static_cast<uint8_t>(PacketType::kModeTsx) == static_cast<uint8_t>(PacketType::kModeExec) + 1);
+constexpr uint64_t kModeExecWord =
+    (uint64_t{static_cast<uint8_t>(PacketType::kModeExec)} | uint64_t{2} << 8 | uint64_t{internal::kOpcMode} << 16)
+    << 32;
+
 // RunLanes()'s tables for PacketRecords, for a trace at B (see below),
 // indexed by the first byte b; each an operand straight from memory at a
 // scaled index.
@@ -473,7 +479,17 @@ template <size_t K>
             p[j] += 8;
             continue;
           }
-          // MODE, PSBEND, CBR, ... (SemiStep), or 9 bytes (FastStep).
+          // MODE (99h, leaf 000b Exec or 001b TSX in byte 1 bits 7:5): the
+          // next most often rejected (MODE.Exec after each TIP.PGE and PSB).
+          if (static_cast<uint8_t>(raw) == internal::kOpcMode && ((raw >> 14) & 3) == 0) {
+            const uint64_t leaf = (raw >> 13) & 1;
+            out[j][r].payload = (raw >> 8) & 0xff;
+            const uint64_t rec = kModeExecWord + (leaf << 32) + static_cast<uint64_t>(p[j] - B);
+            std::memcpy(&out[j][r].offset, &rec, sizeof rec);
+            p[j] += 2;
+            continue;
+          }
+          // PSBEND, CBR, ... (SemiStep), or 9 bytes (FastStep).
           const uint64_t rel = static_cast<uint64_t>(p[j] - B);
           unsigned size;
           if (!SemiStep(B, base, rel, out[j][r], size) && !FastStep(B, base, rel, out[j][r], size)) {
