@@ -248,13 +248,14 @@ int FlowDecoder::FetchControl() {
             if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
             e.ip_suppressed = q.ipbytes() == 0;
             e.ip = last_ip_.raw();
-          } else if (p.type == PacketType::kModeTsx && enabled_ && NoEventFor(q)) {
-            // libipt binds a MODE.TSX to the next FUP (pt_qry_decode_mode_tsx)
-            // and asks for its event as soon as the read-ahead stops at it:
+          } else if (enabled_ && NoEventFor(q)) {
+            // libipt binds a MODE.TSX, or a PTW/EXSTOP with IP=1, to the next
+            // FUP (pt_qry_decode_mode_tsx, _ptw, _exstop) and asks for its
+            // event as soon as the read-ahead stops at it:
             // pt_qry_event reads on and meets a TNT or a TIP that no event
             // binds to, -pte_bad_query.
-            const int err = Fail(EBADMSG, fmt::format("MODE.TSX at {:#x} followed by {} at {:#x}, not its FUP",
-                                                      p.offset, PacketName(q.type), q.offset));
+            const int err = Fail(EBADMSG, fmt::format("{} at {:#x} followed by {} at {:#x}, not its FUP",
+                                                      PacketName(p.type), p.offset, PacketName(q.type), q.offset));
             error_offset_ = q.offset;
             event_query_failed_ = true;
             return err;

@@ -687,6 +687,30 @@ TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
     EXPECT_EQ(w.err, EBADMSG);
     EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
   }
+  // A PTW or EXSTOP with IP=1 binds to the next FUP the same way
+  // (pt_qry_decode_ptw, pt_qry_decode_exstop: evb_fup). (Relocated corpus
+  // case dispatch_ptw_fup seeds 1 and 2 at 0xffff0ff0, a dropped byte
+  // range: PTW IP:1, CYC, PAD, TIP; we reported the return and ran on.)
+  for (const bool tip : {false, true}) {
+    for (const bool ptw : {false, true}) {
+      SCOPED_TRACE(std::string(ptw ? "PTW" : "EXSTOP") + (tip ? ", then a TIP" : ", then a TNT"));
+      PacketEncoder enc;
+      PsbPlus(enc, kBase);
+      (void)enc.NextIp(PacketType::kTip, 0x500000);
+      (void)enc.Next(ptw ? make::Ptw(0x1234, 8, true) : make::ExStop(true));
+      (void)enc.Next(make::Cyc(3));
+      (void)enc.Next(make::Pad());
+      if (tip) {
+        (void)enc.NextIp(PacketType::kTip, kBase);
+      } else {
+        (void)enc.Next(make::Tnt8(1, 1));
+      }
+      ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_bad_query);
+      Walk w = Decode(enc.bytes(), image);
+      EXPECT_EQ(w.err, EBADMSG);
+      EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+    }
+  }
   // The event query reads on past the MODE.TSX at once: an unknown opcode
   // there (-pte_bad_opc) fails the return too. (Corpus divergence
   // compiled_everything seed 2, corruption 4, at code base 0x555555559923:
