@@ -260,6 +260,26 @@ int FlowDecoder::FetchControl() {
             event_query_failed_ = true;
             return err;
           } else {
+            if (BindsToFup(q)) {
+              // libipt queues both on the FUP binding (pt_evq_enqueue,
+              // evb_fup); the next FUP gives each its IP in turn, and is
+              // consumed only with the last (pt_qry_decode_fup).
+              PacketDecoder ahead = packets_;
+              Packet r;
+              while (ahead.Next(r) == 0) {
+                if (r.type == PacketType::kCyc || r.type == PacketType::kMtc || r.type == PacketType::kPad ||
+                    BindsToFup(r))
+                  continue;
+                if (r.type == PacketType::kFup) {
+                  LastIp ip = last_ip_;
+                  if (ip.UpdateInline(r.ipbytes(), r.payload) && r.ipbytes() != 0) {
+                    e.ip_suppressed = false;
+                    e.ip = ip.raw();
+                  }
+                }
+                break;
+              }
+            }
             Unread(q);
           }
         }
@@ -433,6 +453,13 @@ int FlowDecoder::EventQueryAfterTnt() {
 // libipt's event query cannot take (pt_qry_event: -pte_bad_query): a TNT, or
 // a TIP with no event bound to it (no MODE.Exec before it, no asynchronous
 // FUP waiting for it).
+// An event packet that binds to the next FUP (libipt evb_fup): MODE.TSX,
+// MWAIT, PTW and EXSTOP with IP=1.
+bool FlowDecoder::BindsToFup(const Packet& q) {
+  return q.type == PacketType::kModeTsx || q.type == PacketType::kMwait ||
+         (q.type == PacketType::kPtw && q.ptw_ip()) || (q.type == PacketType::kExStop && q.exstop_ip());
+}
+
 bool FlowDecoder::NoEventFor(const Packet& q) const {
   if (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64) return true;
   return q.type == PacketType::kTip && !mode_pending_ && !fup_pending_;

@@ -667,6 +667,33 @@ TEST(FlowDecoder, FupWithoutIpAfterATipFailsTheBranch) {
 // divergence compiled_o0_noretcomp seed 2, corruptions 4 and 7, at a code
 // base whose bits 15:0 are 0x9923: a dropped byte range left TIP, MODE.TSX,
 // TNT, and the TIP's IP without code; we reported the return, then ENXIO.)
+// Two PTWs with IP=1 before one FUP both bind to it (pt_qry_decode_ptw:
+// evb_fup; pt_qry_decode_fup leaves the FUP unconsumed while another event
+// waits on it): libipt holds the first until the flow reaches the FUP's IP,
+// and the jz before it meets the FUP still pending, -pte_bad_query.
+// (Relocated corpus case dispatch_ptw_fup seed 2 at 0xffff0ff0, a dropped
+// FUP: we gave the first PTW no IP and ran to the end.)
+TEST(FlowDecoder, TwoPtwsBindToOneFup) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x74, 0x00, 0x90, 0xc3}).ok());  // jz .+2; nop; ret
+  for (const bool two : {false, true}) {
+    SCOPED_TRACE(two ? "two PTWs" : "one PTW");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Ptw(0x1234, 8, true));
+    if (two) {
+      (void)enc.Next(make::Pad());
+      (void)enc.Next(make::Ptw(0x5678, 4, true));
+    }
+    (void)enc.NextIp(PacketType::kFup, kBase + 2);
+    (void)enc.Next(make::Tnt8(1, 1));
+    ExpectSameFlowAsLibipt(enc.bytes(), image, two ? -pte_bad_query : -pte_eos);
+    Walk w = Decode(enc.bytes(), image);
+    EXPECT_EQ(w.err, two ? EBADMSG : ENODATA);
+    EXPECT_EQ(w.ips, two ? std::vector<uint64_t>{} : (std::vector<uint64_t>{kBase, kBase + 2}));
+  }
+}
+
 TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
   Image image;
   ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xc3}).ok());  // nop; ret
