@@ -292,6 +292,7 @@ class FlowDecoder {
   void Unread(const Packet& p);
   int FetchControl();
   bool NoEventFor(const Packet& q) const;
+  static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt();
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
   int ReadAheadAfterSync();

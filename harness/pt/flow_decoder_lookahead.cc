@@ -125,11 +125,16 @@ __attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, 
   if (!ahead.SyncSet(start).ok()) return err;
   uint64_t window_end = packets_.trace().size();
   bool in_psb = false;
+  bool after_event = false;
   for (;;) {
     Packet q;
     const int e = ahead.Next(q);
     if (e != 0) {
-      if (e != ENODATA && ReadAheadStopsAt(packets_.trace(), ahead.offset()) && !in_psb) window_end = ahead.offset();
+      if (e != ENODATA && after_event) {
+        window_end = ahead.offset() + 1;
+      } else if (e != ENODATA && ReadAheadStopsAt(packets_.trace(), ahead.offset()) && !in_psb) {
+        window_end = ahead.offset();
+      }
       break;
     }
     if (q.type == PacketType::kPsb) {
@@ -146,6 +151,19 @@ __attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, 
     switch (q.type) {
       case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
       case PacketType::kTma: case PacketType::kCbr: case PacketType::kMnt: case PacketType::kFup:
+        if (after_event) {
+          window_end = q.offset;
+          break;
+        }
+        continue;
+      // A standalone event packet ends the read-ahead, but pt_insn_next asks
+      // for its event at once (pts_event_pending), and pt_qry_event fetches
+      // the packet after each event packet it decodes (pt_df_fetch): an
+      // unknown or malformed packet right there fails now, before the next
+      // instruction.
+      case PacketType::kPip: case PacketType::kVmcs: case PacketType::kTraceStop: case PacketType::kMwait:
+      case PacketType::kPwre: case PacketType::kPwrx:
+        after_event = true;
         continue;
       default:
         window_end = q.offset;

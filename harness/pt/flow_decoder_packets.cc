@@ -248,17 +248,38 @@ int FlowDecoder::FetchControl() {
             if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
             e.ip_suppressed = q.ipbytes() == 0;
             e.ip = last_ip_.raw();
-          } else if (p.type == PacketType::kModeTsx && enabled_ && NoEventFor(q)) {
-            // libipt binds a MODE.TSX to the next FUP (pt_qry_decode_mode_tsx)
-            // and asks for its event as soon as the read-ahead stops at it:
+          } else if (enabled_ && NoEventFor(q)) {
+            // libipt binds a MODE.TSX, or a PTW/EXSTOP with IP=1, to the next
+            // FUP (pt_qry_decode_mode_tsx, _ptw, _exstop) and asks for its
+            // event as soon as the read-ahead stops at it:
             // pt_qry_event reads on and meets a TNT or a TIP that no event
             // binds to, -pte_bad_query.
-            const int err = Fail(EBADMSG, fmt::format("MODE.TSX at {:#x} followed by {} at {:#x}, not its FUP",
-                                                      p.offset, PacketName(q.type), q.offset));
+            const int err = Fail(EBADMSG, fmt::format("{} at {:#x} followed by {} at {:#x}, not its FUP",
+                                                      PacketName(p.type), p.offset, PacketName(q.type), q.offset));
             error_offset_ = q.offset;
             event_query_failed_ = true;
             return err;
           } else {
+            if (BindsToFup(q)) {
+              // libipt queues both on the FUP binding (pt_evq_enqueue,
+              // evb_fup); the next FUP gives each its IP in turn, and is
+              // consumed only with the last (pt_qry_decode_fup).
+              PacketDecoder ahead = packets_;
+              Packet r;
+              while (ahead.Next(r) == 0) {
+                if (r.type == PacketType::kCyc || r.type == PacketType::kMtc || r.type == PacketType::kPad ||
+                    BindsToFup(r))
+                  continue;
+                if (r.type == PacketType::kFup) {
+                  LastIp ip = last_ip_;
+                  if (ip.UpdateInline(r.ipbytes(), r.payload) && r.ipbytes() != 0) {
+                    e.ip_suppressed = false;
+                    e.ip = ip.raw();
+                  }
+                }
+                break;
+              }
+            }
             Unread(q);
           }
         }
@@ -432,6 +453,13 @@ int FlowDecoder::EventQueryAfterTnt() {
 // libipt's event query cannot take (pt_qry_event: -pte_bad_query): a TNT, or
 // a TIP with no event bound to it (no MODE.Exec before it, no asynchronous
 // FUP waiting for it).
+// An event packet that binds to the next FUP (libipt evb_fup): MODE.TSX,
+// MWAIT, PTW and EXSTOP with IP=1.
+bool FlowDecoder::BindsToFup(const Packet& q) {
+  return q.type == PacketType::kModeTsx || q.type == PacketType::kMwait ||
+         (q.type == PacketType::kPtw && q.ptw_ip()) || (q.type == PacketType::kExStop && q.exstop_ip());
+}
+
 bool FlowDecoder::NoEventFor(const Packet& q) const {
   if (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64) return true;
   return q.type == PacketType::kTip && !mode_pending_ && !fup_pending_;

@@ -621,13 +621,16 @@ TEST(FlowDecoder, MidFlowPsbPlusEventsWaitForTheFupIp) {
 TEST(FlowDecoder, BadPacketAfterTipPgeComesBeforeTheEnabledEvent) {
   Image image;
   ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x0f, 0x05, 0x90, 0xc3}).ok());
-  for (bool pip : {false, true}) {
-    SCOPED_TRACE(pip ? "PIP before the TIP.PGE" : "no PIP");
+  // A PIP after the TIP.PGE (the flow-speed helper's case): libipt still
+  // fails right after the TIP.PGE, before any instruction at its target.
+  for (int pip : {0, 1, 2}) {
+    SCOPED_TRACE(pip == 1 ? "PIP before the TIP.PGE" : pip == 2 ? "PIP after the TIP.PGE" : "no PIP");
     PacketEncoder enc;
     PsbPlus(enc, kBase);
     (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
-    if (pip) (void)enc.Next(make::Pip(0x12345000, false));
+    if (pip == 1) (void)enc.Next(make::Pip(0x12345000, false));
     (void)enc.NextIp(PacketType::kTipPge, 0x401002);
+    if (pip == 2) (void)enc.Next(make::Pip(0x12345000, false));
     std::vector<uint8_t> trace = enc.bytes();
     trace.insert(trace.end(), {0x09, 0x00, 0x00, 0x00});
     ExpectSameFlowAsLibipt(trace, image, -pte_bad_opc);
@@ -635,7 +638,7 @@ TEST(FlowDecoder, BadPacketAfterTipPgeComesBeforeTheEnabledEvent) {
     EXPECT_EQ(w.err, EILSEQ);
     EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000}));
     std::vector<FlowEvent::Type> want = {FlowEvent::Type::kDisabled};
-    if (pip) want.push_back(FlowEvent::Type::kPaging);
+    if (pip == 1) want.push_back(FlowEvent::Type::kPaging);
     EXPECT_EQ(w.events, want);
   }
 }
@@ -664,6 +667,33 @@ TEST(FlowDecoder, FupWithoutIpAfterATipFailsTheBranch) {
 // divergence compiled_o0_noretcomp seed 2, corruptions 4 and 7, at a code
 // base whose bits 15:0 are 0x9923: a dropped byte range left TIP, MODE.TSX,
 // TNT, and the TIP's IP without code; we reported the return, then ENXIO.)
+// Two PTWs with IP=1 before one FUP both bind to it (pt_qry_decode_ptw:
+// evb_fup; pt_qry_decode_fup leaves the FUP unconsumed while another event
+// waits on it): libipt holds the first until the flow reaches the FUP's IP,
+// and the jz before it meets the FUP still pending, -pte_bad_query.
+// (Relocated corpus case dispatch_ptw_fup seed 2 at 0xffff0ff0, a dropped
+// FUP: we gave the first PTW no IP and ran to the end.)
+TEST(FlowDecoder, TwoPtwsBindToOneFup) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x74, 0x00, 0x90, 0xc3}).ok());  // jz .+2; nop; ret
+  for (const bool two : {false, true}) {
+    SCOPED_TRACE(two ? "two PTWs" : "one PTW");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Ptw(0x1234, 8, true));
+    if (two) {
+      (void)enc.Next(make::Pad());
+      (void)enc.Next(make::Ptw(0x5678, 4, true));
+    }
+    (void)enc.NextIp(PacketType::kFup, kBase + 2);
+    (void)enc.Next(make::Tnt8(1, 1));
+    ExpectSameFlowAsLibipt(enc.bytes(), image, two ? -pte_bad_query : -pte_eos);
+    Walk w = Decode(enc.bytes(), image);
+    EXPECT_EQ(w.err, two ? EBADMSG : ENODATA);
+    EXPECT_EQ(w.ips, two ? std::vector<uint64_t>{} : (std::vector<uint64_t>{kBase, kBase + 2}));
+  }
+}
+
 TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
   Image image;
   ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xc3}).ok());  // nop; ret
@@ -683,6 +713,30 @@ TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
     Walk w = Decode(enc.bytes(), image);
     EXPECT_EQ(w.err, EBADMSG);
     EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+  }
+  // A PTW or EXSTOP with IP=1 binds to the next FUP the same way
+  // (pt_qry_decode_ptw, pt_qry_decode_exstop: evb_fup). (Relocated corpus
+  // case dispatch_ptw_fup seeds 1 and 2 at 0xffff0ff0, a dropped byte
+  // range: PTW IP:1, CYC, PAD, TIP; we reported the return and ran on.)
+  for (const bool tip : {false, true}) {
+    for (const bool ptw : {false, true}) {
+      SCOPED_TRACE(std::string(ptw ? "PTW" : "EXSTOP") + (tip ? ", then a TIP" : ", then a TNT"));
+      PacketEncoder enc;
+      PsbPlus(enc, kBase);
+      (void)enc.NextIp(PacketType::kTip, 0x500000);
+      (void)enc.Next(ptw ? make::Ptw(0x1234, 8, true) : make::ExStop(true));
+      (void)enc.Next(make::Cyc(3));
+      (void)enc.Next(make::Pad());
+      if (tip) {
+        (void)enc.NextIp(PacketType::kTip, kBase);
+      } else {
+        (void)enc.Next(make::Tnt8(1, 1));
+      }
+      ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_bad_query);
+      Walk w = Decode(enc.bytes(), image);
+      EXPECT_EQ(w.err, EBADMSG);
+      EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+    }
   }
   // The event query reads on past the MODE.TSX at once: an unknown opcode
   // there (-pte_bad_opc) fails the return too. (Corpus divergence
