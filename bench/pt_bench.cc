@@ -119,13 +119,9 @@ void PacketBatchBench(benchmark::State& state, PacketDecoder::Options options) {
       options);
 }
 
-// Decode(PacketBatch&) as it runs by default (its BMI2 code where the CPU has BMI2).
+// Decode(PacketBatch&): the interleaved lanes into 16-byte PacketRecords.
 void BM_PtPacketDecode(benchmark::State& state) { PacketBatchBench(state, {}); }
 BENCHMARK(BM_PtPacketDecode)->Unit(benchmark::kMillisecond);
-
-// Decode(PacketBatch&) held to its portable code (Options::portable).
-void BM_PtPacketDecodePortable(benchmark::State& state) { PacketBatchBench(state, {.portable = true}); }
-BENCHMARK(BM_PtPacketDecodePortable)->Unit(benchmark::kMillisecond);
 
 void BM_PtPacketDecodeSpan(benchmark::State& state) {
   std::vector<Packet> batch(16 * 1024);  // room for four PSB periods of 1-byte packets

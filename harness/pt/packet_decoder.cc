@@ -761,34 +761,6 @@ size_t PacketDecoder::DecodeSerial(Rec* out, size_t cap, int& err) noexcept {
   return count;
 }
 
-// DecodeSegments() for PacketRecords compiled a second time, with BMI2,
-// which Decode(PacketBatch&) picks once by the CPU (Options::portable
-// forces the first). The whole engine, not only RunLanes(), so that the
-// lane tables stay on its own stack. (It paid when each lane shifted its
-// next byte out by a register; the lanes now shift by a constant, and
-// both copies run the same instruction count on bench_pt's trace — kept so
-// that a CPU-specific copy stays measured against the portable one.)
-namespace {
-#if defined(__x86_64__) && defined(__GNUC__)
-constexpr bool kHaveBmi2Copy = true;
-bool CpuHasBmi2() {
-  static const bool has = __builtin_cpu_supports("bmi2");
-  return has;
-}
-#define PERFTEST_PT_BMI2 __attribute__((target("bmi2")))
-#else
-constexpr bool kHaveBmi2Copy = false;
-bool CpuHasBmi2() { return false; }
-#define PERFTEST_PT_BMI2
-#endif
-}  // namespace
-
-PERFTEST_PT_BMI2 size_t PacketDecoder::DecodeSegmentsBmi2(PacketRecord* out, size_t cap, int& err,
-                                                          PacketBatch::Chunk* chunks, size_t* nchunks) noexcept {
-  return DecodeSegments(out, cap, err, chunks, nchunks);
-}
-#undef PERFTEST_PT_BMI2
-
 size_t PacketDecoder::Decode(std::span<Packet> out, int& err) noexcept {
   err = 0;
   if (out.empty()) return 0;
@@ -804,9 +776,7 @@ int PacketDecoder::Decode(PacketBatch& batch) noexcept {
   batch.base_ = offset();
   const size_t cap = batch.records_.size();
   if (synced_ && block_ == 0 && cap >= kMinLanePackets && end_ - pos_ >= static_cast<ptrdiff_t>(kMinLaneBytes)) {
-    batch.size_ = kHaveBmi2Copy && !options_.portable && CpuHasBmi2()
-                      ? DecodeSegmentsBmi2(batch.records_.data(), cap, err, batch.chunks_, &batch.nchunks_)
-                      : DecodeSegments(batch.records_.data(), cap, err, batch.chunks_, &batch.nchunks_);
+    batch.size_ = DecodeSegments(batch.records_.data(), cap, err, batch.chunks_, &batch.nchunks_);
   } else {
     batch.size_ = DecodeSerial(batch.records_.data(), cap, err);
     batch.chunks_[0] = {0, batch.size_};

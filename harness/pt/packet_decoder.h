@@ -62,10 +62,6 @@ class PacketDecoder {
     // 02h B3h are unknown opcodes (EILSEQ), as to decoders that predate them
     // (libipt 2.0).
     bool block_packets = true;
-    // Decode(PacketBatch&) runs its portable code even where the CPU has
-    // BMI2 (by default it picks its BMI2 copy there); the output is the same
-    // — tests compare both.
-    bool portable = false;
   };
 
   explicit PacketDecoder(std::span<const uint8_t> trace) : PacketDecoder(trace, Options{}) {}
@@ -166,9 +162,6 @@ class PacketDecoder {
   // described there; else they are moved together.
   template <typename Rec>
   size_t DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch::Chunk* chunks, size_t* nchunks) noexcept;
-  // DecodeSegments() for PacketRecords compiled with BMI2 (packet_decoder.cc).
-  size_t DecodeSegmentsBmi2(PacketRecord* out, size_t cap, int& err, PacketBatch::Chunk* chunks,
-                            size_t* nchunks) noexcept;
   template <typename Rec>
   size_t DecodeSerial(Rec* out, size_t cap, int& err) noexcept;
   // One packet at B[rel] the careful way, in PEBS block context `block` (updated).

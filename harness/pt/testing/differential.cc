@@ -14,8 +14,7 @@ namespace {
 // the offset through a pointer).
 class OurSync {
  public:
-  explicit OurSync(std::span<const uint8_t> trace, bool portable = false)
-      : d_(trace, PacketDecoder::Options{.block_packets = false, .portable = portable}) {}
+  explicit OurSync(std::span<const uint8_t> trace) : d_(trace, PacketDecoder::Options{.block_packets = false}) {}
   int SyncForward(uint64_t* offset) { return Sync(d_.SyncForward(), offset); }
   int SyncBackward(uint64_t* offset) { return Sync(d_.SyncBackward(), offset); }
   int SyncSet(uint64_t offset) { return d_.SyncSet(offset).error(); }
@@ -49,9 +48,7 @@ class OurDecoder : public OurSync {
 class OurBatchDecoder : public OurSync {
  public:
   // `batch` is reused across streams: a 64 Ki-record batch is 1 MiB to allocate and clear.
-  // `portable`: Decode() held to its portable code (PacketDecoder::Options::portable).
-  OurBatchDecoder(std::span<const uint8_t> trace, PacketBatch& batch, bool portable)
-      : OurSync(trace, portable), batch_(batch) {
+  OurBatchDecoder(std::span<const uint8_t> trace, PacketBatch& batch) : OurSync(trace), batch_(batch) {
     batch_.clear();
   }
   int Next(RefPacket* out) {
@@ -172,17 +169,13 @@ std::string DiffAgainstLibipt(std::span<const uint8_t> trace, DiffStats* stats) 
     std::string diff = Compare(a, want);
     if (!diff.empty()) return diff + (start == Start::kFromZero ? "\n  protocol: from 0" : "\n  protocol: forward");
     // The bulk form, Decode(PacketBatch&) (interleaved where the stream is
-    // long enough), as it runs by default (BMI2 code where the CPU has it)
-    // and held to its portable code.
+    // long enough).
     static thread_local PacketBatch batch;
-    for (const bool portable : {false, true}) {
-      OurBatchDecoder bulk(trace, batch, portable);
-      diff = Compare(RunForward(bulk, start), want);
-      if (!diff.empty()) {
-        return diff + (start == Start::kFromZero ? "\n  protocol: from 0, Decode(PacketBatch&)"
-                                                 : "\n  protocol: forward, Decode(PacketBatch&)") +
-               (portable ? ", portable" : "");
-      }
+    OurBatchDecoder bulk(trace, batch);
+    diff = Compare(RunForward(bulk, start), want);
+    if (!diff.empty()) {
+      return diff + (start == Start::kFromZero ? "\n  protocol: from 0, Decode(PacketBatch&)"
+                                               : "\n  protocol: forward, Decode(PacketBatch&)");
     }
     for (const DiffEvent& e : a) {
       t.packets += e.kind == DiffEvent::kPacket;
