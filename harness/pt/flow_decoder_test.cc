@@ -279,6 +279,24 @@ void ExpectSameFlowAsLibipt(const std::vector<uint8_t>& trace, const Image& imag
   EXPECT_TRUE(found) << "libipt reported no error";
 }
 
+// ExpectSameFlowAsLibipt(), and our decoder fails with `err` after the
+// instructions at `ips`; returns our walk, for its events.
+Walk ExpectFailsAsLibipt(const std::vector<uint8_t>& trace, const Image& image, int want_libipt_error, int err,
+                         const std::vector<uint64_t>& ips) {
+  ExpectSameFlowAsLibipt(trace, image, want_libipt_error);
+  const Walk w = Decode(trace, image);
+  EXPECT_EQ(w.err, err);
+  EXPECT_EQ(w.ips, ips);
+  return w;
+}
+
+// The encoder's bytes, then 0xe9: no packet starts with it (EILSEQ, -pte_bad_opc).
+std::vector<uint8_t> WithBadOpcode(const PacketEncoder& enc) {
+  std::vector<uint8_t> trace = enc.bytes();
+  trace.push_back(0xe9);
+  return trace;
+}
+
 // kCondRet with a jz whose TNT bit comes after an event bound to an IP: if
 // the flow reaches that IP (`reached`), the jz takes its bit (taken: to the
 // ret, which has no packet and ends the flow, -pte_eos); if not, libipt
@@ -322,10 +340,7 @@ TEST(FlowDecoder, UnreachedAsyncFupAtTheEndIsTheEndOfTheTrace) {
   PsbPlus(enc, kBase);
   (void)enc.NextIp(PacketType::kFup, 0x402000);
   (void)enc.NextIp(PacketType::kTip, 0x401000);
-  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_eos);
-  Walk w = Decode(enc.bytes(), image);
-  EXPECT_EQ(w.err, ENODATA);
-  EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001}));
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {0x401000, 0x401001});
 }
 
 // libipt's query decoder reads ahead after a TIP only through PAD and
@@ -342,10 +357,7 @@ TEST(FlowDecoder, BadTipAfterTheReadAheadWindowWaitsForItsQuery) {
   (void)enc.Next(make::Cyc(5));
   std::vector<uint8_t> trace = enc.Release();
   for (uint8_t b : {0xed, 0x00, 0x00}) trace.push_back(b);  // TIP, IPBytes 111b (reserved)
-  ExpectSameFlowAsLibipt(trace, image, -pte_nomap);
-  Walk w = Decode(trace, image);
-  EXPECT_EQ(w.err, ENXIO);
-  EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001}));
+  ExpectFailsAsLibipt(trace, image, -pte_nomap, ENXIO, {0x401000, 0x401001});
 }
 
 // Undefined encodings that libipt's length decoder sizes and walks over
@@ -359,10 +371,7 @@ TEST(FlowDecoder, UndefinedEncodingsAreWalkedAsLibiptDoes) {
   PacketEncoder enc;
   PsbPlus(enc, kBase);
   (void)enc.NextIp(PacketType::kTip, 0x401011);  // the far jump to the ret
-  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_eos);
-  Walk w = Decode(enc.bytes(), image);
-  EXPECT_EQ(w.err, ENODATA);
-  EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001, 0x401003, 0x401007, 0x401009}));
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {0x401000, 0x401001, 0x401003, 0x401007, 0x401009});
 }
 
 // A TIP that suppresses the IP for an indirect jump: libipt reads ahead
@@ -420,10 +429,7 @@ TEST(FlowDecoder, IndirectBranchTakesTheTipPastCachedTntBits) {
   PsbPlus(enc, kBase);
   (void)enc.Next(make::Tnt8(1, 1));
   (void)enc.NextIp(PacketType::kTip, 0x500000);
-  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_nomap);
-  Walk w = Decode(enc.bytes(), image);
-  EXPECT_EQ(w.err, ENXIO);
-  EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000, 0x401001}));
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_nomap, ENXIO, {0x401000, 0x401001});
 }
 
 // The same with a TNT where the TIP should be: libipt's indirect-branch
@@ -440,12 +446,8 @@ TEST(FlowDecoder, IndirectBranchFailsAtATntBeforeReadingPastIt) {
   PsbPlus(enc, kBase);
   (void)enc.Next(make::Tnt8(1, 1));
   (void)enc.Next(make::Tnt8(1, 1));
-  std::vector<uint8_t> trace = enc.bytes();
-  trace.push_back(0xe9);  // no packet starts with 0xe9
-  ExpectSameFlowAsLibipt(trace, image, -pte_bad_query);
-  Walk w = Decode(trace, image);
-  EXPECT_EQ(w.err, EBADMSG);
-  EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+  const std::vector<uint8_t> trace = WithBadOpcode(enc);
+  ExpectFailsAsLibipt(trace, image, -pte_bad_query, EBADMSG, {kBase});
 }
 
 // An event packet right after a TNT: libipt signals it once the TNT's bits
@@ -469,8 +471,7 @@ TEST(FlowDecoder, EventAfterTheLastTntBitIsReadAtThatBit) {
       (void)enc.Next(make::Cyc(3));
       (void)enc.NextIp(event, kBase);
       (void)enc.Next(make::Mtc(1));
-      std::vector<uint8_t> trace = enc.bytes();
-      trace.push_back(0xe9);  // no packet starts with 0xe9
+      const std::vector<uint8_t> trace = WithBadOpcode(enc);
       ExpectSameFlowAsLibipt(trace, image, -pte_bad_opc);
       Walk w = Decode(trace, image);
       EXPECT_EQ(w.err, EILSEQ);
@@ -487,12 +488,8 @@ TEST(FlowDecoder, EventAfterTheLastTntBitIsReadAtThatBit) {
   PsbPlus(enc, kBase);
   (void)enc.Next(make::Tnt8(1, 1));
   (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
-  std::vector<uint8_t> trace = enc.bytes();
-  trace.push_back(0xe9);
-  ExpectSameFlowAsLibipt(trace, calls, -pte_bad_opc);
-  Walk w = Decode(trace, calls);
-  EXPECT_EQ(w.err, EILSEQ);
-  EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+  const std::vector<uint8_t> trace = WithBadOpcode(enc);
+  ExpectFailsAsLibipt(trace, calls, -pte_bad_opc, EILSEQ, {kBase});
 }
 
 // FUP after FUP with no TIP: libipt's read-ahead after the jump's TIP takes
@@ -516,10 +513,7 @@ TEST(FlowDecoder, FupAfterFupFailsLikeLibiptsFullEventQueue) {
       (void)enc.NextIp(PacketType::kFup, kBase + 1);
     }
     (void)enc.NextIp(PacketType::kTip, kBase);
-    ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_nomem);
-    Walk w = Decode(enc.bytes(), image);
-    EXPECT_EQ(w.err, EBADMSG);
-    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+    ExpectFailsAsLibipt(enc.bytes(), image, -pte_nomem, EBADMSG, {kBase});
   }
 }
 
@@ -578,10 +572,7 @@ TEST(FlowDecoder, MwaitWithoutItsFupFailsTheBranchBeforeIt) {
   (void)enc.Next(make::Mwait(1, 0));
   (void)enc.Next(make::Pad());
   (void)enc.Next(make::Tnt8(1, 1));
-  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_bad_query);
-  Walk w = Decode(enc.bytes(), image);
-  EXPECT_EQ(w.err, EBADMSG);
-  EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
 }
 
 // A PSB+ in the middle of the flow: libipt's status events at its PSBEND
@@ -633,10 +624,7 @@ TEST(FlowDecoder, BadPacketAfterTipPgeComesBeforeTheEnabledEvent) {
     if (pip == 2) (void)enc.Next(make::Pip(0x12345000, false));
     std::vector<uint8_t> trace = enc.bytes();
     trace.insert(trace.end(), {0x09, 0x00, 0x00, 0x00});
-    ExpectSameFlowAsLibipt(trace, image, -pte_bad_opc);
-    Walk w = Decode(trace, image);
-    EXPECT_EQ(w.err, EILSEQ);
-    EXPECT_EQ(w.ips, (std::vector<uint64_t>{0x401000}));
+    const Walk w = ExpectFailsAsLibipt(trace, image, -pte_bad_opc, EILSEQ, {0x401000});
     std::vector<FlowEvent::Type> want = {FlowEvent::Type::kDisabled};
     if (pip == 1) want.push_back(FlowEvent::Type::kPaging);
     EXPECT_EQ(w.events, want);
@@ -651,10 +639,7 @@ TEST(FlowDecoder, FupWithoutIpAfterATipFailsTheBranch) {
   (void)enc.NextIp(PacketType::kTip, 0x500000);
   (void)enc.NextIp(PacketType::kFup, std::nullopt);
   (void)enc.NextIp(PacketType::kTip, 0x401000);
-  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_ip_suppressed);
-  Walk w = Decode(enc.bytes(), image);
-  EXPECT_EQ(w.err, EBADMSG);
-  EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_ip_suppressed, EBADMSG, {kBase});
 }
 
 // A MODE.TSX while tracing is enabled binds to the next FUP (libipt
@@ -687,10 +672,8 @@ TEST(FlowDecoder, TwoPtwsBindToOneFup) {
     }
     (void)enc.NextIp(PacketType::kFup, kBase + 2);
     (void)enc.Next(make::Tnt8(1, 1));
-    ExpectSameFlowAsLibipt(enc.bytes(), image, two ? -pte_bad_query : -pte_eos);
-    Walk w = Decode(enc.bytes(), image);
-    EXPECT_EQ(w.err, two ? EBADMSG : ENODATA);
-    EXPECT_EQ(w.ips, two ? std::vector<uint64_t>{} : (std::vector<uint64_t>{kBase, kBase + 2}));
+    ExpectFailsAsLibipt(enc.bytes(), image, two ? -pte_bad_query : -pte_eos, two ? EBADMSG : ENODATA,
+                        two ? std::vector<uint64_t>{} : (std::vector<uint64_t>{kBase, kBase + 2}));
   }
 }
 
@@ -709,10 +692,7 @@ TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
     } else {
       (void)enc.Next(make::Tnt8(1, 1));
     }
-    ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_bad_query);
-    Walk w = Decode(enc.bytes(), image);
-    EXPECT_EQ(w.err, EBADMSG);
-    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+    ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
   }
   // A PTW or EXSTOP with IP=1 binds to the next FUP the same way
   // (pt_qry_decode_ptw, pt_qry_decode_exstop: evb_fup). (Relocated corpus
@@ -732,10 +712,7 @@ TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
       } else {
         (void)enc.Next(make::Tnt8(1, 1));
       }
-      ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_bad_query);
-      Walk w = Decode(enc.bytes(), image);
-      EXPECT_EQ(w.err, EBADMSG);
-      EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+      ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
     }
   }
   // The event query reads on past the MODE.TSX at once: an unknown opcode
@@ -749,10 +726,7 @@ TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
     (void)bad.Next(make::ModeTsx(true, true));
     std::vector<uint8_t> trace = bad.bytes();
     trace.push_back(0xe9);  // no packet starts with 0xe9
-    ExpectSameFlowAsLibipt(trace, image, -pte_bad_opc);
-    Walk w = Decode(trace, image);
-    EXPECT_EQ(w.err, EILSEQ);
-    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+    ExpectFailsAsLibipt(trace, image, -pte_bad_opc, EILSEQ, {kBase});
   }
   // A MODE.Exec binds to the next TIP (pt_qry_decode_mode_exec): a TNT
   // before it fails its event query the same way. (Relocated corpus case
@@ -764,10 +738,7 @@ TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
     (void)bad.Next(make::ModeExec(ExecMode::k64Bit));
     (void)bad.Next(make::Cyc(3));
     (void)bad.Next(make::Tnt8(1, 1));
-    ExpectSameFlowAsLibipt(bad.bytes(), image, -pte_bad_query);
-    Walk w = Decode(bad.bytes(), image);
-    EXPECT_EQ(w.err, EBADMSG);
-    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase}));
+    ExpectFailsAsLibipt(bad.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
   }
   // With its FUP, the MODE.TSX is an event at the FUP's IP, and the flow
   // goes on to the TIP's target.
@@ -777,10 +748,7 @@ TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
   (void)enc.Next(make::ModeTsx(true, false));
   (void)enc.NextIp(PacketType::kFup, kBase);
   (void)enc.NextIp(PacketType::kTip, kBase);
-  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_eos);
-  Walk w = Decode(enc.bytes(), image);
-  EXPECT_EQ(w.err, ENODATA);
-  EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase, kBase + 1, kBase, kBase + 1, kBase}));
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1, kBase, kBase + 1, kBase});
 }
 
 // A TIP.PGD or FUP+TIP while tracing is disabled (after a PSB+ without a
