@@ -290,6 +290,13 @@ Walk ExpectFailsAsLibipt(const std::vector<uint8_t>& trace, const Image& image, 
   return w;
 }
 
+// kBase: nop; jmp *%rax — an indirect branch after one instruction.
+Image NopJmpRax() {
+  Image image;
+  EXPECT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());
+  return image;
+}
+
 // The encoder's bytes, then 0xe9: no packet starts with it (EILSEQ, -pte_bad_opc).
 std::vector<uint8_t> WithBadOpcode(const PacketEncoder& enc) {
   std::vector<uint8_t> trace = enc.bytes();
@@ -378,8 +385,7 @@ TEST(FlowDecoder, UndefinedEncodingsAreWalkedAsLibiptDoes) {
 // after the TIP before it looks at the IP, so an unknown opcode right after
 // it is the error (-pte_bad_opc), not the missing IP.
 TEST(FlowDecoder, ReadAheadErrorComesBeforeTheSuppressedTipIp) {
-  Image image;
-  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  const Image image = NopJmpRax();
   PacketEncoder enc;
   PsbPlus(enc, kBase);
   (void)enc.NextIp(PacketType::kTip, std::nullopt);
@@ -423,8 +429,7 @@ TEST(FlowDecoder, TntWhileDisabledIsReportedBeforeLaterPackets) {
 // TIP that follows (the bit waits), and the flow goes on at its target —
 // here not mapped (-pte_nomap).
 TEST(FlowDecoder, IndirectBranchTakesTheTipPastCachedTntBits) {
-  Image image;
-  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  const Image image = NopJmpRax();
   PacketEncoder enc;
   PsbPlus(enc, kBase);
   (void)enc.Next(make::Tnt8(1, 1));
@@ -440,8 +445,7 @@ TEST(FlowDecoder, IndirectBranchTakesTheTipPastCachedTntBits) {
 // base 0x562ba9cee983: we read past the TNT and reported the bad opcode
 // behind it, EILSEQ.)
 TEST(FlowDecoder, IndirectBranchFailsAtATntBeforeReadingPastIt) {
-  Image image;
-  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  const Image image = NopJmpRax();
   PacketEncoder enc;
   PsbPlus(enc, kBase);
   (void)enc.Next(make::Tnt8(1, 1));
@@ -501,8 +505,7 @@ TEST(FlowDecoder, EventAfterTheLastTntBitIsReadAtThatBit) {
 // corruptions 3 and 6, at code base 0x555f69273da0, and seed 2 at
 // 0x555961cb3d10: a dropped byte left "CYC, FUP" repeating.)
 TEST(FlowDecoder, FupAfterFupFailsLikeLibiptsFullEventQueue) {
-  Image image;
-  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  const Image image = NopJmpRax();
   for (const int fups : {7, 9}) {
     SCOPED_TRACE(fmt::format("{} FUPs", fups));
     PacketEncoder enc;
@@ -632,8 +635,7 @@ TEST(FlowDecoder, BadPacketAfterTipPgeComesBeforeTheEnabledEvent) {
 }
 
 TEST(FlowDecoder, FupWithoutIpAfterATipFailsTheBranch) {
-  Image image;
-  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  const Image image = NopJmpRax();
   PacketEncoder enc;
   PsbPlus(enc, kBase);
   (void)enc.NextIp(PacketType::kTip, 0x500000);
@@ -680,31 +682,17 @@ TEST(FlowDecoder, TwoPtwsBindToOneFup) {
 TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
   Image image;
   ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xc3}).ok());  // nop; ret
-  for (const bool tip : {false, true}) {
-    SCOPED_TRACE(tip ? "MODE.TSX, then a TIP" : "MODE.TSX, then a TNT");
-    PacketEncoder enc;
-    PsbPlus(enc, kBase);
-    (void)enc.NextIp(PacketType::kTip, 0x500000);  // the ret's target: no code there
-    (void)enc.Next(make::ModeTsx(true, false));
-    (void)enc.Next(make::Pad());
-    if (tip) {
-      (void)enc.NextIp(PacketType::kTip, kBase);
-    } else {
-      (void)enc.Next(make::Tnt8(1, 1));
-    }
-    ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
-  }
   // A PTW or EXSTOP with IP=1 binds to the next FUP the same way
   // (pt_qry_decode_ptw, pt_qry_decode_exstop: evb_fup). (Relocated corpus
   // case dispatch_ptw_fup seeds 1 and 2 at 0xffff0ff0, a dropped byte
   // range: PTW IP:1, CYC, PAD, TIP; we reported the return and ran on.)
-  for (const bool tip : {false, true}) {
-    for (const bool ptw : {false, true}) {
-      SCOPED_TRACE(std::string(ptw ? "PTW" : "EXSTOP") + (tip ? ", then a TIP" : ", then a TNT"));
+  for (const Packet& waiting : {make::ModeTsx(true, false), make::Ptw(0x1234, 8, true), make::ExStop(true)}) {
+    for (const bool tip : {false, true}) {
+      SCOPED_TRACE(fmt::format("{}, then a {}", PacketName(waiting.type), tip ? "TIP" : "TNT"));
       PacketEncoder enc;
       PsbPlus(enc, kBase);
-      (void)enc.NextIp(PacketType::kTip, 0x500000);
-      (void)enc.Next(ptw ? make::Ptw(0x1234, 8, true) : make::ExStop(true));
+      (void)enc.NextIp(PacketType::kTip, 0x500000);  // the ret's target: no code there
+      (void)enc.Next(waiting);
       (void)enc.Next(make::Cyc(3));
       (void)enc.Next(make::Pad());
       if (tip) {
@@ -724,9 +712,7 @@ TEST(FlowDecoder, ModeTsxWithoutItsFupFailsTheBranchBeforeIt) {
     PsbPlus(bad, kBase);
     (void)bad.NextIp(PacketType::kTip, 0x500000);
     (void)bad.Next(make::ModeTsx(true, true));
-    std::vector<uint8_t> trace = bad.bytes();
-    trace.push_back(0xe9);  // no packet starts with 0xe9
-    ExpectFailsAsLibipt(trace, image, -pte_bad_opc, EILSEQ, {kBase});
+    ExpectFailsAsLibipt(WithBadOpcode(bad), image, -pte_bad_opc, EILSEQ, {kBase});
   }
   // A MODE.Exec binds to the next TIP (pt_qry_decode_mode_exec): a TNT
   // before it fails its event query the same way. (Relocated corpus case
