@@ -293,13 +293,13 @@ class FlowDecoder {
   int FetchControl();
   bool NoEventFor(const Packet& q) const;
   static bool BindsToFup(const Packet& q);
-  int EventQueryAfterTnt();
+  int EventQueryAfterTnt(uint64_t from);
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
   int ReadAheadAfterSync();
   int NeedControl();
   int PeekAfterIp();
   int ReadAheadError(uint64_t start, int err);
-  int CheckAhead();
+  int CheckAhead(uint64_t* next = nullptr);
   int Resolve(uint32_t block);
   int NextFill(FlowStep* step);
   int Enable(FlowStep* step);

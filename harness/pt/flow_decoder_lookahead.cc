@@ -36,8 +36,11 @@ bool ReadAheadStopsAt(std::span<const uint8_t> trace, uint64_t at) {
 
 // Decodes (without consuming) the packets after the current position up to
 // the first one that is not PAD or timing; returns the error met, if any
-// (the end of the trace, or a packet cut by it, is none).
-int FlowDecoder::CheckAhead() {
+// (the end of the trace, or a packet cut by it, is none). `next`, if given:
+// where the PAD and timing packets it skipped without copying the packet
+// decoder end (the current position if none).
+int FlowDecoder::CheckAhead(uint64_t* next) {
+  if (next != nullptr) *next = packets_.offset();
   if (have_unread_) return 0;
   // The common case without copying the packet decoder: the packets ahead
   // are fast-path packets (PacketDecoder::Next() would decode them the
@@ -54,6 +57,7 @@ int FlowDecoder::CheckAhead() {
         continue;
       }
       if (q.type == PacketType::kMwait) break;  // the careful way
+      if (next != nullptr) *next = off;
       return 0;
     }
   }

@@ -11,6 +11,17 @@
 #include "harness/pt/internal/flow_decoder_inline.h"
 
 namespace perftest::pt {
+namespace {
+
+// The packets libipt's query decoder reads ahead through, decoding them, on
+// its way to the next packet it queries (pt_qry_read_ahead): PAD and the
+// timing packets.
+bool IsStatus(PacketType t) {
+  return t == PacketType::kPad || t == PacketType::kCyc || t == PacketType::kMtc || t == PacketType::kTsc ||
+         t == PacketType::kTma;
+}
+
+}  // namespace
 
 using internal::StatusEvent;
 
@@ -93,14 +104,16 @@ int FlowDecoder::FetchControl() {
         // (Not while tracing is disabled: libipt then queries nothing and
         // reports the TNT itself, -pte_no_enable. Nor for an indirect branch
         // with TNT bits held: its query fails at the TNT, tnt_held_.)
-        if (enabled_ && !tnt_held_) {
-          if (const int err = CheckAhead()) return err;
+        const bool query = enabled_ && !tnt_held_;
+        uint64_t after_timing = 0;  // where CheckAhead()'s scan stopped: EventQueryAfterTnt() goes on there
+        if (query) {
+          if (const int err = CheckAhead(&after_timing)) return err;
         }
         tnt_bits_ = p.tnt_bits();
         tnt_count_ = p.tnt_size();
         steps_without_packet_ = 0;
-        if (enabled_ && !tnt_held_) [[unlikely]] {
-          if (const int err = EventQueryAfterTnt()) {
+        if (query) {
+          if (const int err = EventQueryAfterTnt(after_timing)) [[unlikely]] {
             // It fails the branch that takes the TNT's last bit: that
             // branch finds no bit, and the error.
             // (The bits go oldest first, from bit tnt_count_ - 1 down.)
@@ -195,9 +208,7 @@ int FlowDecoder::FetchControl() {
           PacketDecoder ahead = packets_;
           Packet q;
           int err;
-          while ((err = ahead.Next(q)) == 0 && (q.type == PacketType::kPad || q.type == PacketType::kCyc ||
-                                                 q.type == PacketType::kMtc || q.type == PacketType::kTsc ||
-                                                 q.type == PacketType::kTma)) {
+          while ((err = ahead.Next(q)) == 0 && IsStatus(q.type)) {
           }
           if (err == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64)) {
             const int e = Fail(EBADMSG, fmt::format("MODE.Exec at {:#x} followed by a TNT at {:#x}, not its TIP",
@@ -386,23 +397,20 @@ int FlowDecoder::FetchControl() {
 // packet error there — an unknown opcode, a bad timing packet — fails the
 // branch that took the TNT's last bit. Returns that error (error_offset_
 // set), or 0. (A packet error before the event packet: CheckAhead().)
-int FlowDecoder::EventQueryAfterTnt() {
+// `from`: where CheckAhead() stopped skipping PAD and timing packets.
+int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
   if (have_unread_) return 0;
-  auto status = [](PacketType t) {
-    return t == PacketType::kPad || t == PacketType::kCyc || t == PacketType::kMtc || t == PacketType::kTsc ||
-           t == PacketType::kTma;
-  };
   // Mostly a TNT, TIP, FUP or MODE comes next (after timing packets): say
   // so without copying the packet decoder.
   const std::span<const uint8_t> trace = packets_.trace();
-  for (uint64_t off = packets_.offset(); off < trace.size();) {
+  for (uint64_t off = from; off < trace.size();) {
     const uint8_t b0 = trace[off];
     if (((b0 & 1) == 0 && b0 != 0 && b0 != 0x02) || (b0 & 0x1f) == 0x0d || (b0 & 0x1f) == 0x1d || b0 == 0x99)
       return 0;
     Packet q;
     unsigned size;
     if (off + 9 > trace.size() || !packets_.synced() || packets_.block_item_bytes() != 0 ||
-        !internal::FastDecode(trace.data(), off, q, size) || !status(q.type))
+        !internal::FastDecode(trace.data(), off, q, size) || !IsStatus(q.type))
       break;
     off += size;
   }
@@ -410,7 +418,7 @@ int FlowDecoder::EventQueryAfterTnt() {
   Packet q;
   do {
     if (ahead.Next(q) != 0) return 0;  // (CheckAhead's)
-  } while (status(q.type) || q.type == PacketType::kCbr || q.type == PacketType::kMnt);
+  } while (IsStatus(q.type) || q.type == PacketType::kCbr || q.type == PacketType::kMnt);
   switch (q.type) {
     case PacketType::kTipPge:
       if (mode_pending_ || q.ipbytes() == 0) return 0;  // (an event bound to it first; -pte_bad_packet)
@@ -445,14 +453,10 @@ int FlowDecoder::EventQueryAfterTnt() {
                                    PacketDecoder::ErrorDescription(err), error_offset_, PacketName(q.type), q.offset);
       return err;
     }
-    if (!status(r.type)) return 0;
+    if (!IsStatus(r.type)) return 0;
   }
 }
 
-// Whether `q`, the packet after an event packet that waits for a FUP, is one
-// libipt's event query cannot take (pt_qry_event: -pte_bad_query): a TNT, or
-// a TIP with no event bound to it (no MODE.Exec before it, no asynchronous
-// FUP waiting for it).
 // An event packet that binds to the next FUP (libipt evb_fup): MODE.TSX,
 // MWAIT, PTW and EXSTOP with IP=1.
 bool FlowDecoder::BindsToFup(const Packet& q) {
@@ -460,6 +464,10 @@ bool FlowDecoder::BindsToFup(const Packet& q) {
          (q.type == PacketType::kPtw && q.ptw_ip()) || (q.type == PacketType::kExStop && q.exstop_ip());
 }
 
+// Whether `q`, the packet after an event packet that waits for a FUP, is one
+// libipt's event query cannot take (pt_qry_event: -pte_bad_query): a TNT, or
+// a TIP with no event bound to it (no MODE.Exec before it, no asynchronous
+// FUP waiting for it).
 bool FlowDecoder::NoEventFor(const Packet& q) const {
   if (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64) return true;
   return q.type == PacketType::kTip && !mode_pending_ && !fup_pending_;
