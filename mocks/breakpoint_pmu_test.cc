@@ -363,7 +363,7 @@ TEST_F(BreakpointPmu, SlotPoolsPerType) {
     std::vector<int> fds;
     for (int i = 0; i < n; ++i) {
       const uint64_t addr = type == HW_BREAKPOINT_X ? code + 16 * i : reinterpret_cast<uint64_t>(&g_var[i % 8]);
-      fds.push_back(MustOpen(Bp(type, addr, type == HW_BREAKPOINT_X ? sizeof(long) : HW_BREAKPOINT_LEN_8)));
+      fds.push_back(MustOpen(Bp(type, addr, type == HW_BREAKPOINT_X ? sizeof(long) : size_t{HW_BREAKPOINT_LEN_8})));
     }
     return fds;
   };

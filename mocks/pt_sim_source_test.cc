@@ -171,7 +171,9 @@ TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
   for (const pt_sim::EventRecord& e : truth->events) {
     if (e.kind == pt_sim::EventKind::kDisable) after_disable = true;
     if (e.kind != pt_sim::EventKind::kPsb) continue;
-    if (psbs == 1) EXPECT_EQ(static_cast<uint64_t>(next_psb - bytes.begin()), e.trace_offset);
+    if (psbs == 1) {
+      EXPECT_EQ(static_cast<uint64_t>(next_psb - bytes.begin()), e.trace_offset);
+    }
     if (psbs > 0 && !after_disable) {
       EXPECT_GE(e.trace_offset - last_psb, GetParam().config.psb_period_bytes()) << "PSB " << psbs;
     }
@@ -206,7 +208,9 @@ TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
     if (r.traced) ptw.push_back(r.payload);
   }
   EXPECT_EQ(flow.PtwritePayloads(), ptw);
-  if (GetParam().config.ptw) EXPECT_THAT(ptw, ::testing::Not(IsEmpty())) << "the task program has a PTWRITE";
+  if (GetParam().config.ptw) {
+    EXPECT_THAT(ptw, ::testing::Not(IsEmpty())) << "the task program has a PTWRITE";
+  }
   const size_t interrupts = truth->CountTracedEvents(pt_sim::EventKind::kInterrupt);
   const size_t syscalls = truth->CountTracedEvents(pt_sim::EventKind::kSyscall);
   if (GetParam().config.branch_en()) {

@@ -79,19 +79,18 @@ struct ItraceOptions {
 // "call chain size above 1024", "unknown debug log flag").
 Result<ItraceOptions> ParseItrace(std::string_view spec);
 
-enum ItraceFlag : uint32_t {
-  kFlagBranch = 1u << 0,       // b
-  kFlagCall = 1u << 1,         // c
-  kFlagReturn = 1u << 2,       // r
-  kFlagConditional = 1u << 3,  // o
-  kFlagSyscall = 1u << 4,      // s
-  kFlagAsync = 1u << 5,        // y
-  kFlagInterrupt = 1u << 6,    // i
-  kFlagTxAbort = 1u << 7,      // A
-  kFlagTraceBegin = 1u << 8,   // B
-  kFlagTraceEnd = 1u << 9,     // E
-  kFlagInTx = 1u << 10,        // x
-};
+// ItraceSample::flags bits.
+inline constexpr uint32_t kFlagBranch = 1u << 0;       // b
+inline constexpr uint32_t kFlagCall = 1u << 1;         // c
+inline constexpr uint32_t kFlagReturn = 1u << 2;       // r
+inline constexpr uint32_t kFlagConditional = 1u << 3;  // o
+inline constexpr uint32_t kFlagSyscall = 1u << 4;      // s
+inline constexpr uint32_t kFlagAsync = 1u << 5;        // y
+inline constexpr uint32_t kFlagInterrupt = 1u << 6;    // i
+inline constexpr uint32_t kFlagTxAbort = 1u << 7;      // A
+inline constexpr uint32_t kFlagTraceBegin = 1u << 8;   // B
+inline constexpr uint32_t kFlagTraceEnd = 1u << 9;     // E
+inline constexpr uint32_t kFlagInTx = 1u << 10;        // x
 // The flags as perf script prints them: one letter per set flag, in "bcrosyiABEx" order.
 std::string FlagString(uint32_t flags);
 

@@ -196,7 +196,9 @@ TEST(ItraceCorpus, CallChainsAndBranchStacksOnExistingEvents) {
       // L: the last 5 taken branches, newest first.
       std::vector<std::pair<uint64_t, uint64_t>> stack;
       for (size_t b = flow.branches_before[k]; b > 0 && stack.size() < 5; --b) stack.push_back(flow.branches[b - 1]);
-      if (!far) EXPECT_EQ(s.branch_stack, stack) << "instruction " << k;
+      if (!far) {
+        EXPECT_EQ(s.branch_stack, stack) << "instruction " << k;
+      }
       deep += chain.size() > 2;
       full_stack += stack.size() == 5;
       ++seen;

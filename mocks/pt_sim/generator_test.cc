@@ -282,13 +282,17 @@ TEST(Generator, PtwriteGivesPtwAndFupOnPtw) {
       if (ps[i].type != PacketType::kPtw) continue;
       payloads.push_back(ps[i].ptw_payload());
       EXPECT_EQ(ps[i].ptw_ip(), fup);
-      if (fup) EXPECT_EQ(ps.at(i + 1).type, PacketType::kFup);
+      if (fup) {
+        EXPECT_EQ(ps.at(i + 1).type, PacketType::kFup);
+      }
     }
     std::vector<uint64_t> expected;
     for (const PtwriteRecord& r : t.truth.ptwrites) {
       EXPECT_TRUE(r.traced);
       expected.push_back(r.payload);
-      if (r.bytes == 4) EXPECT_LE(r.payload, 0xffffffffu);
+      if (r.bytes == 4) {
+        EXPECT_LE(r.payload, 0xffffffffu);
+      }
     }
     EXPECT_EQ(payloads, expected);
     EXPECT_GT(payloads.size(), 10u);
@@ -338,7 +342,9 @@ TEST(Generator, InterruptsAndSyscallsLeaveAndReenterUserCode) {
   EXPECT_GT(t.truth.CountEvents(EventKind::kInterrupt), 10u);
   EXPECT_GT(t.truth.CountEvents(EventKind::kSyscall), 10u);
   for (size_t i = 0; i < ps.size(); ++i) {
-    if (ps[i].type == PacketType::kTipPgd) EXPECT_EQ(ps[i].ipbytes(), 0) << "the kernel IP is suppressed";
+    if (ps[i].type == PacketType::kTipPgd) {
+      EXPECT_EQ(ps[i].ipbytes(), 0) << "the kernel IP is suppressed";
+    }
   }
 }
 

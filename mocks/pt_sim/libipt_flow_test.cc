@@ -123,7 +123,9 @@ TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
     if (cc.options.cbr_change_every != 0 && !overflows) {
       // Each frequency change is a CBR event (libipt also reports those of PSB+).
       EXPECT_GE(flow.CountEvents(ptev_cbr), truth.CountEvents(EventKind::kCbr)) << "seed " << seed;
-      if (truth.insns.size() > 5000) EXPECT_GT(truth.CountEvents(EventKind::kCbr), 0u) << "seed " << seed;
+      if (truth.insns.size() > 5000) {
+        EXPECT_GT(truth.CountEvents(EventKind::kCbr), 0u) << "seed " << seed;
+      }
     }
     if (cc.config.pwr_evt && !cc.options.exclude_user && !overflows) {
       const size_t power = truth.CountEvents(EventKind::kPower);
@@ -144,7 +146,9 @@ TEST_P(LibiptFlowTest, LibiptReproducesGroundTruth) {
     }
     if (cc.config.branch_en() && !cc.options.exclude_user) {
       EXPECT_GT(expected.size(), 0u);
-      if (!overflows) EXPECT_EQ(expected.size(), truth.insns.size()) << "all of the run is traced";
+      if (!overflows) {
+        EXPECT_EQ(expected.size(), truth.insns.size()) << "all of the run is traced";
+      }
       if (cc.options.overflow_every != 0 && truth.insns.size() > 5000) {
         EXPECT_GT(truth.CountEvents(EventKind::kOverflow), 0u);
       }
