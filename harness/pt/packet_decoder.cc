@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -349,7 +350,8 @@ constexpr uint64_t kModeExecWord =
 
 // RunLanes()'s tables for PacketRecords, for a trace at B (see below),
 // indexed by the first byte b; each an operand straight from memory at a
-// scaled index.
+// scaled index. All but `high` are the same for every trace: Decode() copies
+// them from kLaneTables (a memcpy) and fills in `high` for its B.
 struct LaneTables {
   uint64_t high[256];     // kRecordTables.high[b] - B
   uint64_t size[256];     // the size: added to a pointer straight from memory
@@ -357,15 +359,36 @@ struct LaneTables {
   uint16_t reject[256];   // kFast.reject[b] over bytes 0..1, and the opcode's own bits for
                           // packets of 9 bytes (a full-IP TIP/FUP), whose payload is
                           // not among bytes 1..7
-  explicit LaneTables(const uint8_t* B) {
-    for (int i = 0; i < 256; ++i) {
-      high[i] = kRecordTables.high[i] - reinterpret_cast<uintptr_t>(B);
-      size[i] = kRecordTables.size[i];
-      mask[i] = internal::kFast.mask[i];
-      reject[i] = kRecordTables.size[i] >= 9 ? static_cast<uint16_t>(i) : kRecordTables.reject[i];
-    }
-  }
+  LaneTables() = default;
+  explicit LaneTables(const uint8_t* B);
 };
+
+constexpr LaneTables MakeLaneTables() {
+  LaneTables t{};
+  for (int i = 0; i < 256; ++i) {
+    t.high[i] = kRecordTables.high[i];
+    t.size[i] = kRecordTables.size[i];
+    t.mask[i] = internal::kFast.mask[i];
+    t.reject[i] = kRecordTables.size[i] >= 9 ? static_cast<uint16_t>(i) : kRecordTables.reject[i];
+  }
+  // MODE.Exec (99h, leaf 000b in byte 1 bits 7:5; payload byte 1) from the
+  // tables too: the other leaves (bits 7:5 not 000b) are rejected. (MODE.Exec
+  // follows every TIP.PGE and PSB: rejected, each would be a mispredicted branch.)
+  t.high[internal::kOpcMode] = kModeExecWord;
+  t.size[internal::kOpcMode] = 2;
+  t.mask[internal::kOpcMode] = 0xff;
+  t.reject[internal::kOpcMode] = 0xe000;
+  return t;
+}
+alignas(64) constexpr LaneTables kLaneTables = MakeLaneTables();
+
+LaneTables::LaneTables(const uint8_t* B) {
+  std::memcpy(size, kLaneTables.size, sizeof size + sizeof mask + sizeof reject);
+  static_assert(offsetof(LaneTables, mask) == offsetof(LaneTables, size) + sizeof size &&
+                offsetof(LaneTables, reject) == offsetof(LaneTables, mask) + sizeof mask);
+  const uint64_t b = reinterpret_cast<uintptr_t>(B);
+  for (int i = 0; i < 256; ++i) high[i] = kLaneTables.high[i] - b;
+}
 
 // Runs the K lanes `lanes` in lock step, kRounds packets each between two
 // checks, until one meets a packet the unchecked steps do not take or nears
@@ -442,16 +465,14 @@ template <size_t K>
   size_t leave = K;
   for (;;) {
     // Rounds every lane has room for: one while off <= lim, one more per kRoundBytes.
-    int64_t rounds = INT64_MAX;
-    for (size_t j = 0; j < K; ++j) {
-      const int64_t slack = lanes[j]->lim - (p[j] - B);
-      const int64_t n = slack < 0 ? 0 : slack / kRoundBytes + 1;
-      if (n < rounds) {
-        rounds = n;
-        if (n == 0) leave = j;
-      }
+    int64_t slack = INT64_MAX;
+    for (size_t j = 0; j < K; ++j) slack = std::min<int64_t>(slack, lanes[j]->lim - (p[j] - B));
+    if (slack < 0) [[unlikely]] {
+      leave = 0;
+      while (lanes[leave]->lim - (p[leave] - B) >= 0) ++leave;
+      break;
     }
-    if (rounds == 0) [[unlikely]] break;
+    const int64_t rounds = slack / kRoundBytes + 1;
     // The loop ends when lane 0's next record reaches `stop` (compared in
     // memory: no register for a round count).
     volatile PacketRecord* const stop = out[0] + rounds * kRounds;
