@@ -333,6 +333,7 @@ struct SegLane {
   uint64_t off = 0;    // next packet, from the base
   int64_t lim = -1;    // kRounds packets fit unchecked while off <= lim
   Rec* out = nullptr;  // next record
+  Rec* rec_end = nullptr;  // the end of the segment's room for records (PacketRecord lanes)
   size_t seg = 0;
   uint8_t block = 0;
 };
@@ -464,15 +465,22 @@ template <size_t K>
   constexpr int64_t kRoundBytes = kRounds * kUncheckedBytes;
   size_t leave = K;
   for (;;) {
-    // Rounds every lane has room for: one while off <= lim, one more per kRoundBytes.
-    int64_t slack = INT64_MAX;
-    for (size_t j = 0; j < K; ++j) slack = std::min<int64_t>(slack, lanes[j]->lim - (p[j] - B));
-    if (slack < 0) [[unlikely]] {
+    // Rounds every lane has room for: one while off <= lim, one more per
+    // kRoundBytes; and kRounds records each in its segment's room.
+    int64_t slack = INT64_MAX, room = INT64_MAX;
+    for (size_t j = 0; j < K; ++j) {
+      slack = std::min<int64_t>(slack, lanes[j]->lim - (p[j] - B));
+      room = std::min<int64_t>(room, lanes[j]->rec_end - out[j]);
+    }
+    if (slack < 0 || room < static_cast<int64_t>(kRounds)) [[unlikely]] {
       leave = 0;
-      while (lanes[leave]->lim - (p[leave] - B) >= 0) ++leave;
+      while (lanes[leave]->lim - (p[leave] - B) >= 0 &&
+             lanes[leave]->rec_end - out[leave] >= static_cast<int64_t>(kRounds)) {
+        ++leave;
+      }
       break;
     }
-    const int64_t rounds = slack / kRoundBytes + 1;
+    const int64_t rounds = std::min<int64_t>(slack / kRoundBytes + 1, room / static_cast<int64_t>(kRounds));
     // The loop ends when lane 0's next record reaches `stop` (compared in
     // memory: no register for a round count).
     volatile PacketRecord* const stop = out[0] + rounds * kRounds;
@@ -669,11 +677,21 @@ template <typename Rec>
       // take, so that it stops there — and at most kOverrunBytes past it when
       // it is out of step with the packets (a corrupt trace: its records there
       // are dropped below); its reads stay in the trace.
-      l.lim = std::min<int64_t>(static_cast<int64_t>(s.stop) - 1,
-                                static_cast<int64_t>(size_rel) - static_cast<int64_t>(kUncheckedBytes + kOverrunBytes));
+      // PacketRecord lanes: a segment that ends at a PSB needs no bound on
+      // its bytes (the PSB stops the lane) but on its records: out of step,
+      // the lane goes on until the segment's room is full (records kept for
+      // the packets before the stop, below) or the trace's end nears. The
+      // last segment, which ends at the budget's end, is bounded by its stop.
+      const int64_t read_lim = static_cast<int64_t>(size_rel) - static_cast<int64_t>(kUncheckedBytes + kOverrunBytes);
+      const bool psb_stop = std::is_same_v<Rec, PacketRecord> && l.seg + 1 < nseg;
+      l.lim = psb_stop ? read_lim : std::min<int64_t>(static_cast<int64_t>(s.stop) - 1, read_lim);
+      l.rec_end = out + s.stop;
       int e = 0;
       while (l.off < s.stop) {
-        if (!stuck && l.block == 0 && static_cast<int64_t>(l.off) <= l.lim) return true;
+        if (!stuck && l.block == 0 && static_cast<int64_t>(l.off) <= l.lim &&
+            l.rec_end - l.out >= static_cast<ptrdiff_t>(kRounds)) {
+          return true;
+        }
         stuck = false;
         // Near the trace's end or inside a block: still the unchecked steps while they may read.
         if (l.block == 0 && l.off + kUncheckedBytes <= size_rel) {
