@@ -318,6 +318,9 @@ constexpr uint64_t kRounds = 8;
 // How far past its limit a lane may get before it checks again: kRounds
 // packets of at most kUncheckedBytes.
 constexpr uint64_t kOverrunBytes = kRounds * kUncheckedBytes;
+// Packets of a PSB+ at most that a lane decodes the careful way at the start
+// of a segment (bench_pt's trace: 7, PSB to PSBEND).
+constexpr unsigned kPsbPlusPackets = 12;
 
 struct Segment {
   uint64_t start = 0, stop = 0;  // [start, stop) from the base; stop is a PSB or the budget's end
@@ -686,28 +689,32 @@ template <typename Rec>
       const bool psb_stop = std::is_same_v<Rec, PacketRecord> && l.seg + 1 < nseg;
       l.lim = psb_stop ? read_lim : std::min<int64_t>(static_cast<int64_t>(s.stop) - 1, read_lim);
       l.rec_end = out + s.stop;
+      // A segment begins with a PSB+ (PSB, TSC, TMA, CBR, ..., PSBEND), whose
+      // packets RunLanes() mostly rejects: decoded here, up to its PSBEND
+      // (or kPsbPlusPackets), rather than in as many RunLanes() exits.
+      unsigned careful = l.off == s.start ? kPsbPlusPackets : 0;
       int e = 0;
       while (l.off < s.stop) {
-        if (!stuck && l.block == 0 && static_cast<int64_t>(l.off) <= l.lim &&
+        if (!stuck && careful == 0 && l.block == 0 && static_cast<int64_t>(l.off) <= l.lim &&
             l.rec_end - l.out >= static_cast<ptrdiff_t>(kRounds)) {
           return true;
         }
         stuck = false;
         // Near the trace's end or inside a block: still the unchecked steps while they may read.
-        if (l.block == 0 && l.off + kUncheckedBytes <= size_rel) {
-          unsigned size;
-          if (FastStep(B, base, l.off, *l.out, size) || SemiStep(B, base, l.off, *l.out, size)) {
-            ++l.out;
-            l.off += size;
-            continue;
-          }
+        unsigned size;
+        if (l.block == 0 && l.off + kUncheckedBytes <= size_rel &&
+            (FastStep(B, base, l.off, *l.out, size) || SemiStep(B, base, l.off, *l.out, size))) {
+          ++l.out;
+          l.off += size;
+        } else {
+          Packet p;
+          e = StepCareful(B, l.off, l.block, p);
+          if (e != 0) break;
+          Assign(*l.out, p, base);
+          ++l.out;
+          l.off += p.size;
         }
-        Packet p;
-        e = StepCareful(B, l.off, l.block, p);
-        if (e != 0) break;
-        Assign(*l.out, p, base);
-        ++l.out;
-        l.off += p.size;
+        if (careful > 0) careful = l.out[-1].type == PacketType::kPsbEnd ? 0 : careful - 1;
       }
       s.end = l.off;
       s.count = static_cast<size_t>(l.out - (out + s.start));
