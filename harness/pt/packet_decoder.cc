@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -317,6 +318,9 @@ constexpr uint64_t kRounds = 8;
 // How far past its limit a lane may get before it checks again: kRounds
 // packets of at most kUncheckedBytes.
 constexpr uint64_t kOverrunBytes = kRounds * kUncheckedBytes;
+// Packets of a PSB+ at most that a lane decodes the careful way at the start
+// of a segment (bench_pt's trace: 7, PSB to PSBEND).
+constexpr unsigned kPsbPlusPackets = 12;
 
 struct Segment {
   uint64_t start = 0, stop = 0;  // [start, stop) from the base; stop is a PSB or the budget's end
@@ -332,6 +336,7 @@ struct SegLane {
   uint64_t off = 0;    // next packet, from the base
   int64_t lim = -1;    // kRounds packets fit unchecked while off <= lim
   Rec* out = nullptr;  // next record
+  Rec* rec_end = nullptr;  // the end of the segment's room for records (PacketRecord lanes)
   size_t seg = 0;
   uint8_t block = 0;
 };
@@ -349,7 +354,8 @@ constexpr uint64_t kModeExecWord =
 
 // RunLanes()'s tables for PacketRecords, for a trace at B (see below),
 // indexed by the first byte b; each an operand straight from memory at a
-// scaled index.
+// scaled index. All but `high` are the same for every trace: Decode() copies
+// them from kLaneTables (a memcpy) and fills in `high` for its B.
 struct LaneTables {
   uint64_t high[256];     // kRecordTables.high[b] - B
   uint64_t size[256];     // the size: added to a pointer straight from memory
@@ -357,15 +363,36 @@ struct LaneTables {
   uint16_t reject[256];   // kFast.reject[b] over bytes 0..1, and the opcode's own bits for
                           // packets of 9 bytes (a full-IP TIP/FUP), whose payload is
                           // not among bytes 1..7
-  explicit LaneTables(const uint8_t* B) {
-    for (int i = 0; i < 256; ++i) {
-      high[i] = kRecordTables.high[i] - reinterpret_cast<uintptr_t>(B);
-      size[i] = kRecordTables.size[i];
-      mask[i] = internal::kFast.mask[i];
-      reject[i] = kRecordTables.size[i] >= 9 ? static_cast<uint16_t>(i) : kRecordTables.reject[i];
-    }
-  }
+  LaneTables() = default;
+  explicit LaneTables(const uint8_t* B);
 };
+
+constexpr LaneTables MakeLaneTables() {
+  LaneTables t{};
+  for (int i = 0; i < 256; ++i) {
+    t.high[i] = kRecordTables.high[i];
+    t.size[i] = kRecordTables.size[i];
+    t.mask[i] = internal::kFast.mask[i];
+    t.reject[i] = kRecordTables.size[i] >= 9 ? static_cast<uint16_t>(i) : kRecordTables.reject[i];
+  }
+  // MODE.Exec (99h, leaf 000b in byte 1 bits 7:5; payload byte 1) from the
+  // tables too: the other leaves (bits 7:5 not 000b) are rejected. (MODE.Exec
+  // follows every TIP.PGE and PSB: rejected, each would be a mispredicted branch.)
+  t.high[internal::kOpcMode] = kModeExecWord;
+  t.size[internal::kOpcMode] = 2;
+  t.mask[internal::kOpcMode] = 0xff;
+  t.reject[internal::kOpcMode] = 0xe000;
+  return t;
+}
+alignas(64) constexpr LaneTables kLaneTables = MakeLaneTables();
+
+LaneTables::LaneTables(const uint8_t* B) {
+  std::memcpy(size, kLaneTables.size, sizeof size + sizeof mask + sizeof reject);
+  static_assert(offsetof(LaneTables, mask) == offsetof(LaneTables, size) + sizeof size &&
+                offsetof(LaneTables, reject) == offsetof(LaneTables, mask) + sizeof mask);
+  const uint64_t b = reinterpret_cast<uintptr_t>(B);
+  for (int i = 0; i < 256; ++i) high[i] = kLaneTables.high[i] - b;
+}
 
 // Runs the K lanes `lanes` in lock step, kRounds packets each between two
 // checks, until one meets a packet the unchecked steps do not take or nears
@@ -441,17 +468,22 @@ template <size_t K>
   constexpr int64_t kRoundBytes = kRounds * kUncheckedBytes;
   size_t leave = K;
   for (;;) {
-    // Rounds every lane has room for: one while off <= lim, one more per kRoundBytes.
-    int64_t rounds = INT64_MAX;
+    // Rounds every lane has room for: one while off <= lim, one more per
+    // kRoundBytes; and kRounds records each in its segment's room.
+    int64_t slack = INT64_MAX, room = INT64_MAX;
     for (size_t j = 0; j < K; ++j) {
-      const int64_t slack = lanes[j]->lim - (p[j] - B);
-      const int64_t n = slack < 0 ? 0 : slack / kRoundBytes + 1;
-      if (n < rounds) {
-        rounds = n;
-        if (n == 0) leave = j;
-      }
+      slack = std::min<int64_t>(slack, lanes[j]->lim - (p[j] - B));
+      room = std::min<int64_t>(room, lanes[j]->rec_end - out[j]);
     }
-    if (rounds == 0) [[unlikely]] break;
+    if (slack < 0 || room < static_cast<int64_t>(kRounds)) [[unlikely]] {
+      leave = 0;
+      while (lanes[leave]->lim - (p[leave] - B) >= 0 &&
+             lanes[leave]->rec_end - out[leave] >= static_cast<int64_t>(kRounds)) {
+        ++leave;
+      }
+      break;
+    }
+    const int64_t rounds = std::min<int64_t>(slack / kRoundBytes + 1, room / static_cast<int64_t>(kRounds));
     // The loop ends when lane 0's next record reaches `stop` (compared in
     // memory: no register for a round count).
     volatile PacketRecord* const stop = out[0] + rounds * kRounds;
@@ -648,27 +680,41 @@ template <typename Rec>
       // take, so that it stops there — and at most kOverrunBytes past it when
       // it is out of step with the packets (a corrupt trace: its records there
       // are dropped below); its reads stay in the trace.
-      l.lim = std::min<int64_t>(static_cast<int64_t>(s.stop) - 1,
-                                static_cast<int64_t>(size_rel) - static_cast<int64_t>(kUncheckedBytes + kOverrunBytes));
+      // PacketRecord lanes: a segment that ends at a PSB needs no bound on
+      // its bytes (the PSB stops the lane) but on its records: out of step,
+      // the lane goes on until the segment's room is full (records kept for
+      // the packets before the stop, below) or the trace's end nears. The
+      // last segment, which ends at the budget's end, is bounded by its stop.
+      const int64_t read_lim = static_cast<int64_t>(size_rel) - static_cast<int64_t>(kUncheckedBytes + kOverrunBytes);
+      const bool psb_stop = std::is_same_v<Rec, PacketRecord> && l.seg + 1 < nseg;
+      l.lim = psb_stop ? read_lim : std::min<int64_t>(static_cast<int64_t>(s.stop) - 1, read_lim);
+      l.rec_end = out + s.stop;
+      // A segment begins with a PSB+ (PSB, TSC, TMA, CBR, ..., PSBEND), whose
+      // packets RunLanes() mostly rejects: decoded here, up to its PSBEND
+      // (or kPsbPlusPackets), rather than in as many RunLanes() exits.
+      unsigned careful = l.off == s.start ? kPsbPlusPackets : 0;
       int e = 0;
       while (l.off < s.stop) {
-        if (!stuck && l.block == 0 && static_cast<int64_t>(l.off) <= l.lim) return true;
+        if (!stuck && careful == 0 && l.block == 0 && static_cast<int64_t>(l.off) <= l.lim &&
+            l.rec_end - l.out >= static_cast<ptrdiff_t>(kRounds)) {
+          return true;
+        }
         stuck = false;
         // Near the trace's end or inside a block: still the unchecked steps while they may read.
-        if (l.block == 0 && l.off + kUncheckedBytes <= size_rel) {
-          unsigned size;
-          if (FastStep(B, base, l.off, *l.out, size) || SemiStep(B, base, l.off, *l.out, size)) {
-            ++l.out;
-            l.off += size;
-            continue;
-          }
+        unsigned size;
+        if (l.block == 0 && l.off + kUncheckedBytes <= size_rel &&
+            (FastStep(B, base, l.off, *l.out, size) || SemiStep(B, base, l.off, *l.out, size))) {
+          ++l.out;
+          l.off += size;
+        } else {
+          Packet p;
+          e = StepCareful(B, l.off, l.block, p);
+          if (e != 0) break;
+          Assign(*l.out, p, base);
+          ++l.out;
+          l.off += p.size;
         }
-        Packet p;
-        e = StepCareful(B, l.off, l.block, p);
-        if (e != 0) break;
-        Assign(*l.out, p, base);
-        ++l.out;
-        l.off += p.size;
+        if (careful > 0) careful = l.out[-1].type == PacketType::kPsbEnd ? 0 : careful - 1;
       }
       s.end = l.off;
       s.count = static_cast<size_t>(l.out - (out + s.start));

@@ -31,8 +31,11 @@
 // past it, into 16-byte PacketRecords (packet_batch.h): per packet and lane
 // one 8-byte load, whose low byte indexes four 256-entry tables (reject
 // test, payload mask, record word, size), two 8-byte stores, 11 instructions
-// (about 14 a packet all told on bench_pt's trace, callgrind); a lane runs
-// unchecked up to the PSB that ends its segment.
+// (12.8 a packet all told on bench_pt's trace, callgrind); a lane decodes its
+// segment's PSB+ the careful way, then runs unchecked up to the PSB that ends
+// the segment, bounded by the segment's room for records. Past that, the cost
+// is mostly the packets the lanes' test rejects (TNT-64, MODE.TSX: each a
+// mispredicted branch) and, on a machine shared with other work, issue slots.
 // Errors and their order match libipt 2.0 (pt_pkt_next), which the
 // differential tests check byte for byte.
 #pragma once
