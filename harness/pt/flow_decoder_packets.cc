@@ -301,7 +301,7 @@ int FlowDecoder::FetchControl() {
           NoteEvent(true, e.ip);
           mwait_held_ = false;
         }
-        NoteEvent(!e.ip_suppressed, e.ip);
+        NoteEvent(!e.ip_suppressed, e.ip, e.type == FlowEvent::Type::kPtwrite);
         Queue(e);
         break;
       }
@@ -482,11 +482,11 @@ bool FlowDecoder::NoEventFor(const Packet& q) const {
 // binds to `ip`.
 // (NoteEvent() calls this only when an event binds or one is held:
 // bound_pending_ is !bound_.empty() at all times.)
-void FlowDecoder::NoteEventHeld(bool bound, uint64_t ip) {
+void FlowDecoder::NoteEventHeld(bool bound, uint64_t ip, bool ptwrite, bool fails) {
   if (!enabled_) {  // (libipt takes events at once while tracing is disabled)
     bound_.clear();
-  } else if (!bound_.empty() || bound) {
-    bound_.push_back(bound ? ip : kUnbound);
+  } else if (!bound_.empty() || bound || fails) {
+    bound_.push_back(Held{.ip = bound ? ip : kUnbound, .ptwrite = bound && ptwrite, .fails = fails});
   }
   bound_pending_ = !bound_.empty();
   bound_wall_ = bound_.size() >= 2;
