@@ -380,8 +380,8 @@ class FlowDecoder {
   // the first is bound to an IP the flow has not reached; each entry is an
   // IP, or kUnbound. bound_pending_: there is one; bound_wall_: and more
   // behind it. mwait_held_: an MWAIT waits for a FUP (its EXSTOP's).
-  // A PTW's event binds to the PTWRITE instruction at its IP, one at a time
-  // (`ptwrite`; ReachBound). An event that `fails` where it goes: a mid-flow
+  // A PTW's event binds to the PTWRITE instruction at its IP (without one:
+  // the next PTWRITE), one at a time (`ptwrite`; ReachBound). An event that `fails` where it goes: a mid-flow
   // PSB+'s MODE.Exec that contradicts the mode (ReadPsbPlus; its offset
   // bad_mode_offset_). bound_from_: the instruction of the block in hand
   // after the last PTW let go there (CheckBound goes on from it).

@@ -301,7 +301,13 @@ int FlowDecoder::FetchControl() {
           NoteEvent(true, e.ip);
           mwait_held_ = false;
         }
-        NoteEvent(!e.ip_suppressed, e.ip, e.type == FlowEvent::Type::kPtwrite);
+        if (e.type == FlowEvent::Type::kPtwrite) {
+          // Held until the flow gets to the PTWRITE at its IP — without an
+          // IP, to the next PTWRITE (pt_insn_check_insn_event).
+          NoteEventHeld(!e.ip_suppressed, e.ip, true);
+        } else {
+          NoteEvent(!e.ip_suppressed, e.ip);
+        }
         Queue(e);
         break;
       }
@@ -485,8 +491,8 @@ bool FlowDecoder::NoEventFor(const Packet& q) const {
 void FlowDecoder::NoteEventHeld(bool bound, uint64_t ip, bool ptwrite, bool fails) {
   if (!enabled_) {  // (libipt takes events at once while tracing is disabled)
     bound_.clear();
-  } else if (!bound_.empty() || bound || fails) {
-    bound_.push_back(Held{.ip = bound ? ip : kUnbound, .ptwrite = bound && ptwrite, .fails = fails});
+  } else if (!bound_.empty() || bound || ptwrite || fails) {
+    bound_.push_back(Held{.ip = bound ? ip : kUnbound, .ptwrite = ptwrite, .fails = fails});
   }
   bound_pending_ = !bound_.empty();
   bound_wall_ = bound_.size() >= 2;

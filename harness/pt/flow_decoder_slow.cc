@@ -439,7 +439,8 @@ int FlowDecoder::TakeTip(uint64_t*) {
 // (pt_insn_check_insn_event, bound_ptwrite). After it, the flow moves on
 // past the instruction before libipt looks at the next event's IP
 // (pt_insn_proceed_postponed): events at the same IP, a second PTW's
-// included, wait for the flow to come back there.
+// included, wait for the flow to come back there. A PTW without an IP binds
+// to the next PTWRITE (which ends a block).
 // Returns the instruction at which an event that fails goes (Held::fails;
 // libipt looks at the events at an IP before it decodes the instruction
 // there: 0 also for a block with no instruction), or kNoFail.
@@ -458,7 +459,9 @@ uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from) {
         break;
       }
     }
-    if (fail_at == kNoFail && i < b.ninsn() && head < bound_.size() && bound_[head].ptwrite && bound_[head].ip == x) {
+    if (fail_at == kNoFail && i < b.ninsn() && head < bound_.size() && bound_[head].ptwrite &&
+        (bound_[head].ip == x ||
+         (bound_[head].ip == kUnbound && i + 1 == b.ninsn() && b.branch() == BranchClass::kPtwrite))) {
       ++head;
       bound_from_ = i + 1;
     }
@@ -466,7 +469,9 @@ uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from) {
   }
   // (An unbound event left at the head goes at once; one that fails, at the
   // next instruction.)
-  while (fail_at == kNoFail && head < bound_.size() && bound_[head].ip == kUnbound && !bound_[head].fails) ++head;
+  while (fail_at == kNoFail && head < bound_.size() && bound_[head].ip == kUnbound && !bound_[head].fails &&
+         !bound_[head].ptwrite)
+    ++head;
   bound_.erase(bound_.begin(), bound_.begin() + static_cast<long>(head));
   bound_pending_ = !bound_.empty();
   bound_wall_ = bound_.size() >= 2;
@@ -479,9 +484,12 @@ uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from) {
 int FlowDecoder::CheckBound(const Block& b) {
   if (ReachBound(b, bound_from_) != kNoFail) return FailStatusUpdate(b.last().ip);
   if (!bound_wall_) return 0;
+  const Held& held = bound_.front();
   return Fail(EBADMSG, fmt::format("{} at {:#x}: its packet lies behind an event, and the event before that one "
-                                   "is bound to IP {:#x}, which the flow has not reached",
-                                   BranchClassName(b.branch()), b.last().ip, bound_.front().ip));
+                                   "is bound to {}, which the flow has not reached",
+                                   BranchClassName(b.branch()), b.last().ip,
+                                   held.ip == kUnbound ? std::string("the next PTWRITE")
+                                                       : fmt::format("IP {:#x}", held.ip)));
 }
 
 // The flow got to a mid-flow PSB+'s MODE.Exec that contradicts the current

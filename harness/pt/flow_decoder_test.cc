@@ -759,6 +759,32 @@ TEST(FlowDecoder, OnePtwPerPtwriteInstruction) {
   }
 }
 
+// A PTW without an IP binds to the next PTWRITE instruction
+// (pt_insn_check_insn_event: an ip_suppressed ptwrite event waits for
+// pt_insn_is_ptwrite), and libipt holds it until the flow gets there: an
+// event packet behind it (here a PIP) blocks the jz's query before the
+// PTWRITE (-pte_bad_query). Without the PIP the jz takes its bit and the
+// PTWRITE takes the PTW.
+TEST(FlowDecoder, PtwWithoutIpWaitsForThePtwrite) {
+  Image image;
+  // kBase: nop; kBase+1: jz +0; kBase+3: ptwrite eax; kBase+7: ret
+  ASSERT_TRUE(
+      image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0x74, 0x00, 0xf3, 0x0f, 0xae, 0xe0, 0xc3}).ok());
+  for (const bool pip : {false, true}) {
+    SCOPED_TRACE(pip ? "a PIP behind the PTW" : "the PTW alone");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Ptw(0x1234, 4, false));
+    if (pip) (void)enc.Next(make::Pip(0x12345000, false));
+    (void)enc.Next(make::Tnt8(1, 1));
+    if (pip) {
+      ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
+    } else {
+      ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1, kBase + 3});
+    }
+  }
+}
+
 // Two PTWs with IP=1 before one FUP both bind to it (pt_qry_decode_ptw:
 // evb_fup; pt_qry_decode_fup leaves the FUP unconsumed while another event
 // waits on it): libipt holds the first until the flow reaches the FUP's IP,
