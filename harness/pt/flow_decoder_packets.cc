@@ -185,11 +185,13 @@ int FlowDecoder::FetchControl() {
             continue;
           }
           if (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64 || q.type == PacketType::kTipPge ||
-              q.type == PacketType::kFup || q.type == PacketType::kPsb || q.type == PacketType::kOvf)
+              q.type == PacketType::kFup || q.type == PacketType::kOvf)
             return Fail(EBADMSG, fmt::format("FUP at {:#x} followed by {} at {:#x}, not TIP or TIP.PGD", p.offset,
                                              PacketName(q.type), q.offset));
-          // An event packet: as libipt (the FUP's event waits, bound to the
-          // next TIP/TIP.PGD), handle it and keep waiting.
+          // An event packet, or a PSB+ (libipt's read-ahead decodes the PSB
+          // and its header without touching the queued asynchronous branch:
+          // pt_qry_decode_psb): as libipt (the FUP's event waits, bound to
+          // the next TIP/TIP.PGD), handle it and keep waiting.
           Unread(q);
           fup_pending_ = true;
           break;

@@ -676,6 +676,25 @@ TEST(FlowDecoder, MidFlowPsbPlusModeThatContradictsTheModeFails) {
   }
 }
 
+// An asynchronous FUP, then a PSB+ before its TIP: libipt's read-ahead
+// queues the FUP's asynchronous branch and decodes the PSB+ without
+// touching it (pt_qry_decode_fup, pt_qry_decode_psb); the TIP after the
+// PSB+ completes it. Here the interrupt at the jz goes to the second nop,
+// and the ret then has no packet (-pte_eos). (Corpus divergence
+// compiled_everything_noretcomp_tnt64 seed 2, corruption 6, at the ASLR code
+// base 0x563d385c5c30: OVF, FUP, a FUP of corrupted bytes, PSB+; we failed
+// at the PSB, EBADMSG, where libipt went on to the overflow's IP.)
+TEST(FlowDecoder, AsyncFupWaitsForItsTipAcrossAPsbPlus) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kFup, kBase + 1);
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, kBase + 3);
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 3});
+}
+
 // A FUP without an IP right after the TIP of an indirect jump: libipt's
 // read-ahead after the TIP fails on it (-pte_ip_suppressed), so the jump
 // that took the TIP fails and is not reported — the flow never gets to the
