@@ -320,6 +320,8 @@ class FlowDecoder {
   int FailStatusUpdate(uint64_t ip);
   int CutAtBoundFailure(FlowStep* step, const Block& b, uint32_t at);
   int EventBeforeTip(const Insn& x);
+  static constexpr int kNotPast = -1, kRetry = -2;
+  int BranchPastAsync(const Insn& x);
   int TakeTip(uint64_t* target);
   bool UnboundControl() const;
   int BeyondControl(const Insn& x);

@@ -267,6 +267,9 @@ int FlowDecoder::Resolve(uint32_t block) {
         link(taken);
         return 0;
       }
+      if (IsAsync(ctl_)) {
+        if (const int r = BranchPastAsync(x); r != kNotPast) return r == kRetry ? Resolve(block) : r;
+      }
       if (UnboundControl()) return BeyondControl(x);
       if (ctl_ == Ctl::kTipPgd) return TakeTip(nullptr);
       return Fail(EBADMSG, fmt::format("conditional branch at {:#x}: no TNT bit", x.ip));
@@ -300,6 +303,13 @@ int FlowDecoder::Resolve(uint32_t block) {
         }
         return 0;
       }
+      if (IsAsync(ctl_)) {
+        if (const int r = BranchPastAsync(x); r != kNotPast) {
+          if (r == kRetry) return Resolve(block);
+          if (r == 0) predict();
+          return r;
+        }
+      }
       if (UnboundControl()) return BeyondControl(x);
       if (const int err = TakeTip(nullptr)) return err;
       predict();
@@ -332,11 +342,55 @@ int FlowDecoder::Resolve(uint32_t block) {
         return Fail(EBADMSG, fmt::format("{} at {:#x}: a TNT bit where a TIP was needed",
                                          BranchClassName(x.branch), x.ip));
       if (x.branch == BranchClass::kIndirectCall) PushReturn(x.next_ip(), block);
+      if (x.branch != BranchClass::kFarTransfer && IsAsync(ctl_)) {
+        if (const int r = BranchPastAsync(x); r != kNotPast) {
+          if (r == 0 && enabled_) predict();
+          return r;
+        }
+      }
       if (x.branch != BranchClass::kFarTransfer ? UnboundControl() : IsAsync(ctl_)) return BeyondControl(x);
       if (const int err = TakeTip(nullptr)) return err;
       if (enabled_) predict();
       return 0;
   }
+  return 0;
+}
+
+// A near branch `x` that needs a packet while an asynchronous FUP+TIP whose
+// FUP IP the flow has not reached is held: libipt's query decoder took the
+// pair as an event (pt_qry_decode_fup, pt_qry_decode_tip), which its
+// instruction decoder holds (pt_insn_check_ip_event), so the branch's query
+// reads the packets after the TIP (pt_qry_cond_branch, pt_qry_indirect_branch):
+// a TNT for a conditional branch or a return, a TIP for an indirect branch or
+// a return, is the branch's, and the event stays held. Returns 0 (the TIP
+// taken: ip_ set), kRetry (TNT bits fetched: resolve the branch again), an
+// error, or kNotPast (another packet next: BeyondControl()).
+int FlowDecoder::BranchPastAsync(const Insn& x) {
+  if (have_unread_ || mode_pending_ || fup_pending_ || tnt_count_ != 0) return kNotPast;
+  const bool cond = x.branch == BranchClass::kCondJump, ret = x.branch == BranchClass::kReturn;
+  PacketDecoder ahead = packets_;
+  Packet q;
+  do {
+    if (ahead.Next(q) != 0) return kNotPast;
+  } while (q.type == PacketType::kPad || q.type == PacketType::kCyc || q.type == PacketType::kMtc ||
+           q.type == PacketType::kTsc || q.type == PacketType::kTma);
+  const bool tnt = q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64;
+  if (tnt ? !(cond || ret) : (q.type != PacketType::kTip || cond)) return kNotPast;
+  const Ctl held = ctl_;
+  const bool held_suppressed = ctl_suppressed_;
+  const uint64_t held_ip = ctl_ip_, held_offset = ctl_offset_;
+  ctl_ = Ctl::kNone;
+  const int err = FetchControl();
+  const bool tip = ctl_ == Ctl::kTip, tip_suppressed = ctl_suppressed_;
+  const uint64_t tip_ip = ctl_ip_;
+  ctl_ = held;
+  ctl_suppressed_ = held_suppressed;
+  ctl_ip_ = held_ip;
+  ctl_offset_ = held_offset;
+  if (err != 0) return err;
+  if (!tip) return tnt_count_ != 0 ? kRetry : kNotPast;
+  if (tip_suppressed) return Fail(EBADMSG, fmt::format("{} at {:#x}: TIP with a suppressed IP", BranchClassName(x.branch), x.ip));
+  ip_ = tip_ip;
   return 0;
 }
 

@@ -695,6 +695,35 @@ TEST(FlowDecoder, AsyncFupWaitsForItsTipAcrossAPsbPlus) {
   ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 3});
 }
 
+// A branch that needs a packet while an asynchronous FUP+TIP for an IP the
+// flow has not reached is held: libipt's query decoder took the pair as an
+// event, which its instruction decoder holds, and the branch's query reads
+// the packets after it — a TIP for an indirect jump, a TNT for a
+// conditional branch — while the event stays held (pt_qry_indirect_branch,
+// pt_qry_cond_branch). Then the trace ends (-pte_eos). (Corpus divergence
+// compiled_o0_noretcomp seed 2, corruption 1, at the ASLR code base
+// 0x563d385c5d43: a FUP of corrupted bytes and its TIP before the TIP of a
+// return; we failed the return, EBADMSG.)
+TEST(FlowDecoder, BranchTakesItsPacketPastAHeldAsyncFup) {
+  {
+    const Image image = NopJmpRax();
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kFup, 0x402000);  // never reached
+    (void)enc.NextIp(PacketType::kTip, 0x500000);
+    (void)enc.NextIp(PacketType::kTip, kBase);     // the jump's
+    ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1, kBase});
+  }
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kFup, 0x402000);
+  (void)enc.NextIp(PacketType::kTip, 0x500000);
+  (void)enc.Next(make::Tnt8(1, 1));  // the jz's: taken, to the ret
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1});
+}
+
 // A FUP without an IP right after the TIP of an indirect jump: libipt's
 // read-ahead after the TIP fails on it (-pte_ip_suppressed), so the jump
 // that took the TIP fails and is not reported — the flow never gets to the
