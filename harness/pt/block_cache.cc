@@ -75,8 +75,7 @@ uint32_t BlockCache::Decode(uint64_t ip, ExecMode mode) {
   Block b;
   b.ip = ip;
   b.lengths = first_length;
-  // target = end + rel: exact in 64-bit mode (rel is the displacement);
-  // outside it the target already wrapped, and is right modulo 2^32.
+  // target = end + rel (rel is the displacement: Insn::target does not wrap).
   if (last.has_target()) b.rel = static_cast<int32_t>(static_cast<uint32_t>(last.target - cur));
   const uint32_t error_code = error == 0 ? 0 : error == ENXIO ? 1 : error == EILSEQ ? 2 : 3;
   b.bytes = static_cast<uint16_t>(cur - ip);

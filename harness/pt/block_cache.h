@@ -41,7 +41,7 @@ class BlockCache {
     // guess the decoder checks). Same mode.
     uint32_t next[2] = {0, 0};
     uint32_t lengths = 0;  // offset of the instruction lengths in the pool
-    int32_t rel = 0;       // direct branches: target - end() (modulo 2^32 outside 64-bit mode)
+    int32_t rel = 0;       // direct branches: target - end(), the displacement
     uint16_t bytes = 0;    // end() - ip (at most 4096 instructions of 15 bytes)
     uint16_t ninsn_ = 0;
     BranchClass branch_ = BranchClass::kNone;  // of the last instruction
@@ -69,10 +69,7 @@ class BlockCache {
       return kErrors[(state >> 2) & 0x3];
     }
     uint64_t end() const { return ip + bytes; }
-    uint64_t target() const {
-      const uint64_t t = end() + static_cast<uint64_t>(static_cast<int64_t>(rel));
-      return mode() == ExecMode::k64Bit ? t : (t & 0xffffffff);
-    }
+    uint64_t target() const { return end() + static_cast<uint64_t>(static_cast<int64_t>(rel)); }
     // The last instruction (kNone if the block was cut).
     Insn last() const {
       Insn x;

@@ -17,8 +17,9 @@
 // Default (ctest): each of the 22 configs once, on a program that rotates
 // with the config (all 6 programs appear), seed 1, 4 corruptions each — a
 // couple of seconds. The full corpus (6 programs x 22 configs x 2 seeds =
-// 264 traces, and the 88 compiled ones again at 3 relocated code bases
-// each: 528 traces, 8 corruptions each; ~25 s), by hand:
+// 264 traces, the 88 compiled ones again at 3 relocated code bases each,
+// the 176 hand-written ones again at one relocated base each: 704 traces,
+// 8 corruptions each; ~28 s of CPU on 2 threads), by hand:
 //   PERFTEST_PT_CORPUS=all build/bin/pt_test --gtest_filter='CorpusDifferential.*'
 // (PERFTEST_PT_CORPUS_SEEDS=N: seeds 1..N; PERFTEST_PT_CORPUS_SAVE=DIR keeps
 // each divergent variant and its code, printing the decode command). The totals line at the end gives
@@ -27,10 +28,11 @@
 // The full run finds flow divergences on corrupted traces that the default
 // subset does not hit; the test fails while any is left. The compiled
 // programs' traces depend on where their code lies (ASLR, the build), so
-// the full run also decodes each compiled case at 3 fixed relocated bases
-// (Bases() below): 528 clean traces (264 relocated), 8,303,349 instructions
-// identical to pt_insn_next and to the truth; 4224 corrupted variants, 0
-// divergent through the first error. It was 60 before flow_decoder.cc
+// the full run also decodes each compiled case at 3 fixed relocated bases,
+// and each hand-written case at one of 3 more (Bases() below): 704 clean
+// traces (440 relocated), 10,575,978 instructions identical to
+// pt_insn_next and to the truth; 5632 corrupted variants, 0 divergent
+// through the first error. It was 60 before flow_decoder.cc
 // followed libipt's event binding, read-ahead window and length decoder
 // (issue 7); then the flow decoder learned that libipt holds an event bound
 // to an IP until the flow gets there (NoteEvent: PTW, EXSTOP, MWAIT, a
@@ -45,17 +47,29 @@
 // fails on a TNT or TIP before its FUP, that an indirect branch with TNT bits
 // cached fails at a TNT before reading past it, that the event packet after
 // a TNT is queried (and read past) when the TNT's last bit is used, and that
-// libipt's full event queue (-pte_nomem) is a trace that does not fit.
+// libipt's full event queue (-pte_nomem) is a trace that does not fit. The
+// hand-written programs at kFixedBases (5 divergences): that a direct
+// branch outside 64-bit mode does not wrap its target, that one PTW binds
+// to a PTWRITE at a time, that an indirect branch with TNT bits cached
+// fails at an event packet, and that a mid-flow PSB+'s MODE.Exec against
+// the current mode fails (-pte_bad_status_update). At ASLR code bases whose
+// page offset no fixed layout has (0xd43, 0xc30: 1 divergence in ~4 runs):
+// that an asynchronous FUP waits for its TIP across a PSB+, and that a
+// branch takes its TNT or TIP past a held FUP+TIP.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
+#include <mutex>
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -197,11 +211,22 @@ struct Case {
 // mmap_rnd_bits) with a 16-byte aligned offset in the page — different for
 // every case, the same in every run and build: a layout-dependent
 // divergence is found every time, and reproduced by its base.
-//   PERFTEST_PT_CORPUS_LAYOUTS=N  N such bases instead (0: where the code is only)
+// The hand-written programs' code lies at fixed addresses (below 4 GiB):
+// the full corpus runs each of their cases there and at one of kFixedBases
+// — a PIE-like base above 4 GiB at an odd offset, one near the top of the
+// user address space, one whose code straddles 4 GiB (IP compression across
+// bit 32) — taken in turn by program, config and seed: each program runs
+// at each base, each (program, config) at two over the two seeds. (These
+// three bases found 5 divergences that no compiled case hit: issue 7.)
+//   PERFTEST_PT_CORPUS_LAYOUTS=N  N such bases for the compiled programs
+//                                 instead (0: every program where its code is only)
+//   PERFTEST_PT_CORPUS_FIXED=N    N of kFixedBases for each hand-written case (3: all)
 //   PERFTEST_PT_CORPUS_BASE=HEX[,HEX...]  exactly these bases, for every program
 //   PERFTEST_PT_CORPUS_ONLY=NAME  only the cases named NAME (e.g. compiled_o0_noretcomp), as the full corpus
 //   PERFTEST_PT_CORPUS_TAIL=1     print the last entries of both flows before a divergence
+//   PERFTEST_PT_CORPUS_JOBS=N     cases checked on N threads (full corpus: 2, else 1)
 constexpr uint64_t kLayouts = 3;
+constexpr uint64_t kFixedBases[] = {0x555555559923, 0x7ffff7fe1230, 0xffff0ff0};
 
 std::vector<uint64_t> Bases(size_t program, size_t config, uint64_t seed) {
   if (const char* s = std::getenv("PERFTEST_PT_CORPUS_BASE")) {
@@ -215,9 +240,17 @@ std::vector<uint64_t> Bases(size_t program, size_t config, uint64_t seed) {
     return v;
   }
   std::vector<uint64_t> v = {0};
-  if (!(FullCorpus() || Chosen()) || !pt_sim::CorpusPrograms()[program].loaded_code) return v;
+  if (!(FullCorpus() || Chosen())) return v;
   uint64_t n = kLayouts;
   if (const char* s = std::getenv("PERFTEST_PT_CORPUS_LAYOUTS")) n = std::strtoull(s, nullptr, 10);
+  if (!pt_sim::CorpusPrograms()[program].loaded_code) {
+    uint64_t fixed = n == 0 ? 0 : 1;
+    if (const char* s = std::getenv("PERFTEST_PT_CORPUS_FIXED")) fixed = std::strtoull(s, nullptr, 10);
+    constexpr size_t kFixed = std::size(kFixedBases);
+    for (uint64_t i = 0; i < std::min<uint64_t>(fixed, kFixed); ++i)
+      v.push_back(kFixedBases[(program + config + seed + i) % kFixed]);
+    return v;
+  }
   std::mt19937_64 rng(0x9e3779b97f4a7c15 ^ (seed * 1000003 + program * 1009 + config * 101));
   for (uint64_t i = 0; i < n; ++i) {
     const uint64_t r = rng();
@@ -283,6 +316,8 @@ void CheckCase(const Case& k) {
     EXPECT_EQ(diff, "");
     if (!diff.empty()) {
       Global().divergent += 1;
+      static std::mutex print;
+      const std::lock_guard<std::mutex> lock(print);
       if (std::getenv("PERFTEST_PT_CORPUS_TAIL") != nullptr) {
         for (const testing::FlowLog* l : {&o, &r}) {
           size_t first = 0;
@@ -339,10 +374,22 @@ TEST(CorpusDifferential, TracesMatchLibiptAndTruth) {
                 "libipt 2.0.5 pt_pkt_next and pt_insn_next; mocks/pt_sim ground truth (issue 7 \"Verified against the "
                 "reference\")");
   const std::vector<Case> cases = Cases();
-  for (const Case& k : cases) {
-    CheckCase(k);
-    if (HasFatalFailure()) return;
-  }
+  // (GoogleTest's assertions are thread-safe with pthreads; the totals are atomic.)
+  unsigned jobs = FullCorpus() || Chosen() ? 2 : 1;
+  if (const char* s = std::getenv("PERFTEST_PT_CORPUS_JOBS")) jobs = std::max(1, std::atoi(s));
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  auto work = [&] {
+    for (size_t i; !stop && (i = next++) < cases.size();) {
+      CheckCase(cases[i]);
+      if (HasFatalFailure()) stop = true;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned j = 1; j < jobs; ++j) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  if (stop) return;
   RecordProperty("traces", static_cast<int>(cases.size()));
   uint64_t relocated = 0;
   for (const Case& k : cases) relocated += k.base != 0;

@@ -295,8 +295,6 @@ void FlowDecoder::WalkAhead() {
     return;
   const Block* const blocks = cache_->data();
   const ExecMode mode = mode_;
-  // Direct branch targets wrap to 32 bits outside 64-bit mode (Block::target()).
-  const uint64_t target_mask = mode == ExecMode::k64Bit ? ~uint64_t{0} : 0xffffffff;
   const uint64_t bits = tnt_bits_;
   const uint32_t max_steps = options_.max_steps_without_packet;
   uint64_t ip = ip_;
@@ -310,7 +308,7 @@ void FlowDecoder::WalkAhead() {
     if (b.ip != ip || !b.fast_in(mode)) break;
     const BranchClass branch = b.branch();
     const uint64_t end = b.end();
-    const uint64_t target = (end + static_cast<uint64_t>(static_cast<int64_t>(b.rel))) & target_mask;
+    const uint64_t target = end + static_cast<uint64_t>(static_cast<int64_t>(b.rel));  // (Block::target())
     uint32_t next;
     uint32_t link = bi + 1;
     uint8_t k;

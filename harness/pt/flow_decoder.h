@@ -59,7 +59,10 @@
 //             packet lies behind an event that libipt holds for an IP the
 //             flow has not reached (PTW/EXSTOP/MWAIT with a FUP, a mid-flow
 //             PSB+'s status events), an MWAIT with no FUP for it, the reserved
-//             execution mode (MODE.Exec CS.L=1 CS.D=1), or more than
+//             execution mode (MODE.Exec CS.L=1 CS.D=1), a mid-flow PSB+ whose
+//             MODE.Exec contradicts the mode (where the flow reaches its
+//             FUP), an event packet where an indirect branch with TNT bits
+//             cached needs its TIP, or more than
 //             max_steps_without_packet blocks without a packet (a loop)
 //   others    a packet error, as PacketDecoder::Next (EILSEQ, EBADMSG,
 //             EMSGSIZE) at error_offset()
@@ -307,12 +310,18 @@ class FlowDecoder {
   int NextSlow(FlowStep* step);
   int CutAtError(FlowBlock* out, const Block& b, int err);
   // (Inline: an unbound event with none held changes nothing.)
-  void NoteEvent(bool bound, uint64_t ip) {
-    if (bound || bound_pending_) NoteEventHeld(bound, ip);
+  void NoteEvent(bool bound, uint64_t ip, bool ptwrite = false) {
+    if (bound || bound_pending_) NoteEventHeld(bound, ip, ptwrite);
   }
-  void NoteEventHeld(bool bound, uint64_t ip);
-  void ReachBound(const Block& b);
+  void NoteEventHeld(bool bound, uint64_t ip, bool ptwrite, bool fails = false);
+  static constexpr uint32_t kNoFail = ~uint32_t{0};
+  uint32_t ReachBound(const Block& b, uint32_t from);
   int CheckBound(const Block& b);
+  int FailStatusUpdate(uint64_t ip);
+  int CutAtBoundFailure(FlowStep* step, const Block& b, uint32_t at);
+  int EventBeforeTip(const Insn& x);
+  static constexpr int kNotPast = -1, kRetry = -2;
+  int BranchPastAsync(const Insn& x);
   int TakeTip(uint64_t* target);
   bool UnboundControl() const;
   int BeyondControl(const Insn& x);
@@ -373,8 +382,20 @@ class FlowDecoder {
   // the first is bound to an IP the flow has not reached; each entry is an
   // IP, or kUnbound. bound_pending_: there is one; bound_wall_: and more
   // behind it. mwait_held_: an MWAIT waits for a FUP (its EXSTOP's).
+  // A PTW's event binds to the PTWRITE instruction at its IP (without one:
+  // the next PTWRITE), one at a time (`ptwrite`; ReachBound). An event that `fails` where it goes: a mid-flow
+  // PSB+'s MODE.Exec that contradicts the mode (ReadPsbPlus; its offset
+  // bad_mode_offset_). bound_from_: the instruction of the block in hand
+  // after the last PTW let go there (CheckBound goes on from it).
   static constexpr uint64_t kUnbound = ~uint64_t{0};
-  std::vector<uint64_t> bound_;
+  struct Held {
+    uint64_t ip;
+    bool ptwrite;
+    bool fails;
+  };
+  std::vector<Held> bound_;
+  uint32_t bound_from_ = 0;
+  uint64_t bad_mode_offset_ = 0;
   bool bound_pending_ = false;
   bool bound_wall_ = false;
   bool mwait_held_ = false;

@@ -185,11 +185,13 @@ int FlowDecoder::FetchControl() {
             continue;
           }
           if (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64 || q.type == PacketType::kTipPge ||
-              q.type == PacketType::kFup || q.type == PacketType::kPsb || q.type == PacketType::kOvf)
+              q.type == PacketType::kFup || q.type == PacketType::kOvf)
             return Fail(EBADMSG, fmt::format("FUP at {:#x} followed by {} at {:#x}, not TIP or TIP.PGD", p.offset,
                                              PacketName(q.type), q.offset));
-          // An event packet: as libipt (the FUP's event waits, bound to the
-          // next TIP/TIP.PGD), handle it and keep waiting.
+          // An event packet, or a PSB+ (libipt's read-ahead decodes the PSB
+          // and its header without touching the queued asynchronous branch:
+          // pt_qry_decode_psb): as libipt (the FUP's event waits, bound to
+          // the next TIP/TIP.PGD), handle it and keep waiting.
           Unread(q);
           fup_pending_ = true;
           break;
@@ -301,7 +303,13 @@ int FlowDecoder::FetchControl() {
           NoteEvent(true, e.ip);
           mwait_held_ = false;
         }
-        NoteEvent(!e.ip_suppressed, e.ip);
+        if (e.type == FlowEvent::Type::kPtwrite) {
+          // Held until the flow gets to the PTWRITE at its IP — without an
+          // IP, to the next PTWRITE (pt_insn_check_insn_event).
+          NoteEventHeld(!e.ip_suppressed, e.ip, true);
+        } else {
+          NoteEvent(!e.ip_suppressed, e.ip);
+        }
         Queue(e);
         break;
       }
@@ -482,11 +490,11 @@ bool FlowDecoder::NoEventFor(const Packet& q) const {
 // binds to `ip`.
 // (NoteEvent() calls this only when an event binds or one is held:
 // bound_pending_ is !bound_.empty() at all times.)
-void FlowDecoder::NoteEventHeld(bool bound, uint64_t ip) {
+void FlowDecoder::NoteEventHeld(bool bound, uint64_t ip, bool ptwrite, bool fails) {
   if (!enabled_) {  // (libipt takes events at once while tracing is disabled)
     bound_.clear();
-  } else if (!bound_.empty() || bound) {
-    bound_.push_back(bound ? ip : kUnbound);
+  } else if (!bound_.empty() || bound || ptwrite || fails) {
+    bound_.push_back(Held{.ip = bound ? ip : kUnbound, .ptwrite = ptwrite, .fails = fails});
   }
   bound_pending_ = !bound_.empty();
   bound_wall_ = bound_.size() >= 2;

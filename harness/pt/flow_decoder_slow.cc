@@ -148,12 +148,14 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     // the walk is bound by these loads.
     cache_->Prefetch(b->next[0]);
     cache_->Prefetch(b->next[1]);
+    if (bound_pending_) [[unlikely]] {
+      if (const uint32_t at = ReachBound(*b, 0); at != kNoFail) return CutAtBoundFailure(step, *b, at);
+    }
     if (b->ninsn() == 0) [[unlikely]] {
       synced_ = false;
       return Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
                                               : fmt::format("invalid instruction at {:#x}", ip_));
     }
-    if (bound_pending_) [[unlikely]] ReachBound(*b);
     FlowBlock& out = step->block;
     step->kind = FlowStep::kBlock;
     out.ip = b->ip;
@@ -265,6 +267,9 @@ int FlowDecoder::Resolve(uint32_t block) {
         link(taken);
         return 0;
       }
+      if (IsAsync(ctl_)) {
+        if (const int r = BranchPastAsync(x); r != kNotPast) return r == kRetry ? Resolve(block) : r;
+      }
       if (UnboundControl()) return BeyondControl(x);
       if (ctl_ == Ctl::kTipPgd) return TakeTip(nullptr);
       return Fail(EBADMSG, fmt::format("conditional branch at {:#x}: no TNT bit", x.ip));
@@ -298,6 +303,13 @@ int FlowDecoder::Resolve(uint32_t block) {
         }
         return 0;
       }
+      if (IsAsync(ctl_)) {
+        if (const int r = BranchPastAsync(x); r != kNotPast) {
+          if (r == kRetry) return Resolve(block);
+          if (r == 0) predict();
+          return r;
+        }
+      }
       if (UnboundControl()) return BeyondControl(x);
       if (const int err = TakeTip(nullptr)) return err;
       predict();
@@ -315,6 +327,7 @@ int FlowDecoder::Resolve(uint32_t block) {
         // then before it decodes that packet or reads past it:
         // pt_qry_indirect_branch, -pte_bad_query): the bits stay for the
         // branches after it.
+        if (const int err = EventBeforeTip(x)) return err;
         const uint64_t bits = tnt_bits_;
         const uint32_t count = tnt_count_;
         tnt_count_ = 0;
@@ -329,12 +342,94 @@ int FlowDecoder::Resolve(uint32_t block) {
         return Fail(EBADMSG, fmt::format("{} at {:#x}: a TNT bit where a TIP was needed",
                                          BranchClassName(x.branch), x.ip));
       if (x.branch == BranchClass::kIndirectCall) PushReturn(x.next_ip(), block);
+      if (x.branch != BranchClass::kFarTransfer && IsAsync(ctl_)) {
+        if (const int r = BranchPastAsync(x); r != kNotPast) {
+          if (r == 0 && enabled_) predict();
+          return r;
+        }
+      }
       if (x.branch != BranchClass::kFarTransfer ? UnboundControl() : IsAsync(ctl_)) return BeyondControl(x);
       if (const int err = TakeTip(nullptr)) return err;
       if (enabled_) predict();
       return 0;
   }
   return 0;
+}
+
+// A near branch `x` that needs a packet while an asynchronous FUP+TIP whose
+// FUP IP the flow has not reached is held: libipt's query decoder took the
+// pair as an event (pt_qry_decode_fup, pt_qry_decode_tip), which its
+// instruction decoder holds (pt_insn_check_ip_event), so the branch's query
+// reads the packets after the TIP (pt_qry_cond_branch, pt_qry_indirect_branch):
+// a TNT for a conditional branch or a return, a TIP for an indirect branch or
+// a return, is the branch's, and the event stays held. Returns 0 (the TIP
+// taken: ip_ set), kRetry (TNT bits fetched: resolve the branch again), an
+// error, or kNotPast (another packet next: BeyondControl()).
+int FlowDecoder::BranchPastAsync(const Insn& x) {
+  if (have_unread_ || mode_pending_ || fup_pending_ || tnt_count_ != 0) return kNotPast;
+  const bool cond = x.branch == BranchClass::kCondJump, ret = x.branch == BranchClass::kReturn;
+  PacketDecoder ahead = packets_;
+  Packet q;
+  do {
+    if (ahead.Next(q) != 0) return kNotPast;
+  } while (q.type == PacketType::kPad || q.type == PacketType::kCyc || q.type == PacketType::kMtc ||
+           q.type == PacketType::kTsc || q.type == PacketType::kTma);
+  const bool tnt = q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64;
+  if (tnt ? !(cond || ret) : (q.type != PacketType::kTip || cond)) return kNotPast;
+  const Ctl held = ctl_;
+  const bool held_suppressed = ctl_suppressed_;
+  const uint64_t held_ip = ctl_ip_, held_offset = ctl_offset_;
+  ctl_ = Ctl::kNone;
+  const int err = FetchControl();
+  const bool tip = ctl_ == Ctl::kTip, tip_suppressed = ctl_suppressed_;
+  const uint64_t tip_ip = ctl_ip_;
+  ctl_ = held;
+  ctl_suppressed_ = held_suppressed;
+  ctl_ip_ = held_ip;
+  ctl_offset_ = held_offset;
+  if (err != 0) return err;
+  if (!tip) return tnt_count_ != 0 ? kRetry : kNotPast;
+  if (tip_suppressed) return Fail(EBADMSG, fmt::format("{} at {:#x}: TIP with a suppressed IP", BranchClassName(x.branch), x.ip));
+  ip_ = tip_ip;
+  return 0;
+}
+
+// An indirect branch or far transfer `x` while TNT bits are cached: libipt
+// signals no event while its TNT cache holds bits (pt_qry_status_flags), so
+// its instruction decoder has not asked for the event packet that may come
+// next, and the branch's query meets it before any TIP: "an event ahead"
+// (pt_qry_indirect_branch, pt_qry_will_event: -pte_bad_query) — any packet
+// that makes an event (pdff_event in pt_decoder_function.c) after PAD and
+// timing packets. Returns that error (error_offset_ at the event packet),
+// or 0 (a TIP, TNT, FUP, PSB, packet error or the end: as FetchControl()).
+int FlowDecoder::EventBeforeTip(const Insn& x) {
+  PacketDecoder ahead = packets_;
+  bool unread = have_unread_;
+  for (;;) {
+    Packet q;
+    if (unread) {
+      q = unread_;
+      unread = false;
+    } else if (ahead.Next(q) != 0) {
+      return 0;
+    }
+    switch (q.type) {
+      case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
+      case PacketType::kTma:
+        continue;
+      case PacketType::kTipPge: case PacketType::kTipPgd: case PacketType::kPip: case PacketType::kOvf:
+      case PacketType::kModeExec: case PacketType::kModeTsx: case PacketType::kCbr: case PacketType::kTraceStop:
+      case PacketType::kVmcs: case PacketType::kMnt: case PacketType::kExStop: case PacketType::kMwait:
+      case PacketType::kPwre: case PacketType::kPwrx: case PacketType::kPtw: {
+        const int err = Fail(EBADMSG, fmt::format("{} at {:#x} with TNT bits cached: {} at {:#x} before its TIP",
+                                                  BranchClassName(x.branch), x.ip, PacketName(q.type), q.offset));
+        error_offset_ = q.offset;
+        return err;
+      }
+      default:
+        return 0;
+    }
+  }
 }
 
 // A TIP, TIP.PGD or asynchronous FUP while tracing is disabled: the trace
@@ -389,32 +484,101 @@ int FlowDecoder::TakeTip(uint64_t*) {
   return Fail(EBADMSG, fmt::format("branch at {:#x}: no TIP", ip_));
 }
 
-// The flow runs through `b`: at each instruction, libipt lets the held
-// event go if the flow is at its IP, and with it the events behind it up to
-// the next one bound to another IP (NoteEvent).
-void FlowDecoder::ReachBound(const Block& b) {
+// The flow runs through `b` from its instruction `from` on: at each
+// instruction, libipt lets the held event go if the flow is at its IP, and
+// with it the events behind it up to the next one bound to another IP
+// (NoteEvent; pt_insn_check_ip_event). A PTW's event waits there
+// (pt_insn_check_ip_event holds a ptwrite event while tracing is enabled):
+// it binds to the instruction itself, and at most one to an instruction
+// (pt_insn_check_insn_event, bound_ptwrite). After it, the flow moves on
+// past the instruction before libipt looks at the next event's IP
+// (pt_insn_proceed_postponed): events at the same IP, a second PTW's
+// included, wait for the flow to come back there. A PTW without an IP binds
+// to the next PTWRITE (which ends a block).
+// Returns the instruction at which an event that fails goes (Held::fails;
+// libipt looks at the events at an IP before it decodes the instruction
+// there: 0 also for a block with no instruction), or kNoFail.
+uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from) {
   const uint8_t* lengths = cache_->lengths(b);
   size_t head = 0;
+  uint32_t fail_at = kNoFail;
   uint64_t x = b.ip;
-  for (uint32_t i = 0; i < b.ninsn() && head < bound_.size(); x += lengths[i++]) {
-    while (head < bound_.size() && (bound_[head] == x || bound_[head] == kUnbound)) ++head;
+  for (uint32_t i = 0; i < from && i < b.ninsn(); ++i) x += lengths[i];
+  bound_from_ = from;
+  const uint32_t n = std::max<uint32_t>(b.ninsn(), 1);
+  for (uint32_t i = from; i < n && head < bound_.size() && fail_at == kNoFail; ++i) {
+    while (head < bound_.size() && !bound_[head].ptwrite && (bound_[head].ip == x || bound_[head].ip == kUnbound)) {
+      if (bound_[head++].fails) {
+        fail_at = i;
+        break;
+      }
+    }
+    if (fail_at == kNoFail && i < b.ninsn() && head < bound_.size() && bound_[head].ptwrite &&
+        (bound_[head].ip == x ||
+         (bound_[head].ip == kUnbound && i + 1 == b.ninsn() && b.branch() == BranchClass::kPtwrite))) {
+      ++head;
+      bound_from_ = i + 1;
+    }
+    if (i < b.ninsn()) x += lengths[i];
   }
-  // (An unbound event left at the head goes at once.)
-  while (head < bound_.size() && bound_[head] == kUnbound) ++head;
+  // (An unbound event left at the head goes at once; one that fails, at the
+  // next instruction.)
+  while (fail_at == kNoFail && head < bound_.size() && bound_[head].ip == kUnbound && !bound_[head].fails &&
+         !bound_[head].ptwrite)
+    ++head;
   bound_.erase(bound_.begin(), bound_.begin() + static_cast<long>(head));
   bound_pending_ = !bound_.empty();
   bound_wall_ = bound_.size() >= 2;
+  return fail_at;
 }
 
 // The branch that ends `b` needs a packet: libipt's query fails while it
 // holds an event that the flow has not reached and another event waits
 // behind it (NoteEvent).
 int FlowDecoder::CheckBound(const Block& b) {
-  ReachBound(b);
+  if (ReachBound(b, bound_from_) != kNoFail) return FailStatusUpdate(b.last().ip);
   if (!bound_wall_) return 0;
+  const Held& held = bound_.front();
   return Fail(EBADMSG, fmt::format("{} at {:#x}: its packet lies behind an event, and the event before that one "
-                                   "is bound to IP {:#x}, which the flow has not reached",
-                                   BranchClassName(b.branch()), b.last().ip, bound_.front()));
+                                   "is bound to {}, which the flow has not reached",
+                                   BranchClassName(b.branch()), b.last().ip,
+                                   held.ip == kUnbound ? std::string("the next PTWRITE")
+                                                       : fmt::format("IP {:#x}", held.ip)));
+}
+
+// The flow got to a mid-flow PSB+'s MODE.Exec that contradicts the current
+// mode while tracing is enabled: libipt's instruction decoder rejects the
+// status update when it takes the event at `ip` (pt_insn_process_exec_mode:
+// -pte_bad_status_update).
+int FlowDecoder::FailStatusUpdate(uint64_t ip) {
+  return Fail(EBADMSG, fmt::format("at {:#x}: the PSB+ status update (MODE.Exec at {:#x}) contradicts the {} "
+                                   "execution mode", ip, bad_mode_offset_, ExecModeName(mode_)));
+}
+
+// Events that bind to the instructions of `b` (bound_pending_) let go, up
+// to one that fails at its instruction `at` (ReachBound): the instructions
+// before it run, then the error (the block cut there; or the error at once).
+int FlowDecoder::CutAtBoundFailure(FlowStep* step, const Block& b, uint32_t at) {
+  if (at == 0) {
+    synced_ = false;
+    return FailStatusUpdate(ip_);
+  }
+  const uint8_t* lengths = cache_->lengths(b);
+  uint64_t x = b.ip;
+  for (uint32_t i = 0; i < at; ++i) x += lengths[i];
+  FlowBlock& out = step->block;
+  step->kind = FlowStep::kBlock;
+  out.ip = b.ip;
+  out.mode = b.mode();
+  out.lengths = lengths;
+  out.time = time_;
+  out.ninsn = at;
+  out.end_ip = x;
+  out.truncated = true;
+  out.last = Insn{.ip = x - lengths[at - 1], .length = lengths[at - 1], .mode = b.mode()};
+  ip_ = x;
+  deferred_error_ = FailStatusUpdate(x);
+  return 0;
 }
 
 // A MODE.Exec read before a TIP, FUP+TIP or TIP.PGE takes effect at its

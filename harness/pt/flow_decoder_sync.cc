@@ -19,12 +19,14 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
   bool have_fup = false;
   uint64_t fup_ip = 0;
   // libipt's events at PSBEND, in order: whether each binds to the FUP's IP
-  // (MODE.Exec, MODE.TSX, PIP, VMCS) or not (CBR, MNT). Mid-flow they go
-  // through NoteEvent().
-  bool events[16];
+  // (MODE.Exec, MODE.TSX, PIP, VMCS: kBound) or not (CBR, MNT). Mid-flow they
+  // go through NoteEvent(); a MODE.Exec that contradicts the mode while
+  // tracing is enabled fails where libipt takes it (kFails: FailStatusUpdate).
+  enum : uint8_t { kNotBound, kBound, kFails };
+  uint8_t events[16];
   size_t nevents = 0;
-  auto event = [&](bool bound) {
-    if (nevents < std::size(events)) events[nevents++] = bound;
+  auto event = [&](uint8_t kind) {
+    if (nevents < std::size(events)) events[nevents++] = kind;
   };
   for (;;) {
     Packet p;
@@ -36,7 +38,13 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
           enabled_ = have_fup;
           ip_ = fup_ip;
         } else {
-          for (size_t i = 0; i < nevents; ++i) NoteEvent(events[i] && have_fup, fup_ip);
+          for (size_t i = 0; i < nevents; ++i) {
+            if (events[i] == kFails) {
+              NoteEventHeld(have_fup, fup_ip, false, true);
+            } else {
+              NoteEvent(events[i] == kBound && have_fup, fup_ip);
+            }
+          }
         }
         return 0;
       case PacketType::kFup:
@@ -45,17 +53,24 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         fup_ip = last_ip_.raw();
         break;
       case PacketType::kModeExec:
-        mode_ = p.exec_mode();
-        event(true);
+        // A status update: mid-flow, while tracing is enabled, it must agree
+        // with the mode (pt_insn_process_exec_mode), which it does not change.
+        if (!at_sync && enabled_ && mode_ != ExecMode::kInvalid && p.exec_mode() != mode_) {
+          bad_mode_offset_ = p.offset;
+          event(kFails);
+        } else {
+          mode_ = p.exec_mode();
+          event(kBound);
+        }
         break;
       case PacketType::kModeTsx:
-        event(true);
+        event(kBound);
         Queue(FlowEvent{.type = FlowEvent::Type::kTsx, .ip_suppressed = true, .payload = p.payload & 3,
                         .offset = p.offset});
         break;
       case PacketType::kPip:
       case PacketType::kVmcs:
-        event(true);
+        event(kBound);
         Queue(StatusEvent(p));
         break;
       case PacketType::kCbr:
@@ -67,7 +82,7 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
           return err;
         }
         Timing(p);
-        event(false);
+        event(kNotBound);
         Queue(StatusEvent(p));
         break;
       case PacketType::kTsc:
@@ -77,7 +92,7 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         Timing(p);
         break;
       case PacketType::kMnt:
-        event(false);
+        event(kNotBound);
         break;
       case PacketType::kPad:
       case PacketType::kOvf:  // an overflow resolved at the PSB: the PSB+ gives the state

@@ -454,6 +454,54 @@ TEST(FlowDecoder, IndirectBranchFailsAtATntBeforeReadingPastIt) {
   ExpectFailsAsLibipt(trace, image, -pte_bad_query, EBADMSG, {kBase});
 }
 
+// An indirect jump while a TNT bit is cached, and an event packet before its
+// TIP: libipt signals no event while TNT bits are cached
+// (pt_qry_status_flags), so its instruction decoder has not asked for it,
+// and the jump's query meets the event packet first ("an event ahead",
+// pt_qry_indirect_branch: -pte_bad_query): the jump is not reported.
+// (Relocated corpus case dispatch_everything_noretcomp_tnt64 seed 2,
+// corruption 3, at code bases 0x7ffff7fe1230 and 0xffff0ff0: a TSC of
+// flipped bits swallowed a TIP, leaving a TNT cached at an indirect call
+// with two PTWs before the next TIP; we took the TIP past them.)
+TEST(FlowDecoder, IndirectBranchWithCachedTntBitsFailsAtAnEventPacket) {
+  const Image image = NopJmpRax();
+  for (const Packet& event : {make::Ptw(0x1234, 4, false), make::Pip(0x12345000, false), make::Cbr(0x20),
+                              make::ModeExec(ExecMode::k64Bit), make::ModeTsx(true, false), make::Mnt(7)}) {
+    SCOPED_TRACE(PacketName(event.type));
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Tnt8(1, 1));
+    (void)enc.Next(make::Cyc(3));
+    (void)enc.Next(event);
+    (void)enc.NextIp(PacketType::kTip, kBase);
+    ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
+  }
+}
+
+// Outside 64-bit mode a direct branch goes to next IP + displacement on the
+// whole 64-bit IP, as libipt's (pt_insn_proceed; insn.cc RelativeTarget):
+// at an IP above 4 GiB in 32- or 16-bit mode (a corrupted MODE.Exec) the
+// target keeps the IP's upper bits. (Relocated corpus cases deep_notsc
+// seed 1, corruption 3, and deep_interrupts seed 2, corruption 7, at code
+// base 0x555555559923: a MODE.Exec to 32-bit made of corrupted bytes; we
+// wrapped a jno's target to 32 bits, ENXIO, where libipt went on.)
+TEST(FlowDecoder, DirectBranchTargetsOutside64BitModeDoNotWrap) {
+  constexpr uint64_t kHigh = 0x555555559000;
+  Image image;
+  // kHigh: jmp +1; nop; kHigh+3: jz +1; nop; kHigh+6: nop; ret
+  ASSERT_TRUE(image.AddBlob(kHigh, std::vector<uint8_t>{0xeb, 0x01, 0x90, 0x74, 0x01, 0x90, 0x90, 0xc3}).ok());
+  for (const ExecMode mode : {ExecMode::k32Bit, ExecMode::k16Bit}) {
+    SCOPED_TRACE(ExecModeName(mode));
+    PacketEncoder enc;
+    (void)enc.Next(make::Psb());
+    (void)enc.Next(make::ModeExec(mode));
+    (void)enc.NextIp(PacketType::kFup, kHigh);
+    (void)enc.Next(make::PsbEnd());
+    (void)enc.Next(make::Tnt8(1, 1));
+    ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kHigh, kHigh + 3, kHigh + 6});
+  }
+}
+
 // An event packet right after a TNT: libipt signals it once the TNT's bits
 // are used up (pt_qry_status_flags), and pt_insn_next asks for the event at
 // once (pt_insn_check_ip_event -> pt_qry_event): it decodes the TIP.PGE or
@@ -602,6 +650,80 @@ TEST(FlowDecoder, MidFlowPsbPlusEventsWaitForTheFupIp) {
   }
 }
 
+// A mid-flow PSB+ whose MODE.Exec contradicts the execution mode while
+// tracing is enabled: libipt holds the status update until the flow gets to
+// the FUP's IP, and then rejects it (pt_insn_process_exec_mode:
+// -pte_bad_status_update); the mode does not change before. Here the FUP is
+// at the jz: the nop runs in 64-bit mode, the jz is not reported. The same
+// mode goes on as MidFlowPsbPlusEventsWaitForTheFupIp. (Relocated corpus
+// case deep_notsc seed 1, corruption 3, at code base 0x555555559923: a
+// corrupted MODE.Exec to 32-bit, then a PSB+ saying 64-bit; we switched
+// back and ran on.)
+TEST(FlowDecoder, MidFlowPsbPlusModeThatContradictsTheModeFails) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (const ExecMode mode : {ExecMode::k32Bit, ExecMode::k16Bit}) {
+    SCOPED_TRACE(ExecModeName(mode));
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Psb());
+    (void)enc.Next(make::Pip(0x12345000, false));
+    (void)enc.Next(make::ModeExec(mode));
+    (void)enc.NextIp(PacketType::kFup, kBase + 1);
+    (void)enc.Next(make::PsbEnd());
+    (void)enc.Next(make::Tnt8(1, 1));
+    ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_status_update, EBADMSG, {kBase});
+  }
+}
+
+// An asynchronous FUP, then a PSB+ before its TIP: libipt's read-ahead
+// queues the FUP's asynchronous branch and decodes the PSB+ without
+// touching it (pt_qry_decode_fup, pt_qry_decode_psb); the TIP after the
+// PSB+ completes it. Here the interrupt at the jz goes to the second nop,
+// and the ret then has no packet (-pte_eos). (Corpus divergence
+// compiled_everything_noretcomp_tnt64 seed 2, corruption 6, at the ASLR code
+// base 0x563d385c5c30: OVF, FUP, a FUP of corrupted bytes, PSB+; we failed
+// at the PSB, EBADMSG, where libipt went on to the overflow's IP.)
+TEST(FlowDecoder, AsyncFupWaitsForItsTipAcrossAPsbPlus) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kFup, kBase + 1);
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, kBase + 3);
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 3});
+}
+
+// A branch that needs a packet while an asynchronous FUP+TIP for an IP the
+// flow has not reached is held: libipt's query decoder took the pair as an
+// event, which its instruction decoder holds, and the branch's query reads
+// the packets after it — a TIP for an indirect jump, a TNT for a
+// conditional branch — while the event stays held (pt_qry_indirect_branch,
+// pt_qry_cond_branch). Then the trace ends (-pte_eos). (Corpus divergence
+// compiled_o0_noretcomp seed 2, corruption 1, at the ASLR code base
+// 0x563d385c5d43: a FUP of corrupted bytes and its TIP before the TIP of a
+// return; we failed the return, EBADMSG.)
+TEST(FlowDecoder, BranchTakesItsPacketPastAHeldAsyncFup) {
+  {
+    const Image image = NopJmpRax();
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kFup, 0x402000);  // never reached
+    (void)enc.NextIp(PacketType::kTip, 0x500000);
+    (void)enc.NextIp(PacketType::kTip, kBase);     // the jump's
+    ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1, kBase});
+  }
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kFup, 0x402000);
+  (void)enc.NextIp(PacketType::kTip, 0x500000);
+  (void)enc.Next(make::Tnt8(1, 1));  // the jz's: taken, to the ret
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1});
+}
+
 // A FUP without an IP right after the TIP of an indirect jump: libipt's
 // read-ahead after the TIP fails on it (-pte_ip_suppressed), so the jump
 // that took the TIP fails and is not reported — the flow never gets to the
@@ -654,6 +776,63 @@ TEST(FlowDecoder, FupWithoutIpAfterATipFailsTheBranch) {
 // divergence compiled_o0_noretcomp seed 2, corruptions 4 and 7, at a code
 // base whose bits 15:0 are 0x9923: a dropped byte range left TIP, MODE.TSX,
 // TNT, and the TIP's IP without code; we reported the return, then ENXIO.)
+// libipt binds a PTW's event to the PTWRITE instruction at its IP, at most
+// one to an instruction (pt_insn_check_insn_event: bound_ptwrite), and
+// moves past the instruction before it looks at the next event's IP: a
+// second PTW for the same IP waits for the flow to come back there. Held,
+// it blocks the next query when a third event is behind it: the jz after
+// the PTWRITE meets that PTW (pt_qry_cache_tnt: -pte_bad_query) and is not
+// reported. With two PTWs the jz takes its bit. (Relocated corpus case
+// dispatch_ptw_fup seed 2, corruption 2, at code base 0xffff0ff0: a
+// dropped FUP left a PTW on the PTWRITE's next FUP; we let both go at the
+// PTWRITE and ran on.)
+TEST(FlowDecoder, OnePtwPerPtwriteInstruction) {
+  Image image;
+  // kBase: ptwrite eax; kBase+4: jz +0; kBase+6: ret
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0xf3, 0x0f, 0xae, 0xe0, 0x74, 0x00, 0xc3}).ok());
+  for (const int ptws : {2, 3}) {
+    SCOPED_TRACE(fmt::format("{} PTWs with a FUP at the PTWRITE", ptws));
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    for (int i = 0; i < ptws; ++i) {
+      (void)enc.Next(make::Ptw(0x1000 + i, 4, true));
+      (void)enc.NextIp(PacketType::kFup, kBase);
+    }
+    (void)enc.Next(make::Tnt8(1, 1));
+    if (ptws == 3) {
+      ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
+    } else {
+      ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 4});  // (the ret has no TIP)
+    }
+  }
+}
+
+// A PTW without an IP binds to the next PTWRITE instruction
+// (pt_insn_check_insn_event: an ip_suppressed ptwrite event waits for
+// pt_insn_is_ptwrite), and libipt holds it until the flow gets there: an
+// event packet behind it (here a PIP) blocks the jz's query before the
+// PTWRITE (-pte_bad_query). Without the PIP the jz takes its bit and the
+// PTWRITE takes the PTW.
+TEST(FlowDecoder, PtwWithoutIpWaitsForThePtwrite) {
+  Image image;
+  // kBase: nop; kBase+1: jz +0; kBase+3: ptwrite eax; kBase+7: ret
+  ASSERT_TRUE(
+      image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0x74, 0x00, 0xf3, 0x0f, 0xae, 0xe0, 0xc3}).ok());
+  for (const bool pip : {false, true}) {
+    SCOPED_TRACE(pip ? "a PIP behind the PTW" : "the PTW alone");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Ptw(0x1234, 4, false));
+    if (pip) (void)enc.Next(make::Pip(0x12345000, false));
+    (void)enc.Next(make::Tnt8(1, 1));
+    if (pip) {
+      ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
+    } else {
+      ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1, kBase + 3});
+    }
+  }
+}
+
 // Two PTWs with IP=1 before one FUP both bind to it (pt_qry_decode_ptw:
 // evb_fup; pt_qry_decode_fup leaves the FUP unconsumed while another event
 // waits on it): libipt holds the first until the flow reaches the FUP's IP,

@@ -76,13 +76,16 @@ InsnClassifier::InsnClassifier() {
 
 namespace {
 
-// The taken target of a relative branch: next_ip + displacement, wrapped to
-// the operand size outside 64-bit mode (SDM Vol. 2 "JMP"/"Jcc"/"CALL":
-// EIP <- tempEIP AND 0000FFFFH when the operand size is 16).
-uint64_t RelativeTarget(const ZydisDecodedInstruction& z, uint64_t ip, ExecMode mode) {
-  uint64_t target = ip + z.length + static_cast<uint64_t>(z.raw.imm[0].value.s);
-  if (mode == ExecMode::k64Bit) return target;
-  return z.operand_width == 16 ? (target & 0xffff) : (target & 0xffffffff);
+// The taken target of a relative branch: next_ip + displacement, in every
+// mode, as libipt computes it (pt_insn_next_ip, pt_insn_proceed: the
+// sign-extended displacement added to the 64-bit IP). The SDM wraps the
+// target to the operand size outside 64-bit mode (Vol. 2 "JMP"/"Jcc"/
+// "CALL": EIP <- tempEIP AND FFFFFFFFH, or 0000FFFFH); the two differ only
+// for a branch across 4 GiB (64 KiB), or at an IP above it — which only a
+// corrupted trace gives (a MODE.Exec to 32- or 16-bit with 64-bit IPs), and
+// there the flow must be libipt's (issue 7).
+uint64_t RelativeTarget(const ZydisDecodedInstruction& z, uint64_t ip) {
+  return ip + z.length + static_cast<uint64_t>(z.raw.imm[0].value.s);
 }
 
 }  // namespace
@@ -117,12 +120,12 @@ int InsnClassifier::Classify(std::span<const uint8_t> bytes, uint64_t ip, ExecMo
     case ZYDIS_MNEMONIC_LOOPNE:
       if (!z.raw.imm[0].is_relative) break;  // KNC's JKZD/JKNZD are not listed
       insn.branch = BranchClass::kCondJump;
-      insn.target = RelativeTarget(z, ip, mode);
+      insn.target = RelativeTarget(z, ip);
       break;
     case ZYDIS_MNEMONIC_JMP:
       if (z.raw.imm[0].is_relative) {  // EB cb, E9 cw/cd
         insn.branch = BranchClass::kDirectJump;
-        insn.target = RelativeTarget(z, ip, mode);
+        insn.target = RelativeTarget(z, ip);
       } else if (map0 && z.opcode == 0xff && z.raw.modrm.reg == 4) {
         insn.branch = BranchClass::kIndirectJump;
       } else {  // EA ptr16:xx, FF /5 m16:xx
@@ -132,7 +135,7 @@ int InsnClassifier::Classify(std::span<const uint8_t> bytes, uint64_t ip, ExecMo
     case ZYDIS_MNEMONIC_CALL:
       if (z.raw.imm[0].is_relative) {  // E8 cw/cd
         insn.branch = BranchClass::kDirectCall;
-        insn.target = RelativeTarget(z, ip, mode);
+        insn.target = RelativeTarget(z, ip);
       } else if (map0 && z.opcode == 0xff && z.raw.modrm.reg == 2) {
         insn.branch = BranchClass::kIndirectCall;
       } else {  // 9A ptr16:xx, FF /3 m16:xx

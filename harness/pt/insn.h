@@ -91,8 +91,9 @@ bool IsFarReturn(FarKind far);
 struct Insn {
   uint64_t ip = 0;       // linear address of the first byte
   uint64_t target = 0;   // kCondJump/kDirectJump/kDirectCall: the branch target
-                         // (taken), wrapped to the operand size (16/32 bits
-                         // outside 64-bit mode); 0 for every other class
+                         // (taken): next_ip() + displacement, not wrapped to
+                         // the operand size (as libipt; insn.cc RelativeTarget);
+                         // 0 for every other class
   uint8_t length = 0;    // 1..15 bytes
   BranchClass branch = BranchClass::kNone;
   FarKind far = FarKind::kNone;

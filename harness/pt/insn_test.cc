@@ -90,15 +90,15 @@ const Case kCases[] = {
     {"ptwrite eax", k64, {0xf3, 0x0f, 0xae, 0xe0}, 4, B::kPtwrite},
     {"ptwrite rax", k64, {0xf3, 0x48, 0x0f, 0xae, 0xe0}, 5, B::kPtwrite},
     {"ptwrite [rdi]", k64, {0xf3, 0x0f, 0xae, 0x27}, 4, B::kPtwrite},
-    // 32-bit mode: targets wrap at 4 GiB.
+    // 32-bit mode (targets are next_ip + displacement, not wrapped: as libipt).
     {"jmp rel32 (32-bit)", k32, {0xe9, 0x00, 0x10, 0x00, 0x00}, 5, B::kDirectJump, F::kNone, kIp + 5 + 0x1000},
-    {"call rel32 (32-bit, wraps)", k32, {0xe8, 0x00, 0x00, 0xc0, 0xff}, 5, B::kDirectCall, F::kNone, (kIp + 5 - 0x400000) & 0xffffffff},
+    {"call rel32 (32-bit, back)", k32, {0xe8, 0x00, 0x00, 0xc0, 0xff}, 5, B::kDirectCall, F::kNone, kIp + 5 - 0x400000},
     {"jmp eax (32-bit)", k32, {0xff, 0xe0}, 2, B::kIndirectJump},
     {"inc eax (32-bit, 40)", k32, {0x40}, 1, B::kNone},
-    // 16-bit mode: rel16, targets wrap at 64 KiB.
+    // 16-bit mode: rel16.
     {"jmp rel16 (16-bit)", k16, {0xe9, 0x00, 0x01}, 3, B::kDirectJump, F::kNone, 0x1103},
     {"call rel16 (16-bit)", k16, {0xe8, 0xfd, 0xff}, 3, B::kDirectCall, F::kNone, 0x1000},
-    {"jz rel8 (16-bit, wraps)", k16, {0x74, 0x80}, 2, B::kCondJump, F::kNone, (0x1000 + 2 - 0x80) & 0xffff},
+    {"jz rel8 (16-bit, back)", k16, {0x74, 0x80}, 2, B::kCondJump, F::kNone, 0x1000 + 2 - 0x80},
     {"call rel32 (16-bit, 66)", k16, {0x66, 0xe8, 0x00, 0x00, 0x01, 0x00}, 6, B::kDirectCall, F::kNone, 0x11006},
     {"ret (16-bit)", k16, {0xc3}, 1, B::kReturn},
 };
@@ -130,6 +130,19 @@ INSTANTIATE_TEST_SUITE_P(Sdm, InsnCases, ::testing::ValuesIn(kCases),
                              name += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
                            return name + "_" + std::to_string(info.index);
                          });
+
+// Outside 64-bit mode a relative target is next_ip + displacement on the
+// whole 64-bit IP, as libipt computes it (pt_insn_next_ip): an IP above
+// 4 GiB in 32-bit mode (a corrupted MODE.Exec) keeps its upper bits.
+TEST(Insn, RelativeTargetIsNotWrappedOutside64BitMode) {
+  const uint8_t jmp[] = {0xe9, 0x00, 0x10, 0x00, 0x00};
+  Insn insn;
+  ASSERT_EQ(ClassifyInsn(jmp, 0x555555559000, k32, &insn), 0);
+  EXPECT_EQ(insn.target, 0x55555555a005u);
+  const uint8_t jz[] = {0x74, 0x80};
+  ASSERT_EQ(ClassifyInsn(jz, 0x20000, k16, &insn), 0);
+  EXPECT_EQ(insn.target, 0x20002u - 0x80);
+}
 
 TEST(Insn, TrailingBytesAreIgnored) {
   const uint8_t code[] = {0xc3, 0xcc, 0xcc, 0xcc};

@@ -195,6 +195,7 @@ bool SameFlowError(int ours, int libipt) {
     case pte_bad_retcomp:
     case pte_retstack_empty:
     case pte_no_enable:
+    case pte_bad_status_update:
     // libipt allocates nothing while it decodes: -pte_nomem comes from its
     // event queue (pt_event_queue.c pt_evq_enqueue), whose ring per binding
     // (TIP, FUP, PSBEND) holds 6 events (evq_max 8, a gap kept), filling

@@ -66,7 +66,8 @@ std::string DiffFlowUntilError(const FlowLog& ours, const FlowLog& ref);
 //                      -pte_noip, -pte_ip_suppressed, -pte_bad_retcomp,
 //                      -pte_retstack_empty, -pte_no_enable, -pte_nomem
 //                      (libipt's event queue full of events whose packet
-//                      never came)
+//                      never came), -pte_bad_status_update (a mid-flow
+//                      PSB+'s MODE.Exec against the current mode)
 //   ENOTCONN           -pte_nosync
 bool SameFlowError(int ours, int libipt);
 // As DiffFlow, up to and including the first error of each log, for
