@@ -993,7 +993,9 @@ TEST(FlowDecoder, PsbPlusReadAheadAsLibipt) {
       // libipt's log: whether it synchronized, and its first error.
       const bool libipt_synced = !ref.entries.empty() && ref.entries[0].kind == testing::FlowEntry::kSync;
       EXPECT_EQ(libipt_synced, bad_opcode ? events >= 2 : events >= 1);
-      if (!bad_opcode && events == 0) EXPECT_TRUE(ref.entries.empty()) << "libipt: -pte_eos at the sync";
+      if (!bad_opcode && events == 0) {
+        EXPECT_TRUE(ref.entries.empty()) << "libipt: -pte_eos at the sync";
+      }
       if (bad_opcode) {
         ASSERT_FALSE(ref.entries.empty());
         EXPECT_EQ(ref.entries[libipt_synced ? 1 : 0].kind, testing::FlowEntry::kError);
