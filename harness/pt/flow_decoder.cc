@@ -127,7 +127,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
     hint_ = bi + 1;
     link_block_ = 0;
   }
-  const Block blk = cache_->block(bi);
+  const Block& blk = cache_->block(bi);  // (a reference: a copy of the 32-byte aligned Block realigns the stack)
   if (!blk.fast()) [[unlikely]] return NextSlow(step);
   const BranchClass branch = blk.branch();
   const bool have_tnt = tnt_count_ != 0;

@@ -305,12 +305,14 @@ class FlowDecoder {
   bool NoEventFor(const Packet& q) const;
   static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt(uint64_t from);
+  bool StartsEventQuery(const Packet& q) const;
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
   int ReadAheadAfterSync();
   int NeedControl();
   int PeekAfterIp();
   int ReadAheadError(uint64_t start, int err);
   int CheckAhead(uint64_t* next = nullptr);
+  bool QuietAfterTnt() const;
   int Resolve(uint32_t block);
   int NextFill(FlowStep* step);
   int Enable(FlowStep* step);

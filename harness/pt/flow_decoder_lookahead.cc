@@ -100,6 +100,49 @@ int FlowDecoder::CheckAhead(uint64_t* next) {
   }
 }
 
+// Whether, right after a TNT packet, both CheckAhead() and
+// EventQueryAfterTnt() find nothing, as seen from first bytes alone: CYCs of
+// one or two bytes, PADs, MTCs and TSCs (status packets, all valid) up to a
+// TNT-8 or a TIP (where the read-ahead stops: a TIP's bad IP bytes are no
+// error of this query, ReadAheadStopsAt; neither makes an event) — or up to
+// a TIP.PGD with valid IP bytes (an event: the query reads on past it)
+// and then such status packets up to a TNT-8 or an IP packet (where it
+// stops; bad IP bytes there are EBADMSG, no error of the query). False: ask
+// them.
+bool FlowDecoder::QuietAfterTnt() const {
+  if (have_unread_) return true;  // (both return 0 at once)
+  if (!packets_.synced() || packets_.block_item_bytes() != 0) return false;
+  const std::span<const uint8_t> trace = packets_.trace();
+  const uint8_t* const t = trace.data();
+  const uint64_t size = trace.size();
+  bool after_event = false;
+  for (uint64_t off = packets_.offset(); off + 9 <= size;) {
+    const uint8_t b0 = t[off];
+    const uint8_t low = b0 & 0x1f;
+    if (((b0 & 1) == 0 && b0 > 0x02) || low == 0x0d) return true;  // TNT-8, TIP
+    if (b0 == 0x00 || (b0 & 0x07) == 0x03) {  // PAD, CYC without Exp
+      ++off;
+    } else if ((b0 & 0x07) == 0x07 && (t[off + 1] & 1) == 0) {  // CYC with one extension byte
+      off += 2;
+    } else if (b0 == 0x59) {  // MTC
+      off += 2;
+    } else if (b0 == 0x19) {  // TSC
+      off += 8;
+    } else if (after_event) {
+      return low == 0x01 || low == 0x11 || low == 0x1d;  // TIP.PGD, TIP.PGE, FUP
+    } else if (low == 0x01) {  // TIP.PGD
+      static constexpr int8_t kIpLength[8] = {0, 2, 4, 6, 6, -1, 8, -1};
+      const int8_t n = kIpLength[b0 >> 5];
+      if (n < 0) return false;
+      off += 1 + static_cast<uint64_t>(n);
+      after_event = true;
+    } else {
+      return false;
+    }
+  }
+  return false;
+}
+
 // After an IP packet has been used, read on to the next TNT or control
 // packet at once, as libipt's query decoder does: a bad packet right after
 // a TIP fails the branch that took the TIP. The end of the trace does not.
