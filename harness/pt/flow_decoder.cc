@@ -182,7 +182,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
   switch (branch) {
     case BranchClass::kCondJump:
       --tnt_count_;
-      ip_ = taken ? target : blk.end();
+      ip_ = (target & (uint64_t{0} - taken)) | (blk.end() & ~(uint64_t{0} - taken));  // (a select, not a branch)
       break;
     case BranchClass::kDirectCall:
       if (target != blk.end()) PushReturn(blk.end(), bi);
@@ -335,7 +335,7 @@ int FlowDecoder::WalkStep(FlowStep* step) {
     }
   } else if (branch == BranchClass::kCondJump) {  // (Next()'s, when called directly)
     const uint32_t taken = static_cast<uint32_t>((tnt_bits_ >> --tnt_count_) & 1);
-    ip_ = taken != 0 ? b.target() : end;
+    ip_ = (b.target() & (uint64_t{0} - taken)) | (end & ~(uint64_t{0} - taken));
     k = static_cast<uint8_t>(taken);
     next = b.next[k];
     last_direct_ = false;

@@ -250,7 +250,9 @@ class FlowDecoder {
         if (b.ip == ip_ && b.fast_in(mode_) && b.branch() == BranchClass::kCondJump) [[likely]] {
           const uint32_t k = static_cast<uint32_t>((tnt_bits_ >> --tnt_count_) & 1);
           const uint64_t end = b.end();
-          ip_ = k != 0 ? b.target() : end;
+          // (A select, not a branch: TNT bits are hard to predict.)
+          const uint64_t taken = uint64_t{0} - k;
+          ip_ = (b.target() & taken) | (end & ~taken);
           const uint32_t next = b.next[k];
           hint_ = next;
           if (next == 0) [[unlikely]] {
