@@ -293,11 +293,21 @@ bool FlowDecoder::WalkReady() const {
 
 // Next() with walk_ set and TNT bits at hand, for a block that is not a
 // conditional branch along a known link: a direct jump or call, or a
-// compressed return, exactly as NextFill() takes them; anything else (a
-// link not known, a guess that fails, another branch) is NextFill()'s.
+// compressed return, exactly as NextFill() takes them, looking the block up
+// in the cache where no link or a failed guess leads to it; anything else
+// (a block that is not fast, another branch) is NextFill()'s.
 int FlowDecoder::WalkStep(FlowStep* step) {
-  const uint32_t h = hint_;
-  if (h - 1 >= cache_->count()) return NextFill(step);
+  uint32_t h = hint_;
+  if (h - 1 >= cache_->count() || cache_->block(h - 1).ip != ip_) {
+    // No link, or a guess (the last target) that fails: the cache lookup
+    // NextFill() would make, and the link it fills in.
+    if (mode_ == ExecMode::kInvalid || cache_->Stale()) return NextFill(step);
+    const uint32_t found = cache_->Find(ip_, mode_);
+    if (link_block_ != 0 && link_ip_ == ip_ && cache_->block(link_block_ - 1).mode() == mode_)
+      cache_->block(link_block_ - 1).next[link_k_] = found + 1;
+    link_block_ = 0;
+    h = hint_ = found + 1;
+  }
   const uint32_t bi = h - 1;
   const Block& b = cache_->block(bi);
   if (b.ip != ip_ || !b.fast_in(mode_)) return NextFill(step);
