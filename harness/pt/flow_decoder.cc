@@ -352,25 +352,13 @@ int FlowDecoder::WalkStep(FlowStep* step) {
   } else {
     return NextFill(step);
   }
-  // The link to fill in once the next block is found (or the guess's).
-  if (next == 0 || guess) {
-    link_block_ = next == 0 ? link : h;
-    link_k_ = next == 0 ? k : 1;
+  Follow(next, link, k);
+  if (guess && next != 0) {  // the link to correct if the guess fails
+    link_block_ = h;
+    link_k_ = 1;
     link_ip_ = ip_;
-  } else {
-    link_block_ = 0;
   }
-  hint_ = next;
-  FlowBlock& out = step->block;
-  step->kind = FlowStep::kBlock;
-  out.ip = b.ip;
-  out.end_ip = end;
-  out.ninsn = b.ninsn();
-  out.mode = b.mode();
-  out.truncated = false;
-  out.lengths = cache_->lengths(b);
-  StoreLast(out.last, b);
-  out.time = time_;
+  StepBlock(step, b);
   return 0;
 }
 

@@ -253,26 +253,9 @@ class FlowDecoder {
           // (A select, not a branch: TNT bits are hard to predict.)
           const uint64_t taken = uint64_t{0} - k;
           ip_ = (b.target() & taken) | (end & ~taken);
-          const uint32_t next = b.next[k];
-          hint_ = next;
-          if (next == 0) [[unlikely]] {
-            link_block_ = h;
-            link_k_ = static_cast<uint8_t>(k);
-            link_ip_ = ip_;
-          } else {
-            link_block_ = 0;
-          }
+          Follow(b.next[k], h, static_cast<uint8_t>(k));
           last_direct_ = false;
-          FlowBlock& out = step->block;
-          step->kind = FlowStep::kBlock;
-          out.ip = b.ip;
-          out.end_ip = end;
-          out.ninsn = b.ninsn();
-          out.mode = b.mode();
-          out.truncated = false;
-          out.lengths = cache_->lengths(b);
-          internal::StoreLast(out.last, b);
-          out.time = time_;
+          StepBlock(step, b);
           return 0;
         }
       }
@@ -301,6 +284,32 @@ class FlowDecoder {
 
  private:
   using Block = BlockCache::Block;
+  // Goes on along link `next` (block index + 1) from link k of block
+  // `link` (index + 1) to ip_; with none (0), that link is the one to fill
+  // in once the block at ip_ is found.
+  void Follow(uint32_t next, uint32_t link, uint8_t k) {
+    hint_ = next;
+    if (next == 0) [[unlikely]] {
+      link_block_ = link;
+      link_k_ = k;
+      link_ip_ = ip_;
+    } else {
+      link_block_ = 0;
+    }
+  }
+  // Makes `step` the whole cache block `b`, at time_.
+  void StepBlock(FlowStep* step, const Block& b) const {
+    FlowBlock& out = step->block;
+    step->kind = FlowStep::kBlock;
+    out.ip = b.ip;
+    out.end_ip = b.end();
+    out.ninsn = b.ninsn();
+    out.mode = b.mode();
+    out.truncated = false;
+    out.lengths = cache_->lengths(b);
+    internal::StoreLast(out.last, b);
+    out.time = time_;
+  }
   int ReadPacket(Packet* p);
   void Unread(const Packet& p);
   int FetchControl();
