@@ -94,6 +94,7 @@ int FlowDecoder::Fail(int err, std::string message) {
 // everything else), in a small function that touches the block once; then
 // walks ahead on the TNT bits left (WalkAhead).
 int FlowDecoder::NextFill(FlowStep* step) {
+  walk_ = false;
   // (Events pending: NextSlow() empties events_ when it hands out the last.)
   if (!enabled_ || !synced_ || deferred_error_ != 0 || !events_.empty() || bound_pending_) [[unlikely]] {
     if (!enabled_ && synced_ && deferred_error_ == 0 && events_.empty() && !bound_pending_) return Enable(step);
@@ -126,7 +127,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
     hint_ = bi + 1;
     link_block_ = 0;
   }
-  const Block blk = cache_->block(bi);
+  const Block& blk = cache_->block(bi);  // (a reference: a copy of the 32-byte aligned Block realigns the stack)
   if (!blk.fast()) [[unlikely]] return NextSlow(step);
   const BranchClass branch = blk.branch();
   const bool have_tnt = tnt_count_ != 0;
@@ -181,7 +182,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
   switch (branch) {
     case BranchClass::kCondJump:
       --tnt_count_;
-      ip_ = taken ? target : blk.end();
+      ip_ = (target & (uint64_t{0} - taken)) | (blk.end() & ~(uint64_t{0} - taken));  // (a select, not a branch)
       break;
     case BranchClass::kDirectCall:
       if (target != blk.end()) PushReturn(blk.end(), bi);
@@ -213,7 +214,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
           link_k_ = 1;
           link_ip_ = ip_;
         }
-        if (tnt_count_ != 0) WalkAhead();  // (its first test, without the call)
+        walk_ = WalkReady();
         return 0;
       }
       [[fallthrough]];
@@ -236,7 +237,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
       link_block_ = bi + 1;
       link_k_ = 1;
       link_ip_ = ip_;
-      if (tnt_count_ != 0) WalkAhead();
+      walk_ = WalkReady();
       return 0;
     }
   }
@@ -252,7 +253,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
     link_k_ = static_cast<uint8_t>(taken);
     link_ip_ = ip_;
   }
-  if (tnt_count_ != 0) WalkAhead();
+  walk_ = WalkReady();
   return 0;
 }
 
@@ -280,98 +281,85 @@ int FlowDecoder::Enable(FlowStep* step) {
   return 0;
 }
 
-// After a fast step: the steps NextFill() would take next while they need
-// no packet — conditional branches and compressed returns on the TNT bits
-// at hand, direct jumps and calls between them — along known links,
-// exactly as NextFill() would take them one by one (the same state after
-// each), into ahead_. Stops where NextFill() would do more: no TNT bit left
-// (it reads packets first), a link not known or a guess that fails (a cache
-// lookup), any other branch.
-void FlowDecoder::WalkAhead() {
-  // (NextFill()'s own conditions for a fast step; the step just taken may
-  // have read packets, after a TIP.)
-  if (tnt_count_ == 0 || hint_ == 0 || !events_.empty() || bound_pending_ || deferred_error_ != 0 ||
-      (ctl_ != Ctl::kNone && ctl_ != Ctl::kTip) || !enabled_ || !synced_)
-    return;
-  const Block* const blocks = cache_->data();
-  const ExecMode mode = mode_;
-  const uint64_t bits = tnt_bits_;
-  const uint32_t max_steps = options_.max_steps_without_packet;
-  uint64_t ip = ip_;
-  uint32_t count = tnt_count_;
-  uint32_t hint = hint_;
-  uint32_t n = 0;
-  bool direct = last_direct_;
-  while (n < kAheadSize) {
-    const uint32_t bi = hint - 1;
-    const Block& b = blocks[bi];
-    if (b.ip != ip || !b.fast_in(mode)) break;
-    const BranchClass branch = b.branch();
-    const uint64_t end = b.end();
-    const uint64_t target = end + static_cast<uint64_t>(static_cast<int64_t>(b.rel));  // (Block::target())
-    uint32_t next;
-    uint32_t link = bi + 1;
-    uint8_t k;
-    if (branch == BranchClass::kCondJump) {
-      --count;
-      k = static_cast<uint8_t>((bits >> count) & 1);
-      ip = k ? target : end;
-      next = b.next[k];
-      direct = false;
-    } else if (branch == BranchClass::kDirectJump || branch == BranchClass::kDirectCall) {
-      if (steps_without_packet_ >= max_steps) break;
-      if (branch == BranchClass::kDirectCall && target != end) PushReturn(end, bi);
-      ++steps_without_packet_;
-      ip = target;
+// After a fast step: whether the steps NextFill() would take next while
+// they need no packet — conditional branches and compressed returns on the
+// TNT bits at hand, direct jumps and calls between them — may be taken by
+// Next() and WalkStep() with no more than the block's own tests (NextFill()'s
+// conditions for a fast step that do not change while no packet is read).
+bool FlowDecoder::WalkReady() const {
+  return events_.empty() && !bound_pending_ && deferred_error_ == 0 && (ctl_ == Ctl::kNone || ctl_ == Ctl::kTip) &&
+         enabled_ && synced_;
+}
+
+// Next() with walk_ set and TNT bits at hand, for a block that is not a
+// conditional branch along a known link: a direct jump or call, or a
+// compressed return, exactly as NextFill() takes them, looking the block up
+// in the cache where no link or a failed guess leads to it; anything else
+// (a block that is not fast, another branch) is NextFill()'s.
+int FlowDecoder::WalkStep(FlowStep* step) {
+  uint32_t h = hint_;
+  if (h - 1 >= cache_->count() || cache_->block(h - 1).ip != ip_) {
+    // No link, or a guess (the last target) that fails: the cache lookup
+    // NextFill() would make, and the link it fills in.
+    if (mode_ == ExecMode::kInvalid || cache_->Stale()) return NextFill(step);
+    const uint32_t found = cache_->Find(ip_, mode_);
+    if (link_block_ != 0 && link_ip_ == ip_ && cache_->block(link_block_ - 1).mode() == mode_)
+      cache_->block(link_block_ - 1).next[link_k_] = found + 1;
+    link_block_ = 0;
+    h = hint_ = found + 1;
+  }
+  const uint32_t bi = h - 1;
+  const Block& b = cache_->block(bi);
+  if (b.ip != ip_ || !b.fast_in(mode_)) return NextFill(step);
+  const BranchClass branch = b.branch();
+  const uint64_t end = b.end();
+  uint32_t next;
+  uint32_t link = h;
+  uint8_t k;
+  bool guess = false;
+  if (branch == BranchClass::kDirectJump || branch == BranchClass::kDirectCall) {
+    if (steps_without_packet_ >= options_.max_steps_without_packet) return NextFill(step);
+    const uint64_t target = b.target();
+    if (branch == BranchClass::kDirectCall && target != end) PushReturn(end, bi);
+    ++steps_without_packet_;
+    ip_ = target;
+    k = 1;
+    next = b.next[1];
+    last_direct_ = true;
+  } else if (branch == BranchClass::kReturn) {
+    if (((tnt_bits_ >> (tnt_count_ - 1)) & 1) == 0 || ret_count_ == 0) return NextFill(step);
+    --tnt_count_;
+    ip_ = retstack_[ret_top_];
+    const uint32_t call = ret_block_[ret_top_];
+    ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
+    --ret_count_;
+    last_direct_ = false;
+    if (call < cache_->count() && cache_->block(call).end() == ip_) {
+      link = call + 1;
+      k = 0;
+      next = cache_->block(call).next[0];
+    } else {  // next[1]: the last target, a guess (checked by the next step)
       k = 1;
       next = b.next[1];
-      direct = true;
-    } else if (branch == BranchClass::kReturn) {
-      if (((bits >> (count - 1)) & 1) == 0 || ret_count_ == 0) break;
-      --count;
-      ip = retstack_[ret_top_];
-      const uint32_t call = ret_block_[ret_top_];
-      ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
-      --ret_count_;
-      direct = false;
-      if (call < cache_->count() && blocks[call].end() == ip) {
-        link = call + 1;
-        k = 0;
-        next = blocks[call].next[0];
-      } else {  // next[1]: the last target, a guess (checked above)
-        k = 1;
-        next = b.next[1];
-        link_block_ = bi + 1;
-        link_k_ = 1;
-        link_ip_ = ip;
-      }
-    } else {
-      break;
+      guess = true;
     }
-    // The step as NextFill() reports it (Next() builds it from the block).
-    ahead_[n] = bi;
-    ++n;
-    if (next == 0) {  // the link to fill in once the next block is found
-      hint = 0;
-      link_block_ = link;
-      link_k_ = k;
-      link_ip_ = ip;
-      break;
-    }
-    if (k != 1 || branch != BranchClass::kReturn) link_block_ = 0;  // (not a guess)
-    hint = next;
-    const Block& nb = blocks[next - 1];
-    cache_->Prefetch(nb.next[0]);
-    cache_->Prefetch(nb.next[1]);
-    if (count == 0) break;
+  } else if (branch == BranchClass::kCondJump) {  // (Next()'s, when called directly)
+    const uint32_t taken = static_cast<uint32_t>((tnt_bits_ >> --tnt_count_) & 1);
+    ip_ = (b.target() & (uint64_t{0} - taken)) | (end & ~(uint64_t{0} - taken));
+    k = static_cast<uint8_t>(taken);
+    next = b.next[k];
+    last_direct_ = false;
+  } else {
+    return NextFill(step);
   }
-  if (n == 0) return;
-  ip_ = ip;
-  tnt_count_ = count;
-  hint_ = hint;
-  last_direct_ = direct;
-  ahead_head_ = 0;
-  ahead_end_ = n;
+  Follow(next, link, k);
+  if (guess && next != 0) {  // the link to correct if the guess fails
+    link_block_ = h;
+    link_k_ = 1;
+    link_ip_ = ip_;
+  }
+  StepBlock(step, b);
+  return 0;
 }
 
 // The block's last instruction has no known successor (`err`): it is not

@@ -38,10 +38,9 @@
 // Speed: each basic block is decoded (libzydis, insn.h) once and cached by
 // (IP, mode); a step is a hash lookup and one packet bit or IP. The cache is
 // dropped when the image changes (Image::generation()). On the TNT bits of
-// a packet the decoder walks several blocks ahead at once (conditional
-// branches, compressed returns, direct jumps and calls along the cache's
-// successor links) and Next() hands them out one by one; this reads no
-// packet, so offset() and time() are those of the block handed out.
+// a packet Next() takes conditional branches, compressed returns, direct
+// jumps and calls along the cache's successor links with a few tests each
+// (walk_), reading no packet.
 //
 // Errors (Next returns them; the decoder then needs a SyncForward()):
 //   ENOTCONN  not synchronized (no SyncForward/SyncSet succeeded)
@@ -242,28 +241,28 @@ class FlowDecoder {
   Result<uint64_t> SyncSet(uint64_t offset);
 
   // The next block or event. 0, or an errno (see the top of the file).
-  // (Inline: most blocks come from those walked ahead, see ahead_.)
+  // (Inline: most blocks are conditional branches on TNT bits at hand,
+  // taken here along the cache's links; see walk_.)
   int Next(FlowStep* step) {
-    if (ahead_head_ != ahead_end_) [[likely]] {
-      const uint32_t bi = ahead_[ahead_head_];
-      // (A cache emptied meanwhile — the image changed, through a decoder
-      // sharing it — drops the blocks walked ahead.)
-      if (bi < cache_->count()) [[likely]] {
-        ++ahead_head_;
-        const Block& b = cache_->block(bi);
-        FlowBlock& out = step->block;
-        step->kind = FlowStep::kBlock;
-        out.ip = b.ip;
-        out.end_ip = b.end();
-        out.ninsn = b.ninsn();
-        out.mode = b.mode();
-        out.truncated = false;
-        out.lengths = cache_->lengths(b);
-        internal::StoreLast(out.last, b);
-        out.time = time_;
-        return 0;
+    if (walk_ && tnt_count_ != 0) [[likely]] {
+      const uint32_t h = hint_;
+      // (h - 1 wraps for 0. A cache emptied meanwhile — the image changed,
+      // through a decoder sharing it — fails the IP check or the bound.)
+      if (h - 1 < cache_->count()) [[likely]] {
+        const Block& b = cache_->block(h - 1);
+        if (b.ip == ip_ && b.fast_in(mode_) && b.branch() == BranchClass::kCondJump) [[likely]] {
+          const uint32_t k = static_cast<uint32_t>((tnt_bits_ >> --tnt_count_) & 1);
+          const uint64_t end = b.end();
+          // (A select, not a branch: TNT bits are hard to predict.)
+          const uint64_t taken = uint64_t{0} - k;
+          ip_ = (b.target() & taken) | (end & ~taken);
+          Follow(b.next[k], h, static_cast<uint8_t>(k));
+          last_direct_ = false;
+          StepBlock(step, b);
+          return 0;
+        }
       }
-      ahead_head_ = ahead_end_;
+      return WalkStep(step);
     }
     return NextFill(step);
   }
@@ -279,10 +278,7 @@ class FlowDecoder {
 
   bool enabled() const { return enabled_; }
   // The IP of the next instruction (of the next block to hand out).
-  uint64_t ip() const {
-    return ahead_head_ != ahead_end_ && ahead_[ahead_head_] < cache_->count() ? cache_->block(ahead_[ahead_head_]).ip
-                                                                            : ip_;
-  }
+  uint64_t ip() const { return ip_; }
   ExecMode mode() const { return mode_; }
   const FlowTime& time() const { return time_; }
   // Blocks decoded with libzydis so far (cache misses) and cache hits.
@@ -291,22 +287,51 @@ class FlowDecoder {
 
  private:
   using Block = BlockCache::Block;
+  // Goes on along link `next` (block index + 1) from link k of block
+  // `link` (index + 1) to ip_; with none (0), that link is the one to fill
+  // in once the block at ip_ is found.
+  void Follow(uint32_t next, uint32_t link, uint8_t k) {
+    hint_ = next;
+    if (next == 0) [[unlikely]] {
+      link_block_ = link;
+      link_k_ = k;
+      link_ip_ = ip_;
+    } else {
+      link_block_ = 0;
+    }
+  }
+  // Makes `step` the whole cache block `b`, at time_.
+  void StepBlock(FlowStep* step, const Block& b) const {
+    FlowBlock& out = step->block;
+    step->kind = FlowStep::kBlock;
+    out.ip = b.ip;
+    out.end_ip = b.end();
+    out.ninsn = b.ninsn();
+    out.mode = b.mode();
+    out.truncated = false;
+    out.lengths = cache_->lengths(b);
+    internal::StoreLast(out.last, b);
+    out.time = time_;
+  }
   int ReadPacket(Packet* p);
   void Unread(const Packet& p);
   int FetchControl();
   bool NoEventFor(const Packet& q) const;
   static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt(uint64_t from);
+  bool StartsEventQuery(const Packet& q) const;
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
   int ReadAheadAfterSync();
   int NeedControl();
   int PeekAfterIp();
   int ReadAheadError(uint64_t start, int err);
   int CheckAhead(uint64_t* next = nullptr);
+  bool QuietAfterTnt() const;
   int Resolve(uint32_t block);
   int NextFill(FlowStep* step);
   int Enable(FlowStep* step);
-  void WalkAhead();
+  bool WalkReady() const;
+  int WalkStep(FlowStep* step);
   int NextSlow(FlowStep* step);
   int CutAtError(FlowBlock* out, const Block& b, int err);
   // (Inline: an unbound event with none held changes nothing.)
@@ -419,15 +444,12 @@ class FlowDecoder {
   bool last_direct_ = false;  // the last block ended with a direct jump or call
   uint32_t steps_without_packet_ = 0;
 
-  // Blocks walked ahead on cached TNT bits (WalkAhead): what Next() would
-  // return one by one, with the state after the last already applied;
-  // handed out from ahead_head_ to ahead_end_. They are cache block indices:
-  // a walked block's FlowBlock is the cache block's fields with mode_ and
-  // time_ (no packet is read before the last is handed out), written
-  // straight into the caller's FlowStep.
-  static constexpr uint32_t kAheadSize = 32;
-  uint32_t ahead_head_ = 0, ahead_end_ = 0;
-  uint32_t ahead_[kAheadSize];
+  // Set after a fast step (NextFill()) when the state lets the next steps
+  // take the TNT bits at hand without reading a packet (WalkReady()): Next()
+  // then takes conditional branches inline, and WalkStep() direct jumps,
+  // calls and compressed returns, along known links, exactly as NextFill()
+  // would one by one. Cleared by every other path (NextFill() first thing).
+  bool walk_ = false;
 
   FlowTime time_;
   uint64_t tsc_base_ = 0;

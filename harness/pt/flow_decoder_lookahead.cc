@@ -100,6 +100,79 @@ int FlowDecoder::CheckAhead(uint64_t* next) {
   }
 }
 
+// Whether, right after a TNT packet, both CheckAhead() and
+// EventQueryAfterTnt() find nothing, as seen from first bytes alone: CYCs of
+// one or two bytes, PADs, MTCs and TSCs (status packets, all valid) up to a
+// TNT-8 or a TIP (where the read-ahead stops: a TIP's bad IP bytes are no
+// error of this query, ReadAheadStopsAt; neither makes an event) — or up to
+// a TIP.PGD with valid IP bytes (an event: the query reads on past it)
+// and then such status packets up to a TNT-8 or an IP packet (where it
+// stops; bad IP bytes there are EBADMSG, no error of the query). False: ask
+// them.
+namespace {
+// QuietAfterTnt()'s view of a first byte: kQuietStop, where the read-ahead
+// stops with nothing to report (TNT-8, TIP); kQuietIp, an IP packet
+// (TIP.PGD, TIP.PGE, FUP; with kQuietPgd and the size in bits 3:0, a TIP.PGD
+// with valid IP bytes); kQuietCycExp, a CYC with Exp; else the size of a
+// status packet (PAD, CYC without Exp, MTC, TSC), or 0 (anything else).
+constexpr uint8_t kQuietStop = 0x80, kQuietCycExp = 0x40, kQuietPgd = 0x20, kQuietIp = 0x10;
+struct QuietTable {
+  uint8_t at[256] = {};
+  constexpr QuietTable() {
+    constexpr uint8_t kIpLength[8] = {0, 2, 4, 6, 6, 0xff, 8, 0xff};
+    for (unsigned b = 0; b < 256; ++b) {
+      const unsigned low = b & 0x1f;
+      uint8_t e = 0;
+      if (((b & 1) == 0 && b > 0x02) || low == 0x0d) {
+        e = kQuietStop;
+      } else if (b == 0x00 || (b & 0x07) == 0x03) {
+        e = 1;
+      } else if ((b & 0x07) == 0x07) {
+        e = kQuietCycExp;
+      } else if (b == 0x59) {
+        e = 2;
+      } else if (b == 0x19) {
+        e = 8;
+      } else if (low == 0x01 || low == 0x11 || low == 0x1d) {
+        e = kQuietIp;
+        if (low == 0x01 && kIpLength[b >> 5] != 0xff) e |= kQuietPgd | static_cast<uint8_t>(1 + kIpLength[b >> 5]);
+      }
+      at[b] = e;
+    }
+  }
+};
+constexpr QuietTable kQuiet;
+}  // namespace
+
+bool FlowDecoder::QuietAfterTnt() const {
+  if (have_unread_) return true;  // (both return 0 at once)
+  if (!packets_.synced() || packets_.block_item_bytes() != 0) return false;
+  const std::span<const uint8_t> trace = packets_.trace();
+  const uint8_t* const t = trace.data();
+  const uint64_t size = trace.size();
+  bool after_event = false;
+  for (uint64_t off = packets_.offset(); off + 9 <= size;) {
+    const uint8_t e = kQuiet.at[t[off]];
+    if (e < kQuietIp) {  // a status packet, or anything else
+      if (e == 0) return false;
+      off += e;
+    } else if (e & kQuietStop) {
+      return true;
+    } else if (e & kQuietCycExp) {
+      if ((t[off + 1] & 1) != 0) return false;  // (longer than 2 bytes)
+      off += 2;
+    } else if (after_event) {  // kQuietIp
+      return true;
+    } else if (e & kQuietPgd) {
+      off += e & 0xf;
+      after_event = true;
+    } else {
+      return false;
+    }
+  }
+  return false;
+}
+
 // After an IP packet has been used, read on to the next TNT or control
 // packet at once, as libipt's query decoder does: a bad packet right after
 // a TIP fails the branch that took the TIP. The end of the trace does not.

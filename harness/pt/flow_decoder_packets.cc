@@ -104,7 +104,8 @@ int FlowDecoder::FetchControl() {
         // (Not while tracing is disabled: libipt then queries nothing and
         // reports the TNT itself, -pte_no_enable. Nor for an indirect branch
         // with TNT bits held: its query fails at the TNT, tnt_held_.)
-        const bool query = enabled_ && !tnt_held_;
+        // (QuietAfterTnt(): the common case where both checks pass, at a glance.)
+        const bool query = enabled_ && !tnt_held_ && !QuietAfterTnt();
         uint64_t after_timing = 0;  // where CheckAhead()'s scan stopped: EventQueryAfterTnt() goes on there
         if (query) {
           if (const int err = CheckAhead(&after_timing)) return err;
@@ -409,40 +410,39 @@ int FlowDecoder::FetchControl() {
 int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
   if (have_unread_) return 0;
   // Mostly a TNT, TIP, FUP or MODE comes next (after timing packets): say
-  // so without copying the packet decoder.
+  // so without copying the packet decoder; and for an event packet and the
+  // status packets after it that decode on the fast path (as
+  // PacketDecoder::Next() would: synchronized, outside a PEBS block, 9 bytes
+  // readable), decide as below from them. Anything else: the careful way.
   const std::span<const uint8_t> trace = packets_.trace();
-  for (uint64_t off = from; off < trace.size();) {
-    const uint8_t b0 = trace[off];
-    if (((b0 & 1) == 0 && b0 != 0 && b0 != 0x02) || (b0 & 0x1f) == 0x0d || (b0 & 0x1f) == 0x1d || b0 == 0x99)
-      return 0;
-    Packet q;
-    unsigned size;
-    if (off + 9 > trace.size() || !packets_.synced() || packets_.block_item_bytes() != 0 ||
-        !internal::FastDecode(trace.data(), off, q, size) || !IsStatus(q.type))
-      break;
-    off += size;
+  if (packets_.synced() && packets_.block_item_bytes() == 0) {
+    bool after_event = false;  // the event packet is decoded: the read-ahead past it
+    for (uint64_t off = from; off + 9 <= trace.size();) {
+      const uint8_t b0 = trace[off];
+      // (After the event: no status packet, the read-ahead stops — but a
+      // bad MODE there is an error: decode it.)
+      if (((b0 & 1) == 0 && b0 != 0 && b0 != 0x02) || (b0 & 0x1f) == 0x0d || (b0 & 0x1f) == 0x1d ||
+          (b0 == 0x99 && !after_event))
+        return 0;
+      Packet q;
+      unsigned size;
+      if (!internal::FastDecode(trace.data(), off, q, size)) break;
+      off += size;
+      if (IsStatus(q.type)) continue;
+      if (after_event) return 0;
+      if (!StartsEventQuery(q)) {
+        if (q.type == PacketType::kCbr || q.type == PacketType::kMnt) break;  // (skipped below)
+        return 0;
+      }
+      after_event = true;
+    }
   }
   PacketDecoder ahead = packets_;
   Packet q;
   do {
     if (ahead.Next(q) != 0) return 0;  // (CheckAhead's)
   } while (IsStatus(q.type) || q.type == PacketType::kCbr || q.type == PacketType::kMnt);
-  switch (q.type) {
-    case PacketType::kTipPge:
-      if (mode_pending_ || q.ipbytes() == 0) return 0;  // (an event bound to it first; -pte_bad_packet)
-      break;
-    case PacketType::kPip:
-    case PacketType::kVmcs:
-      if (fup_pending_) return 0;  // bound to the asynchronous branch's TIP
-      break;
-    case PacketType::kTipPgd:
-    case PacketType::kTraceStop:
-    case PacketType::kPwre:
-    case PacketType::kPwrx:
-      break;
-    default:
-      return 0;
-  }
+  if (!StartsEventQuery(q)) return 0;
   for (;;) {
     Packet r;
     const int err = ahead.Next(r);
@@ -462,6 +462,25 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
       return err;
     }
     if (!IsStatus(r.type)) return 0;
+  }
+}
+
+// Whether `q`, the first packet after a TNT's PAD and timing packets, makes
+// an event at once that libipt's query reads ahead past (EventQueryAfterTnt).
+bool FlowDecoder::StartsEventQuery(const Packet& q) const {
+  switch (q.type) {
+    case PacketType::kTipPge:
+      return !mode_pending_ && q.ipbytes() != 0;  // (else an event bound to it first; -pte_bad_packet)
+    case PacketType::kPip:
+    case PacketType::kVmcs:
+      return !fup_pending_;  // (else bound to the asynchronous branch's TIP)
+    case PacketType::kTipPgd:
+    case PacketType::kTraceStop:
+    case PacketType::kPwre:
+    case PacketType::kPwrx:
+      return true;
+    default:
+      return false;
   }
 }
 

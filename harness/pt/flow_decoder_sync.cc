@@ -122,7 +122,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   event_query_failed_ = false;
   steps_without_packet_ = 0;
   hint_ = link_block_ = 0;
-  ahead_head_ = ahead_end_ = 0;
+  walk_ = false;
   if (!psb.ok()) return psb;
   Packet p;
   if (packets_.Next(p) != 0 || p.type != PacketType::kPsb) {
