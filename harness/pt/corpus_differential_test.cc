@@ -30,7 +30,7 @@
 // programs' traces depend on where their code lies (ASLR, the build), so
 // the full run also decodes each compiled case at 3 fixed relocated bases,
 // and each hand-written case at one of 3 more (Bases() below): 704 clean
-// traces (440 relocated), 10,575,978 instructions identical to
+// traces (440 relocated), 10,574,858 instructions identical to
 // pt_insn_next and to the truth; 5632 corrupted variants, 0 divergent
 // through the first error. It was 60 before flow_decoder.cc
 // followed libipt's event binding, read-ahead window and length decoder
@@ -55,7 +55,11 @@
 // the current mode fails (-pte_bad_status_update). At ASLR code bases whose
 // page offset no fixed layout has (0xd43, 0xc30: 1 divergence in ~4 runs):
 // that an asynchronous FUP waits for its TIP across a PSB+, and that a
-// branch takes its TNT or TIP past a held FUP+TIP.
+// branch takes its TNT or TIP past a held FUP+TIP. After a change to the
+// compiled programs' code (compiled_everything seed 2, at every base): that
+// an OVF drops the events waiting for their packet (pt_qry_decode_ovf resets
+// libipt's event queue: an MWAIT waiting for a FUP, a MODE.Exec or an
+// asynchronous FUP waiting for a TIP).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -320,6 +320,15 @@ int FlowDecoder::FetchControl() {
         tnt_count_ = 0;
         ctl_offset_ = p.offset;
         last_ip_.Reset();  // as libipt: no IP compression across an overflow
+        // libipt's query decoder resets its state here, its event queue
+        // included (pt_qry_decode_ovf -> pt_qry_reset -> pt_evq_init): an
+        // event still waiting for the packet it binds to is dropped: an
+        // MWAIT waiting for a FUP (the next FUP is an asynchronous one
+        // again), a MODE.Exec waiting for its TIP, an asynchronous FUP
+        // waiting for its TIP or TIP.PGD.
+        mwait_held_ = false;
+        mode_pending_ = false;
+        fup_pending_ = false;
         Packet q;
         for (;;) {
           if (const int err = ReadPacket(&q)) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <random>
@@ -1035,6 +1036,60 @@ TEST(FlowDecoder, MwaitBindsToTheNextFupWithoutItsExstop) {
     (void)enc.Next(make::Pwrx(2, 2, 1));
     (void)enc.Next(make::Tnt8(1, 1));
     ExpectHeldEventFlow(enc.bytes(), image, reached);
+  }
+}
+
+// An OVF drops what libipt's query decoder holds for a packet still to come
+// (pt_qry_decode_ovf resets it, its event queue included): an MWAIT whose
+// FUP never came (its EXSTOP lost) waits no more, so a FUP after the
+// overflow's own is an asynchronous FUP again — here with a TIP.PGD without
+// an IP, tracing stops at the jz (FUP IP) before it runs, a TIP.PGE resumes
+// there and the jz takes its bit. Were the MWAIT still waiting, the FUP
+// would give it its IP, the TIP.PGD would bind to far transfers only, and
+// the jz's query would fail behind it. A corpus divergence (a corrupted
+// EXSTOP, then an overflow), issue 7.
+TEST(FlowDecoder, OverflowDropsAnMwaitWaitingForItsFup) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Mwait(0x20, 1));
+  (void)enc.Next(make::Ovf());
+  // The overflow resolved: tracing goes on at kBase (a full IP: no IP
+  // compression across an OVF).
+  (void)enc.Next(make::Fup(IpBytes::kSext48, kBase));
+  (void)enc.NextIp(PacketType::kFup, kBase + 1);
+  (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+  (void)enc.NextIp(PacketType::kTipPge, kBase + 1);
+  (void)enc.Next(make::Tnt8(1, 1));
+  const Walk w = ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1});
+  EXPECT_EQ(std::count(w.events.begin(), w.events.end(), FlowEvent::Type::kAsyncDisabled), 1);
+}
+
+// The same for a MODE.Exec waiting for its TIP (the TIP after the overflow
+// is the return's, in the mode before: 48 90 is one instruction in 64-bit
+// mode, two in 32-bit mode) and for an asynchronous FUP waiting for its TIP
+// across an event packet (the TIP after the overflow is the return's, no
+// asynchronous branch from the FUP's IP).
+TEST(FlowDecoder, OverflowDropsEventsWaitingForTheirTip) {
+  // kBase: nop; ret. 0x401010: rex.w nop (64-bit; 32-bit: dec eax; nop); ret.
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xc3}).ok());
+  ASSERT_TRUE(image.AddBlob(0x401010, std::vector<uint8_t>{0x48, 0x90, 0xc3}).ok());
+  for (bool mode : {true, false}) {
+    SCOPED_TRACE(mode ? "MODE.Exec before the OVF" : "FUP and PWRE before the OVF");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    if (mode) {
+      (void)enc.Next(make::ModeExec(ExecMode::k32Bit));
+    } else {
+      (void)enc.NextIp(PacketType::kFup, 0x402000);
+      (void)enc.Next(make::Pwre(2, 0, false));
+    }
+    (void)enc.Next(make::Ovf());
+    (void)enc.Next(make::Fup(IpBytes::kSext48, kBase));
+    (void)enc.NextIp(PacketType::kTip, 0x401010);
+    ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1, 0x401010});
   }
 }
 
