@@ -92,7 +92,8 @@ int FlowDecoder::Fail(int err, std::string message) {
 // direct jump or call, a compressed return, or an indirect branch or return
 // whose TIP is held. Does exactly what NextSlow() would (which takes
 // everything else), in a small function that touches the block once; then
-// walks ahead on the TNT bits left (WalkAhead).
+// sets walk_ when Next() may take the following steps on the TNT bits left
+// itself (WalkReady(), WalkStep()).
 int FlowDecoder::NextFill(FlowStep* step) {
   walk_ = false;
   // (Events pending: NextSlow() empties events_ when it hands out the last.)
