@@ -627,6 +627,22 @@ TEST(FlowDecoder, MwaitWithoutItsFupFailsTheBranchBeforeIt) {
   ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
 }
 
+// A trace that starts at kBase, then a PSB+ in the middle of the flow (a CBR
+// if `cbr`, a PIP, MODE.Exec `mode`, a FUP at `fup`), then a TNT-8 with one
+// taken bit.
+std::vector<uint8_t> MidFlowPsbPlus(ExecMode mode, uint64_t fup, bool cbr) {
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Psb());
+  if (cbr) (void)enc.Next(make::Cbr(0x20));
+  (void)enc.Next(make::Pip(0x12345000, false));
+  (void)enc.Next(make::ModeExec(mode));
+  (void)enc.NextIp(PacketType::kFup, fup);
+  (void)enc.Next(make::PsbEnd());
+  (void)enc.Next(make::Tnt8(1, 1));
+  return enc.bytes();
+}
+
 // A PSB+ in the middle of the flow: libipt's status events at its PSBEND
 // (PIP, MODE.Exec, ... bound to the FUP's IP; CBR not) wait until the flow
 // reaches that IP. A FUP the flow never reaches (a corrupted one) holds the
@@ -637,17 +653,8 @@ TEST(FlowDecoder, MidFlowPsbPlusEventsWaitForTheFupIp) {
   ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
   for (uint64_t fup : {kBase, uint64_t{0x402000}}) {
     SCOPED_TRACE(fup == kBase ? "the FUP at the current IP" : "an unreached FUP");
-    PacketEncoder enc;
-    PsbPlus(enc, kBase);
-    (void)enc.Next(make::Psb());
-    (void)enc.Next(make::Cbr(0x20));
-    (void)enc.Next(make::Pip(0x12345000, false));
-    (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
-    (void)enc.NextIp(PacketType::kFup, fup);
-    (void)enc.Next(make::PsbEnd());
-    (void)enc.Next(make::Tnt8(1, 1));
     const bool reached = fup == kBase;
-    ExpectHeldEventFlow(enc.bytes(), image, reached);
+    ExpectHeldEventFlow(MidFlowPsbPlus(ExecMode::k64Bit, fup, true), image, reached);
   }
 }
 
@@ -665,15 +672,7 @@ TEST(FlowDecoder, MidFlowPsbPlusModeThatContradictsTheModeFails) {
   ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
   for (const ExecMode mode : {ExecMode::k32Bit, ExecMode::k16Bit}) {
     SCOPED_TRACE(ExecModeName(mode));
-    PacketEncoder enc;
-    PsbPlus(enc, kBase);
-    (void)enc.Next(make::Psb());
-    (void)enc.Next(make::Pip(0x12345000, false));
-    (void)enc.Next(make::ModeExec(mode));
-    (void)enc.NextIp(PacketType::kFup, kBase + 1);
-    (void)enc.Next(make::PsbEnd());
-    (void)enc.Next(make::Tnt8(1, 1));
-    ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_status_update, EBADMSG, {kBase});
+    ExpectFailsAsLibipt(MidFlowPsbPlus(mode, kBase + 1, false), image, -pte_bad_status_update, EBADMSG, {kBase});
   }
 }
 
