@@ -1,6 +1,7 @@
 // FlowDecoder (flow_decoder.h), in five files by responsibility:
 //   flow_decoder.cc            event names, construction, errors, and the fast
-//                              path Next() (a cached block with nothing pending)
+//                              path behind the inline Next(): NextFill() (a
+//                              cached block with nothing pending), WalkStep()
 //   flow_decoder_slow.cc       NextSlow(): events, enable/disable, asynchronous
 //                              events, overflow, cache misses; Resolve(), TakeTip()
 //   flow_decoder_packets.cc    packets to control state, events and timing
@@ -110,7 +111,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
       if (err != ENODATA) sticky_error_ = err;
       return NextSlow(step);
     }
-    if (!events_.empty()) return NextSlow(step);
+    if (!events_.empty() || bound_pending_) return NextSlow(step);  // (as on entry: a PSB+ read may hold one)
   }
   // (A TIP.PGD that a direct branch reached goes before the block: NextSlow().)
   if ((ctl_ != Ctl::kNone && ctl_ != Ctl::kTip &&

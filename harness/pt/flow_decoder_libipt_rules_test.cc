@@ -392,14 +392,14 @@ TEST(FlowDecoder, MwaitWithoutItsFupFailsTheBranchBeforeIt) {
 }
 
 // A trace that starts at kBase, then a PSB+ in the middle of the flow (a CBR
-// if `cbr`, a PIP, MODE.Exec `mode`, a FUP at `fup`), then a TNT-8 with one
-// taken bit.
-std::vector<uint8_t> MidFlowPsbPlus(ExecMode mode, uint64_t fup, bool cbr) {
+// if `cbr`, a PIP if `pip`, MODE.Exec `mode`, a FUP at `fup`), then a TNT-8
+// with one taken bit.
+std::vector<uint8_t> MidFlowPsbPlus(ExecMode mode, uint64_t fup, bool cbr, bool pip) {
   PacketEncoder enc;
   PsbPlus(enc, kBase);
   (void)enc.Next(make::Psb());
   if (cbr) (void)enc.Next(make::Cbr(0x20));
-  (void)enc.Next(make::Pip(0x12345000, false));
+  if (pip) (void)enc.Next(make::Pip(0x12345000, false));
   (void)enc.Next(make::ModeExec(mode));
   (void)enc.NextIp(PacketType::kFup, fup);
   (void)enc.Next(make::PsbEnd());
@@ -418,7 +418,7 @@ TEST(FlowDecoder, MidFlowPsbPlusEventsWaitForTheFupIp) {
   for (uint64_t fup : {kBase, uint64_t{0x402000}}) {
     SCOPED_TRACE(fup == kBase ? "the FUP at the current IP" : "an unreached FUP");
     const bool reached = fup == kBase;
-    ExpectHeldEventFlow(MidFlowPsbPlus(ExecMode::k64Bit, fup, true), image, reached);
+    ExpectHeldEventFlow(MidFlowPsbPlus(ExecMode::k64Bit, fup, true, true), image, reached);
   }
 }
 
@@ -435,8 +435,11 @@ TEST(FlowDecoder, MidFlowPsbPlusModeThatContradictsTheModeFails) {
   Image image;
   ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
   for (const ExecMode mode : {ExecMode::k32Bit, ExecMode::k16Bit}) {
-    SCOPED_TRACE(ExecModeName(mode));
-    ExpectFailsAsLibipt(MidFlowPsbPlus(mode, kBase + 1, false), image, -pte_bad_status_update, EBADMSG, {kBase});
+    for (const bool pip : {true, false}) {  // (without: no status event but the held MODE.Exec)
+      SCOPED_TRACE(fmt::format("{}, {}", ExecModeName(mode), pip ? "a PIP" : "no PIP"));
+      ExpectFailsAsLibipt(MidFlowPsbPlus(mode, kBase + 1, false, pip), image, -pte_bad_status_update, EBADMSG,
+                          {kBase});
+    }
   }
 }
 

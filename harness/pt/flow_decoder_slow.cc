@@ -148,6 +148,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     // the walk is bound by these loads.
     cache_->Prefetch(b->next[0]);
     cache_->Prefetch(b->next[1]);
+    bound_from_ = 0;  // (CheckBound() goes on from here: not from an earlier block's instruction)
     if (bound_pending_) [[unlikely]] {
       if (const uint32_t at = ReachBound(*b, 0); at != kNoFail) return CutAtBoundFailure(step, *b, at);
     }
