@@ -208,10 +208,6 @@ BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond);
 //   cold (.../cold/4): every timed pass starts with an empty cache (a new
 //     BlockCache; a new section cache and image for libipt, built untimed),
 //     so it includes decoding each block once.
-// (Before the steady-state warm-up, the first timed pass of each run was the
-// cold one, and the mean mixed the two by however many iterations Google
-// Benchmark chose: 2 for libipt, 4 for ours at 0.5 s, which made libipt's
-// rate swing between about 12 and 20 M insn/s from run to run.)
 //
 // The program: testing/flow_trace.h, 2000 functions of ~60 instructions
 // (~0.6 MB of x86-64 code): Jcc, direct/indirect calls and jumps, returns
@@ -365,7 +361,10 @@ void BM_Baseline_LibiptBlkNext(benchmark::State& state) {
   const FlowInput& in = Flow(static_cast<uint64_t>(state.range(0)));
   CheckFlowCounts(state, in);
   testing::LibiptCachedImage image(in.image);
-  if (!image.ok()) state.SkipWithError("libipt section cache");
+  if (!image.ok()) {
+    state.SkipWithError("libipt section cache");
+    return;
+  }
   uint64_t insns = LibiptBlkInsns(in, image.get());  // (untimed: fills the section cache's block cache)
   for (auto _ : state) {
     insns = LibiptBlkInsns(in, image.get());
@@ -418,7 +417,9 @@ void BM_Baseline_LibiptBlkNextCold(benchmark::State& state) {
         if (!image->ok()) state.SkipWithError("libipt section cache");
         return image;
       },
-      [](const FlowInput& in, testing::LibiptCachedImage* image) { return LibiptBlkInsns(in, image->get()); });
+      [](const FlowInput& in, testing::LibiptCachedImage* image) {
+        return image->ok() ? LibiptBlkInsns(in, image->get()) : uint64_t{0};
+      });
 }
 BENCHMARK(BM_Baseline_LibiptBlkNextCold)->Name("BM_Baseline_LibiptBlkNext/cold")->Arg(4)->Unit(benchmark::kMillisecond);
 

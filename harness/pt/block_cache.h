@@ -129,10 +129,9 @@ class BlockCache {
   const uint8_t* lengths(const Block& b) const { return lengths_.data() + b.lengths; }
   // The instruction lengths of all blocks (Block::lengths is an offset in it).
   const uint8_t* lengths_data() const { return lengths_.data(); }
-  const Block* data() const { return blocks_.data(); }
   size_t size() const { return blocks_.size(); }
   // size() as one load (kept beside the vector): the flow decoder checks
-  // each block walked ahead against it.
+  // the hint of each block it walks to against it.
   uint32_t count() const { return count_; }
   const Image* image() const { return image_; }
 

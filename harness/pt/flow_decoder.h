@@ -404,8 +404,8 @@ class FlowDecoder {
   uint64_t ctl_offset_ = 0;
 
   // The events libipt's instruction decoder has not taken yet (NoteEvent):
-  // the first is bound to an IP the flow has not reached; each entry is an
-  // IP, or kUnbound. bound_pending_: there is one; bound_wall_: and more
+  // the first is bound to an IP the flow has not reached; each entry holds
+  // that IP (Held::ip), or kUnbound. bound_pending_: there is one; bound_wall_: and more
   // behind it. mwait_held_: an MWAIT waits for a FUP (its EXSTOP's).
   // A PTW's event binds to the PTWRITE instruction at its IP (without one:
   // the next PTWRITE), one at a time (`ptwrite`; ReachBound). An event that `fails` where it goes: a mid-flow
