@@ -359,10 +359,12 @@ constexpr uint64_t kModeExecWord =
 struct LaneTables {
   uint64_t high[256];     // kRecordTables.high[b] - B
   uint64_t size[256];     // the size: added to a pointer straight from memory
-  uint64_t mask[256];     // kFast.mask[b]: the payload bits among bytes 1..7
-  uint16_t reject[256];   // kFast.reject[b] over bytes 0..1, and the opcode's own bits for
-                          // packets of 9 bytes (a full-IP TIP/FUP), whose payload is
-                          // not among bytes 1..7
+  uint64_t mask[256];     // kFast.mask[b]: the payload bits among bytes 1..8
+  uint16_t reject[256];   // bits of bytes 1..2 that send the packet to the slow path:
+                          // byte 1's for CYC and MODE, all for the opcodes the table
+                          // does not take (see kStuck)
+  uint64_t tnt64 = 0;      // kTnt64Word - B
+  uint64_t mode_tsx = 0;   // MODE.TSX's record word - B
   LaneTables() = default;
   explicit LaneTables(const uint8_t* B);
 };
@@ -373,7 +375,18 @@ constexpr LaneTables MakeLaneTables() {
     t.high[i] = kRecordTables.high[i];
     t.size[i] = kRecordTables.size[i];
     t.mask[i] = internal::kFast.mask[i];
-    t.reject[i] = kRecordTables.size[i] >= 9 ? static_cast<uint16_t>(i) : kRecordTables.reject[i];
+    const uint16_t r = kRecordTables.reject[i];
+    if ((r & 0xff) != 0) {
+      // Not for the table (02h, bad opcodes, bad IPBytes): rejected unless
+      // bytes 1..8 are all 0; then the lane stays where it is (size 0),
+      // writing records of type kInvalid, until RunLanes() leaves it.
+      t.reject[i] = 0xffff;
+      t.high[i] = 0;
+      t.size[i] = 0;
+      t.mask[i] = 0;
+    } else {
+      t.reject[i] = r >> 8;
+    }
   }
   // MODE.Exec (99h, leaf 000b in byte 1 bits 7:5; payload byte 1) from the
   // tables too: the other leaves (bits 7:5 not 000b) are rejected. (MODE.Exec
@@ -381,7 +394,7 @@ constexpr LaneTables MakeLaneTables() {
   t.high[internal::kOpcMode] = kModeExecWord;
   t.size[internal::kOpcMode] = 2;
   t.mask[internal::kOpcMode] = 0xff;
-  t.reject[internal::kOpcMode] = 0xe000;
+  t.reject[internal::kOpcMode] = 0xe0;
   return t;
 }
 alignas(64) constexpr LaneTables kLaneTables = MakeLaneTables();
@@ -392,6 +405,8 @@ LaneTables::LaneTables(const uint8_t* B) {
                 offsetof(LaneTables, reject) == offsetof(LaneTables, mask) + sizeof mask);
   const uint64_t b = reinterpret_cast<uintptr_t>(B);
   for (int i = 0; i < 256; ++i) high[i] = kLaneTables.high[i] - b;
+  tnt64 = kTnt64Word - b;
+  mode_tsx = kModeExecWord + (uint64_t{1} << 32) - b;
 }
 
 // Runs the K lanes `lanes` in lock step, kRounds packets each between two
@@ -444,18 +459,119 @@ done:
   return leave;
 }
 
-// RunLanes() for PacketRecords: per packet one 8-byte load at the lane's
-// position p (bytes 0..7), whose low byte indexes the tables `t` (a copy on
-// DecodeSegments()'s stack, reached from the stack pointer: no base
-// register); the reject test, the payload ((bytes >> 8) & mask), the
-// offset/type word (the table's entry, B subtracted, plus p) and the size
-// added to p. Nothing but p is carried from one packet to the next (no
-// register per lane for its next byte), so the four lanes' state fits the
-// registers; each lane's chain p -> load -> table load -> p is ~11 cycles,
-// which the four lanes overlap. Packets the test rejects (TNT-64, MODE,
-// PSBEND, CBR, ..., and those of 9 bytes) take SemiStep() or FastStep().
-// Instead of testing every lane's limit each round, it runs as many rounds
-// as the lane nearest its limit surely has room for, then looks again.
+// RunRounds(): RunLanes()'s loop for PacketRecords, on its own (a small
+// function, so that the K lanes' positions and record pointers stay in
+// registers). Runs whole blocks of kRounds rounds until lane 0's record
+// pointer reaches `stop`, or until a lane meets a packet it does not take:
+// then returns that lane's index j and sets `round` to the round (lanes
+// before j have done it, the others not); else returns K. Per packet and
+// lane: the first byte b and bytes 1..8 (two loads at the position p); the
+// reject test (bytes 1..2 against reject[b]); the payload (bytes 1..8 &
+// mask[b]) and the offset/type word (high[b] + p), two 8-byte stores; p +=
+// size[b]. Each lane's chain p -> b -> p is two loads long, which the K
+// lanes overlap. TNT-64 and MODE.TSX, which the test rejects, are decoded
+// here too; anything else it rejects is left to the caller.
+template <size_t K>
+[[gnu::noinline]] size_t RunRounds(const LaneTables& t, const uint8_t** pp, PacketRecord** oo,
+                                   const PacketRecord* stop, uint64_t& round) {
+  static_assert(K >= 1 && K <= 4);
+  // One packet of a lane at p into *o; false if it is not one of those taken here.
+  auto step = [&t](const uint8_t*& p, PacketRecord* o) [[gnu::always_inline]] {
+    // In assembly: GCC's code for this in C has more instructions (copies,
+    // an lea per table) and keeps fewer lanes in registers.
+    uint64_t cc, raw;  // byte 0; bytes 1..8
+    bool rejected;
+    asm("movzbl (%[p]), %k[cc]\n\t"
+        "movq 1(%[p]), %[raw]\n\t"
+        "testw %w[raw], %c[reject](%[t], %[cc], 2)"
+        : [cc] "=&r"(cc), [raw] "=&r"(raw), "=@ccnz"(rejected)
+        : [p] "r"(p), [t] "r"(&t), [reject] "i"(offsetof(LaneTables, reject)), "m"(*(const uint8_t(*)[9])p));
+    if (!rejected) [[likely]] {
+      asm("andq %c[mask](%[t], %[cc], 8), %[raw]\n\t"
+          "movq %[raw], %[w0]\n\t"
+          "movq %c[high](%[t], %[cc], 8), %[raw]\n\t"
+          "addq %[p], %[raw]\n\t"
+          "movq %[raw], %[w1]\n\t"
+          "addq %c[size](%[t], %[cc], 8), %[p]"
+          : [raw] "+&r"(raw), [p] "+r"(p), [w0] "=m"(o->payload), [w1] "=m"(*reinterpret_cast<uint8_t(*)[8]>(&o->offset))
+          : [t] "r"(&t), [cc] "r"(cc), [mask] "i"(offsetof(LaneTables, mask)), [high] "i"(offsetof(LaneTables, high)),
+            [size] "i"(offsetof(LaneTables, size)));
+      return true;
+    }
+    // TNT-64 (02h A3h + 6 bytes, with a stop bit and a branch): the packet
+    // the test rejects most often.
+    const uint64_t tnt = (raw >> 8) & internal::kPayloadMask[6];
+    if (cc == internal::kOpcExt && static_cast<uint8_t>(raw) == internal::kExtTnt64 && tnt >= 2) {
+      o->payload = tnt;
+      const uint64_t rec = t.tnt64 + reinterpret_cast<uintptr_t>(p);
+      std::memcpy(&o->offset, &rec, sizeof rec);
+      p += 8;
+      return true;
+    }
+    // MODE.TSX (99h, leaf 001b in byte 1 bits 7:5).
+    if (cc == internal::kOpcMode && ((raw >> 5) & 7) == 1) {
+      o->payload = raw & 0xff;
+      const uint64_t rec = t.mode_tsx + reinterpret_cast<uintptr_t>(p);
+      std::memcpy(&o->offset, &rec, sizeof rec);
+      p += 2;
+      return true;
+    }
+    return false;
+  };
+  // The lanes in scalars (an array indexed in unrolled loops ends up on the stack).
+  const uint8_t* p0 = pp[0];
+  const uint8_t* p1 = K > 1 ? pp[1] : nullptr;
+  const uint8_t* p2 = K > 2 ? pp[2] : nullptr;
+  const uint8_t* p3 = K > 3 ? pp[3] : nullptr;
+  PacketRecord* o0 = oo[0];
+  PacketRecord* o1 = K > 1 ? oo[1] : nullptr;
+  PacketRecord* o2 = K > 2 ? oo[2] : nullptr;
+  PacketRecord* o3 = K > 3 ? oo[3] : nullptr;
+  size_t leave = K;
+  do {
+#pragma GCC unroll 8
+    for (uint64_t r = 0; r < kRounds; ++r) {
+      if (!step(p0, o0 + r)) [[unlikely]] {
+        leave = 0, round = r;
+        goto done;
+      }
+      if constexpr (K > 1) {
+        if (!step(p1, o1 + r)) [[unlikely]] {
+          leave = 1, round = r;
+          goto done;
+        }
+      }
+      if constexpr (K > 2) {
+        if (!step(p2, o2 + r)) [[unlikely]] {
+          leave = 2, round = r;
+          goto done;
+        }
+      }
+      if constexpr (K > 3) {
+        if (!step(p3, o3 + r)) [[unlikely]] {
+          leave = 3, round = r;
+          goto done;
+        }
+      }
+    }
+    o0 += kRounds;
+    if constexpr (K > 1) o1 += kRounds;
+    if constexpr (K > 2) o2 += kRounds;
+    if constexpr (K > 3) o3 += kRounds;
+  } while (o0 != stop);
+done:
+  pp[0] = p0;
+  oo[0] = o0;
+  if constexpr (K > 1) pp[1] = p1, oo[1] = o1;
+  if constexpr (K > 2) pp[2] = p2, oo[2] = o2;
+  if constexpr (K > 3) pp[3] = p3, oo[3] = o3;
+  return leave;
+}
+
+// RunLanes() for PacketRecords: RunRounds() for as many rounds as the lane
+// nearest its limit surely has room for (rather than a test of every lane's
+// limit each round), then looks again. A packet RunRounds() rejects (PSBEND,
+// CBR, ...) is decoded here if SemiStep() takes it, else the lane leaves.
 template <size_t K>
 [[gnu::always_inline]] inline size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<PacketRecord>* const* lanes,
                                               const LaneTables& t) {
@@ -484,59 +600,21 @@ template <size_t K>
       break;
     }
     const int64_t rounds = std::min<int64_t>(slack / kRoundBytes + 1, room / static_cast<int64_t>(kRounds));
-    // The loop ends when lane 0's next record reaches `stop` (compared in
-    // memory: no register for a round count).
-    volatile PacketRecord* const stop = out[0] + rounds * kRounds;
-    do {
-#pragma GCC unroll 8
-      for (uint64_t r = 0; r < kRounds; ++r) {
-#pragma GCC unroll 4
-        for (size_t j = 0; j < K; ++j) {
-          uint64_t raw;  // bytes 0..7
-          std::memcpy(&raw, p[j], sizeof raw);
-          const unsigned cc = static_cast<uint8_t>(raw);
-          if ((static_cast<uint16_t>(raw) & t.reject[cc]) == 0) [[likely]] {
-            out[j][r].payload = (raw >> 8) & t.mask[cc];
-            const uint64_t rec = t.high[cc] + reinterpret_cast<uintptr_t>(p[j]);
-            std::memcpy(&out[j][r].offset, &rec, sizeof rec);
-            p[j] += t.size[cc];
-            continue;
-          }
-          // TNT-64 (02h A3h + 6 bytes, with a stop bit and a branch): the
-          // packet the test rejects most often, here without a Packet.
-          if ((raw & 0xffff) == (uint64_t{internal::kExtTnt64} << 8 | internal::kOpcExt) && (raw >> 16) >= 2) {
-            out[j][r].payload = raw >> 16;
-            const uint64_t rec = kTnt64Word + static_cast<uint64_t>(p[j] - B);
-            std::memcpy(&out[j][r].offset, &rec, sizeof rec);
-            p[j] += 8;
-            continue;
-          }
-          // MODE (99h, leaf 000b Exec or 001b TSX in byte 1 bits 7:5): the
-          // next most often rejected (MODE.Exec after each TIP.PGE and PSB).
-          if (static_cast<uint8_t>(raw) == internal::kOpcMode && ((raw >> 14) & 3) == 0) {
-            const uint64_t leaf = (raw >> 13) & 1;
-            out[j][r].payload = (raw >> 8) & 0xff;
-            const uint64_t rec = kModeExecWord + (leaf << 32) + static_cast<uint64_t>(p[j] - B);
-            std::memcpy(&out[j][r].offset, &rec, sizeof rec);
-            p[j] += 2;
-            continue;
-          }
-          // PSBEND, CBR, ... (SemiStep), or 9 bytes (FastStep).
-          const uint64_t rel = static_cast<uint64_t>(p[j] - B);
-          unsigned size;
-          if (!SemiStep(B, base, rel, out[j][r], size) && !FastStep(B, base, rel, out[j][r], size)) {
-            leave = j;
-            // Lanes before j have done round r, the others not.
-            for (size_t i = 0; i < K; ++i) out[i] += r + (i < j ? 1 : 0);
-            goto done;
-          }
-          p[j] += size;
-        }
-      }
-      for (size_t j = 0; j < K; ++j) out[j] += kRounds;
-    } while (out[0] != stop);
+    uint64_t r = 0;
+    const size_t j = RunRounds<K>(t, p, out, out[0] + rounds * kRounds, r);
+    if (j == K) continue;
+    // Lane j is at round r: a packet RunRounds() does not take.
+    unsigned size;
+    const uint64_t rel = static_cast<uint64_t>(p[j] - B);
+    const bool ok = SemiStep(B, base, rel, out[j][r], size);
+    // Lanes before j have done round r, j too if `ok`, the others not.
+    for (size_t i = 0; i < K; ++i) out[i] += r + (i < j || (i == j && ok) ? 1 : 0);
+    if (!ok) {
+      leave = j;
+      break;
+    }
+    p[j] += size;
   }
-done:
   for (size_t j = 0; j < K; ++j) {
     lanes[j]->off = static_cast<uint64_t>(p[j] - B);
     lanes[j]->out = out[j];
@@ -674,6 +752,10 @@ template <typename Rec>
   // (returns true) or has no segment left (false); at least one packet if
   // RunLanes() left it there (`stuck`: a packet it does not take).
   auto attend = [&](SegLane<Rec>& l, bool stuck) {
+    if constexpr (std::is_same_v<Rec, PacketRecord>) {
+      // RunLanes()'s records of a lane stuck at a packet it does not take (kInvalid).
+      while (stuck && l.out > out + segs[l.seg].start && l.out[-1].type == PacketType::kInvalid) --l.out;
+    }
     for (;;) {
       Segment& s = segs[l.seg];
       // The lane runs unchecked up to its stop — a PSB, which it does not

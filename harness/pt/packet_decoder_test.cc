@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -498,6 +499,14 @@ TEST(PacketDecoder, DecodeIsNextInBulk) {
         ones[at + k] = 0x02;
         ones[at + k + 1] = 0x82;
       }
+    }
+    traces.push_back(ones);
+    // Opcodes the lanes' tables do not take (02h, an unknown opcode, TIP
+    // with IPBytes 101b) followed by zero bytes, inside segments.
+    const uint8_t bad[] = {0x02, 0x09, 0xad};
+    for (size_t at = 1000, k = 0; at + 16 < ones.size(); at += 2500, ++k) {
+      ones[at] = bad[k % 3];
+      std::fill(ones.begin() + static_cast<long>(at) + 1, ones.begin() + static_cast<long>(at) + 12, 0);
     }
     traces.push_back(std::move(ones));
   }
