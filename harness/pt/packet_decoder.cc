@@ -305,8 +305,9 @@ inline bool SemiStep(const uint8_t* B, uint64_t base, uint64_t rel, Rec& r, unsi
 
 // Decode(): the trace ahead is cut at PSBs into segments, which up to
 // kLanes lanes decode at once, interleaved (each lane's chain byte -> size
-// -> next byte is a few loads long; several hide each other's latency).
-// (6 or 8 lanes are slower: their state no longer fits the registers.)
+// -> next byte is two loads long; several hide each other's latency).
+// (5 lanes, all in registers in RunRounds(), measure the same; 6 or 8 no
+// longer fit the registers.)
 constexpr size_t kLanes = 4;
 constexpr size_t kMaxSegments = PacketBatch::kMaxChunks;
 constexpr uint64_t kMinSegmentBytes = 1024;
@@ -352,19 +353,20 @@ constexpr uint64_t kModeExecWord =
     (uint64_t{static_cast<uint8_t>(PacketType::kModeExec)} | uint64_t{2} << 8 | uint64_t{internal::kOpcMode} << 16)
     << 32;
 
-// RunLanes()'s tables for PacketRecords, for a trace at B (see below),
+// RunRounds()'s tables for PacketRecords, for a trace at B (see below),
 // indexed by the first byte b; each an operand straight from memory at a
-// scaled index. All but `high` are the same for every trace: Decode() copies
-// them from kLaneTables (a memcpy) and fills in `high` for its B.
+// scaled index. All but `high` and the two words are the same for every
+// trace: Decode() copies them from kLaneTables (a memcpy) and fills in the
+// rest for its B.
 struct LaneTables {
   uint64_t high[256];     // kRecordTables.high[b] - B
   uint64_t size[256];     // the size: added to a pointer straight from memory
   uint64_t mask[256];     // kFast.mask[b]: the payload bits among bytes 1..8
-  uint16_t reject[256];   // bits of bytes 1..2 that send the packet to the slow path:
-                          // byte 1's for CYC and MODE, all for the opcodes the table
-                          // does not take (see kStuck)
-  uint64_t tnt64 = 0;      // kTnt64Word - B
-  uint64_t mode_tsx = 0;   // MODE.TSX's record word - B
+  uint16_t reject[256];   // bits of bytes 1..2 that send the packet elsewhere: byte 1's
+                          // Exp bit for CYC, the leaf for MODE; all of them for the
+                          // opcodes the tables do not take (below)
+  uint64_t tnt64 = 0;     // kTnt64Word - B
+  uint64_t mode_tsx = 0;  // MODE.TSX's record word - B
   LaneTables() = default;
   explicit LaneTables(const uint8_t* B);
 };
@@ -377,9 +379,10 @@ constexpr LaneTables MakeLaneTables() {
     t.mask[i] = internal::kFast.mask[i];
     const uint16_t r = kRecordTables.reject[i];
     if ((r & 0xff) != 0) {
-      // Not for the table (02h, bad opcodes, bad IPBytes): rejected unless
-      // bytes 1..8 are all 0; then the lane stays where it is (size 0),
-      // writing records of type kInvalid, until RunLanes() leaves it.
+      // Not for the tables (02h, bad opcodes, bad IPBytes): rejected unless
+      // bytes 1..2 are 0 (never in a valid trace: 02h 00h is no packet);
+      // then the lane stays where it is (size 0), writing records of type
+      // kInvalid, until RunLanes() leaves it and attend() drops them.
       t.reject[i] = 0xffff;
       t.high[i] = 0;
       t.size[i] = 0;
@@ -389,8 +392,9 @@ constexpr LaneTables MakeLaneTables() {
     }
   }
   // MODE.Exec (99h, leaf 000b in byte 1 bits 7:5; payload byte 1) from the
-  // tables too: the other leaves (bits 7:5 not 000b) are rejected. (MODE.Exec
-  // follows every TIP.PGE and PSB: rejected, each would be a mispredicted branch.)
+  // tables too: the other leaves (bits 7:5 not 000b) are rejected, and
+  // RunRounds() takes MODE.TSX (001b). (MODE.Exec follows every TIP.PGE and
+  // PSB: rejected, each would be a mispredicted branch.)
   t.high[internal::kOpcMode] = kModeExecWord;
   t.size[internal::kOpcMode] = 2;
   t.mask[internal::kOpcMode] = 0xff;
@@ -411,7 +415,8 @@ LaneTables::LaneTables(const uint8_t* B) {
 
 // Runs the K lanes `lanes` in lock step, kRounds packets each between two
 // checks, until one meets a packet the unchecked steps do not take or nears
-// its limit. Returns that lane's index in `lanes`.
+// its limit. Returns that lane's index in `lanes`. (For Packets; PacketRecord
+// lanes take the RunLanes() below.)
 template <size_t K, typename Rec>
 size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<Rec>* const* lanes, const LaneTables& /*unused*/) {
   uint64_t off[K];
@@ -477,9 +482,10 @@ template <size_t K>
   static_assert(K >= 1 && K <= 4);
   // One packet of a lane at p into *o; false if it is not one of those taken here.
   auto step = [&t](const uint8_t*& p, PacketRecord* o) [[gnu::always_inline]] {
-    // In assembly: GCC's code for this in C has more instructions (copies,
-    // an lea per table) and keeps fewer lanes in registers.
     uint64_t cc, raw;  // byte 0; bytes 1..8
+#if defined(__x86_64__)
+    // In assembly on x86-64: what GCC 12 makes of the C below has more
+    // instructions (copies, an lea per table) and keeps fewer lanes in registers.
     bool rejected;
     asm("movzbl (%[p]), %k[cc]\n\t"
         "movq 1(%[p]), %[raw]\n\t"
@@ -498,6 +504,17 @@ template <size_t K>
             [size] "i"(offsetof(LaneTables, size)));
       return true;
     }
+#else
+    cc = p[0];
+    std::memcpy(&raw, p + 1, sizeof raw);
+    if ((static_cast<uint16_t>(raw) & t.reject[cc]) == 0) [[likely]] {
+      o->payload = raw & t.mask[cc];
+      const uint64_t rec = t.high[cc] + reinterpret_cast<uintptr_t>(p);
+      std::memcpy(&o->offset, &rec, sizeof rec);
+      p += t.size[cc];
+      return true;
+    }
+#endif
     // TNT-64 (02h A3h + 6 bytes, with a stop bit and a branch): the packet
     // the test rejects most often.
     const uint64_t tnt = (raw >> 8) & internal::kPayloadMask[6];

@@ -29,13 +29,16 @@
 // packet's first byte, so Next() in a loop is bound by that load-to-load
 // latency; Decode() decodes several PSB-delimited segments interleaved to get
 // past it, into 16-byte PacketRecords (packet_batch.h): per packet and lane
-// one 8-byte load, whose low byte indexes four 256-entry tables (reject
-// test, payload mask, record word, size), two 8-byte stores, 11 instructions
-// (12.8 a packet all told on bench_pt's trace, callgrind); a lane decodes its
-// segment's PSB+ the careful way, then runs unchecked up to the PSB that ends
-// the segment, bounded by the segment's room for records. Past that, the cost
-// is mostly the packets the lanes' test rejects (TNT-64, MODE.TSX: each a
-// mispredicted branch) and, on a machine shared with other work, issue slots.
+// a 1-byte load (the first byte b) and an 8-byte load (bytes 1..8), a reject
+// test, the payload (bytes 1..8 masked), the offset/type word from a table,
+// two 8-byte stores and the size from a table: 10 instructions (x86-64
+// inline assembly, packet_decoder.cc RunRounds()), 11.4 a packet all told on
+// bench_pt's trace (callgrind); the lanes' chain is the two loads. A lane
+// decodes its segment's PSB+ the careful way, then runs unchecked up to the
+// PSB that ends the segment, bounded by the segment's room for records.
+// Past that, the cost is mostly the packets the test rejects (TNT-64 and
+// MODE.TSX, ~2.3% of bench_pt's packets: each a mispredicted branch) and, on
+// a machine shared with other work, issue slots.
 // Errors and their order match libipt 2.0 (pt_pkt_next), which the
 // differential tests check byte for byte.
 #pragma once
