@@ -464,6 +464,63 @@ done:
   return leave;
 }
 
+// RunRounds()'s step: one packet of a lane at p into *o (and p past it);
+// false if it is not one of those taken there.
+[[gnu::always_inline]] inline bool LaneStep(const LaneTables& t, const uint8_t*& p, PacketRecord* o) {
+  uint64_t cc, raw;  // byte 0; bytes 1..8
+#if defined(__x86_64__)
+  // In assembly on x86-64: what GCC 12 makes of the C below has more
+  // instructions (copies, an lea per table) and keeps fewer lanes in registers.
+  bool rejected;
+  asm("movzbl (%[p]), %k[cc]\n\t"
+      "movq 1(%[p]), %[raw]\n\t"
+      "testw %w[raw], %c[reject](%[t], %[cc], 2)"
+      : [cc] "=&r"(cc), [raw] "=&r"(raw), "=@ccnz"(rejected)
+      : [p] "r"(p), [t] "r"(&t), [reject] "i"(offsetof(LaneTables, reject)), "m"(*(const uint8_t(*)[9])p));
+  if (!rejected) [[likely]] {
+    asm("andq %c[mask](%[t], %[cc], 8), %[raw]\n\t"
+        "movq %[raw], %[w0]\n\t"
+        "movq %c[high](%[t], %[cc], 8), %[raw]\n\t"
+        "addq %[p], %[raw]\n\t"
+        "movq %[raw], %[w1]\n\t"
+        "addq %c[size](%[t], %[cc], 8), %[p]"
+        : [raw] "+&r"(raw), [p] "+r"(p), [w0] "=m"(o->payload), [w1] "=m"(*reinterpret_cast<uint8_t(*)[8]>(&o->offset))
+        : [t] "r"(&t), [cc] "r"(cc), [mask] "i"(offsetof(LaneTables, mask)), [high] "i"(offsetof(LaneTables, high)),
+          [size] "i"(offsetof(LaneTables, size)));
+    return true;
+  }
+#else
+  cc = p[0];
+  std::memcpy(&raw, p + 1, sizeof raw);
+  if ((static_cast<uint16_t>(raw) & t.reject[cc]) == 0) [[likely]] {
+    o->payload = raw & t.mask[cc];
+    const uint64_t rec = t.high[cc] + reinterpret_cast<uintptr_t>(p);
+    std::memcpy(&o->offset, &rec, sizeof rec);
+    p += t.size[cc];
+    return true;
+  }
+#endif
+  // TNT-64 (02h A3h + 6 bytes, with a stop bit and a branch): the packet
+  // the test rejects most often.
+  const uint64_t tnt = (raw >> 8) & internal::kPayloadMask[6];
+  if (cc == internal::kOpcExt && static_cast<uint8_t>(raw) == internal::kExtTnt64 && tnt >= 2) {
+    o->payload = tnt;
+    const uint64_t rec = t.tnt64 + reinterpret_cast<uintptr_t>(p);
+    std::memcpy(&o->offset, &rec, sizeof rec);
+    p += 8;
+    return true;
+  }
+  // MODE.TSX (99h, leaf 001b in byte 1 bits 7:5).
+  if (cc == internal::kOpcMode && ((raw >> 5) & 7) == 1) {
+    o->payload = raw & 0xff;
+    const uint64_t rec = t.mode_tsx + reinterpret_cast<uintptr_t>(p);
+    std::memcpy(&o->offset, &rec, sizeof rec);
+    p += 2;
+    return true;
+  }
+  return false;
+}
+
 // RunRounds(): RunLanes()'s loop for PacketRecords, on its own (a small
 // function, so that the K lanes' positions and record pointers stay in
 // registers). Runs whole blocks of kRounds rounds until lane 0's record
@@ -480,61 +537,6 @@ template <size_t K>
 [[gnu::noinline]] size_t RunRounds(const LaneTables& t, const uint8_t** pp, PacketRecord** oo,
                                    const PacketRecord* stop, uint64_t& round) {
   static_assert(K >= 1 && K <= 4);
-  // One packet of a lane at p into *o; false if it is not one of those taken here.
-  auto step = [&t](const uint8_t*& p, PacketRecord* o) [[gnu::always_inline]] {
-    uint64_t cc, raw;  // byte 0; bytes 1..8
-#if defined(__x86_64__)
-    // In assembly on x86-64: what GCC 12 makes of the C below has more
-    // instructions (copies, an lea per table) and keeps fewer lanes in registers.
-    bool rejected;
-    asm("movzbl (%[p]), %k[cc]\n\t"
-        "movq 1(%[p]), %[raw]\n\t"
-        "testw %w[raw], %c[reject](%[t], %[cc], 2)"
-        : [cc] "=&r"(cc), [raw] "=&r"(raw), "=@ccnz"(rejected)
-        : [p] "r"(p), [t] "r"(&t), [reject] "i"(offsetof(LaneTables, reject)), "m"(*(const uint8_t(*)[9])p));
-    if (!rejected) [[likely]] {
-      asm("andq %c[mask](%[t], %[cc], 8), %[raw]\n\t"
-          "movq %[raw], %[w0]\n\t"
-          "movq %c[high](%[t], %[cc], 8), %[raw]\n\t"
-          "addq %[p], %[raw]\n\t"
-          "movq %[raw], %[w1]\n\t"
-          "addq %c[size](%[t], %[cc], 8), %[p]"
-          : [raw] "+&r"(raw), [p] "+r"(p), [w0] "=m"(o->payload), [w1] "=m"(*reinterpret_cast<uint8_t(*)[8]>(&o->offset))
-          : [t] "r"(&t), [cc] "r"(cc), [mask] "i"(offsetof(LaneTables, mask)), [high] "i"(offsetof(LaneTables, high)),
-            [size] "i"(offsetof(LaneTables, size)));
-      return true;
-    }
-#else
-    cc = p[0];
-    std::memcpy(&raw, p + 1, sizeof raw);
-    if ((static_cast<uint16_t>(raw) & t.reject[cc]) == 0) [[likely]] {
-      o->payload = raw & t.mask[cc];
-      const uint64_t rec = t.high[cc] + reinterpret_cast<uintptr_t>(p);
-      std::memcpy(&o->offset, &rec, sizeof rec);
-      p += t.size[cc];
-      return true;
-    }
-#endif
-    // TNT-64 (02h A3h + 6 bytes, with a stop bit and a branch): the packet
-    // the test rejects most often.
-    const uint64_t tnt = (raw >> 8) & internal::kPayloadMask[6];
-    if (cc == internal::kOpcExt && static_cast<uint8_t>(raw) == internal::kExtTnt64 && tnt >= 2) {
-      o->payload = tnt;
-      const uint64_t rec = t.tnt64 + reinterpret_cast<uintptr_t>(p);
-      std::memcpy(&o->offset, &rec, sizeof rec);
-      p += 8;
-      return true;
-    }
-    // MODE.TSX (99h, leaf 001b in byte 1 bits 7:5).
-    if (cc == internal::kOpcMode && ((raw >> 5) & 7) == 1) {
-      o->payload = raw & 0xff;
-      const uint64_t rec = t.mode_tsx + reinterpret_cast<uintptr_t>(p);
-      std::memcpy(&o->offset, &rec, sizeof rec);
-      p += 2;
-      return true;
-    }
-    return false;
-  };
   // The lanes in scalars (an array indexed in unrolled loops ends up on the stack).
   const uint8_t* p0 = pp[0];
   const uint8_t* p1 = K > 1 ? pp[1] : nullptr;
@@ -548,24 +550,24 @@ template <size_t K>
   do {
 #pragma GCC unroll 8
     for (uint64_t r = 0; r < kRounds; ++r) {
-      if (!step(p0, o0 + r)) [[unlikely]] {
+      if (!LaneStep(t, p0, o0 + r)) [[unlikely]] {
         leave = 0, round = r;
         goto done;
       }
       if constexpr (K > 1) {
-        if (!step(p1, o1 + r)) [[unlikely]] {
+        if (!LaneStep(t, p1, o1 + r)) [[unlikely]] {
           leave = 1, round = r;
           goto done;
         }
       }
       if constexpr (K > 2) {
-        if (!step(p2, o2 + r)) [[unlikely]] {
+        if (!LaneStep(t, p2, o2 + r)) [[unlikely]] {
           leave = 2, round = r;
           goto done;
         }
       }
       if constexpr (K > 3) {
-        if (!step(p3, o3 + r)) [[unlikely]] {
+        if (!LaneStep(t, p3, o3 + r)) [[unlikely]] {
           leave = 3, round = r;
           goto done;
         }
