@@ -468,9 +468,11 @@ done:
 // false if it is not one of those taken there.
 [[gnu::always_inline]] inline bool LaneStep(const LaneTables& t, const uint8_t*& p, PacketRecord* o) {
   uint64_t cc, raw;  // byte 0; bytes 1..8
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(PERFTEST_PT_PORTABLE_LANES)
   // In assembly on x86-64: what GCC 12 makes of the C below has more
   // instructions (copies, an lea per table) and keeps fewer lanes in registers.
+  // PERFTEST_PT_PORTABLE_LANES selects the C step instead: the fuzz build
+  // does, because ASan does not see the loads inside inline assembly.
   bool rejected;
   asm("movzbl (%[p]), %k[cc]\n\t"
       "movq 1(%[p]), %[raw]\n\t"
