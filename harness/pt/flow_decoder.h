@@ -251,11 +251,7 @@ class FlowDecoder {
       if (h - 1 < cache_->count()) [[likely]] {
         const Block& b = cache_->block(h - 1);
         if (b.ip == ip_ && b.fast_in(mode_) && b.branch() == BranchClass::kCondJump) [[likely]] {
-          const uint32_t k = static_cast<uint32_t>((tnt_bits_ >> --tnt_count_) & 1);
-          const uint64_t end = b.end();
-          // (A select, not a branch: TNT bits are hard to predict.)
-          const uint64_t taken = uint64_t{0} - k;
-          ip_ = (b.target() & taken) | (end & ~taken);
+          const uint32_t k = TakeCondJump(b);
           Follow(b.next[k], h, static_cast<uint8_t>(k));
           last_direct_ = false;
           StepBlock(step, b);
@@ -300,6 +296,25 @@ class FlowDecoder {
       link_block_ = 0;
     }
   }
+  // The conditional branch that ends `b` takes the next TNT bit: ip_ goes
+  // to its target (taken) or to the fall-through. Returns the bit, the
+  // index of the successor link to follow.
+  uint32_t TakeCondJump(const Block& b) {
+    const uint32_t k = static_cast<uint32_t>((tnt_bits_ >> --tnt_count_) & 1);
+    const uint64_t end = b.end();
+    // (A select, not a branch: TNT bits are hard to predict.)
+    ip_ = end ^ ((b.target() ^ end) & (uint64_t{0} - k));
+    return k;
+  }
+  // The block at (ip_, mode_) from the cache (decoding it on a miss), made
+  // the hint; it fills in the link that is waiting for it (link_block_).
+  // internal/flow_decoder_inline.h.
+  uint32_t FindAndLink();
+  // A compressed return from `b` (block index bi), its TNT bit taken: pops
+  // the return address into ip_ and follows the calling block's
+  // fall-through link — or, if that block is gone, guesses b's last target
+  // (next[1]), to be corrected if wrong. internal/flow_decoder_inline.h.
+  void PopReturn(const Block& b, uint32_t bi);
   // Makes `step` the whole cache block `b`, at time_.
   void StepBlock(FlowStep* step, const Block& b) const {
     FlowBlock& out = step->block;

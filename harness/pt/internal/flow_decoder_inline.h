@@ -39,4 +39,28 @@ inline void FlowDecoder::PushReturn(uint64_t ret, uint32_t block) {
   ret_count_ += ret_count_ < internal::kRetStackSize ? 1 : 0;  // (an add, not a branch: calls nest unpredictably)
 }
 
+inline uint32_t FlowDecoder::FindAndLink() {
+  const uint32_t bi = cache_->Find(ip_, mode_);
+  if (link_block_ != 0 && link_ip_ == ip_ && cache_->block(link_block_ - 1).mode() == mode_)
+    cache_->block(link_block_ - 1).next[link_k_] = bi + 1;
+  link_block_ = 0;
+  hint_ = bi + 1;
+  return bi;
+}
+
+inline void FlowDecoder::PopReturn(const Block& b, uint32_t bi) {
+  ip_ = retstack_[ret_top_];
+  const uint32_t call = ret_block_[ret_top_];
+  ret_top_ = (ret_top_ + internal::kRetStackSize - 1) % internal::kRetStackSize;
+  --ret_count_;
+  if (call < cache_->count() && cache_->block(call).end() == ip_) {
+    Follow(cache_->block(call).next[0], call + 1, 0);
+  } else {
+    hint_ = b.next[1];
+    link_block_ = bi + 1;
+    link_k_ = 1;
+    link_ip_ = ip_;
+  }
+}
+
 }  // namespace perftest::pt
