@@ -188,7 +188,9 @@ class BlockInsns {
 namespace internal {
 // Writes b.last() into `x` field by field: built in a local and copied, the
 // Insn is written with narrow stores and read back with wide loads, a
-// store-forwarding stall on every block.
+// store-forwarding stall on every block. kCondJump: b ends with a
+// conditional branch (whose far kind is always kNone).
+template <bool kCondJump = false>
 inline void StoreLast(Insn& x, const BlockCache::Block& b) {
   const uint8_t length = b.last_length();
   const BranchClass branch = b.branch();
@@ -197,7 +199,7 @@ inline void StoreLast(Insn& x, const BlockCache::Block& b) {
               branch == BranchClass::kDirectCall) ? b.target() : 0;
   x.length = length;
   x.branch = branch;
-  x.far = b.far();
+  x.far = kCondJump ? FarKind::kNone : b.far();
   x.mode = b.mode();
 }
 }  // namespace internal
@@ -254,7 +256,7 @@ class FlowDecoder {
           const uint32_t k = TakeCondJump(b);
           Follow(b.next[k], h, static_cast<uint8_t>(k));
           last_direct_ = false;
-          StepBlock(step, b);
+          StepBlock<true>(step, b);
           return 0;
         }
       }
@@ -315,7 +317,8 @@ class FlowDecoder {
   // fall-through link — or, if that block is gone, guesses b's last target
   // (next[1]), to be corrected if wrong. internal/flow_decoder_inline.h.
   void PopReturn(const Block& b, uint32_t bi);
-  // Makes `step` the whole cache block `b`, at time_.
+  // Makes `step` the whole cache block `b`, at time_ (kCondJump: as StoreLast()).
+  template <bool kCondJump = false>
   void StepBlock(FlowStep* step, const Block& b) const {
     FlowBlock& out = step->block;
     step->kind = FlowStep::kBlock;
@@ -325,7 +328,7 @@ class FlowDecoder {
     out.mode = b.mode();
     out.truncated = false;
     out.lengths = cache_->lengths(b);
-    internal::StoreLast(out.last, b);
+    internal::StoreLast<kCondJump>(out.last, b);
     out.time = time_;
   }
   int ReadPacket(Packet* p);

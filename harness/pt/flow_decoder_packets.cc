@@ -2,6 +2,7 @@
 // layout). FetchControl() reads up to the next TNT or control packet,
 // queueing the events and timing met on the way.
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 
@@ -46,7 +47,9 @@ void FlowDecoder::Queue(FlowEvent e) {
 
 // CYC (Timing() for the most frequent timing packet, inline).
 inline void FlowDecoder::TimingCyc(const Packet& p) {
-  const uint64_t cycles = p.cyc();
+  // (The common CYC of one or two bytes: opcode[7:3], then bits 7:1 of the
+  // one extension byte — Packet::cyc() without its general unpacking.)
+  const uint64_t cycles = p.payload < 0x100 ? (uint64_t{p.opcode} >> 3) | ((p.payload >> 1) << 5) : p.cyc();
   time_.cyc += cycles;
   cyc_since_ += cycles;
   if (options_.max_nonturbo_ratio != 0 && time_.cbr != 0 && tsc_base_ != 0) {
@@ -110,8 +113,14 @@ int FlowDecoder::FetchControl() {
         if (query) {
           if (const int err = CheckAhead(&after_timing)) return err;
         }
-        tnt_bits_ = p.tnt_bits();
-        tnt_count_ = p.tnt_size();
+        {
+          // (Packet::tnt_bits() and tnt_size() with the field read and its
+          // stop bit found once; the decoder returns no TNT without one.)
+          const uint64_t field = p.type == PacketType::kTnt8 ? uint64_t{p.opcode} >> 1 : p.payload;
+          const unsigned n = static_cast<unsigned>(std::bit_width(field)) - 1;
+          tnt_bits_ = field & ~(uint64_t{1} << n);
+          tnt_count_ = n;
+        }
         steps_without_packet_ = 0;
         if (query) {
           if (const int err = EventQueryAfterTnt(after_timing)) [[unlikely]] {

@@ -3,6 +3,7 @@
 // slow and packet paths, which live in separate files.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 
 #include "harness/pt/flow_decoder.h"
@@ -37,6 +38,20 @@ inline void FlowDecoder::PushReturn(uint64_t ret, uint32_t block) {
   retstack_[ret_top_] = ret;
   ret_block_[ret_top_] = block;
   ret_count_ += ret_count_ < internal::kRetStackSize ? 1 : 0;  // (an add, not a branch: calls nest unpredictably)
+}
+
+// After an IP packet has been used, read on to the next TNT or control
+// packet at once, as libipt's query decoder does: a bad packet right after
+// a TIP fails the branch that took the TIP. The end of the trace does not.
+// (Inline: the fast path reads on after every TIP, TIP.PGD and TIP.PGE.)
+inline int FlowDecoder::PeekAfterIp() {
+  if (tnt_count_ != 0 || ctl_ != Ctl::kNone || sticky_error_ != 0) return 0;
+  const uint64_t start = have_unread_ ? unread_.offset : packets_.offset();
+  const int err = FetchControl();
+  // A packet cut off by the end of the trace is the end of the trace here
+  // (libipt: -pte_eos).
+  if (err == 0 || err == ENODATA || err == EMSGSIZE) [[likely]] return 0;
+  return ReadAheadError(start, err);
 }
 
 inline uint32_t FlowDecoder::FindAndLink() {
