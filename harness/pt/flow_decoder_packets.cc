@@ -96,8 +96,8 @@ void FlowDecoder::Timing(const Packet& p) {
 // TIP.PGD, asynchronous FUP with its TIP/TIP.PGD, OVF), queueing events and
 // timing on the way. Precondition: no TNT bits and no control packet held.
 int FlowDecoder::FetchControl() {
+  Packet p;  // (out of the loop: ReadPacket() writes all of it; no zeroing per packet)
   for (;;) {
-    Packet p;
     if (const int err = ReadPacket(&p)) return err;
     switch (p.type) {
       case PacketType::kTnt8:
