@@ -21,7 +21,6 @@
 
 namespace perftest::pt {
 
-using internal::kRetStackSize;
 using internal::StoreLast;
 
 std::string_view FlowEventName(FlowEvent::Type type) {
@@ -59,7 +58,7 @@ std::string ToString(const FlowEvent& e) {
 }
 
 FlowDecoder::FlowDecoder(std::span<const uint8_t> trace, const Image* image, Options options)
-    : packets_(trace, options.packets), image_(image), options_(options), retstack_(kRetStackSize), ret_block_(kRetStackSize) {
+    : packets_(trace, options.packets), image_(image), options_(options) {
   if (options.cache != nullptr) {
     cache_ = options.cache;
   } else {

@@ -67,6 +67,7 @@
 //             EMSGSIZE) at error_offset()
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -186,6 +187,8 @@ class BlockInsns {
 };
 
 namespace internal {
+inline constexpr uint32_t kRetStackSize = 64;  // the hardware's return-compression depth
+
 // Writes b.last() into `x` field by field: built in a local and copied, the
 // Insn is written with narrow stores and read back with wide loads, a
 // store-forwarding stall on every block. kCondJump: b ends with a
@@ -398,8 +401,9 @@ class FlowDecoder {
   bool enabled_ = false;
   uint64_t ip_ = 0;
   ExecMode mode_ = ExecMode::k64Bit;
-  std::vector<uint64_t> retstack_;  // ring of 64
-  std::vector<uint32_t> ret_block_;  // the block of each call on retstack_ (a cache index)
+  // (Arrays in the decoder: a push or pop loads no vector's data pointer.)
+  std::array<uint64_t, internal::kRetStackSize> retstack_{};  // a ring
+  std::array<uint32_t, internal::kRetStackSize> ret_block_{};  // the block of each call on retstack_ (a cache index)
   uint32_t ret_top_ = 0, ret_count_ = 0;
   // A call pushes its return address `ret` (the IP after the call) and the
   // calling block (a cache index) onto the return-compression ring; a full

@@ -11,13 +11,12 @@
 namespace perftest::pt {
 namespace internal {
 
-inline constexpr uint32_t kRetStackSize = 64;  // the hardware's return-compression depth
-
 // The event a PIP, VMCS or CBR packet reports, bound to no IP: the same
 // inside a PSB+ and in the stream (flow_decoder_packets.cc).
 FlowEvent StatusEvent(const Packet& p);
 
-// StoreLast(): flow_decoder.h (Next() inlines it).
+// StoreLast() and kRetStackSize: flow_decoder.h (Next() inlines the one, the
+// return stack's arrays are sized by the other).
 
 }  // namespace internal
 
