@@ -337,6 +337,9 @@ class FlowDecoder {
   int ReadPacket(Packet* p);
   void Unread(const Packet& p);
   int FetchControl();
+  int FetchControlRest();
+  int TakeTnt(const Packet& p);
+  int TakeIpControl(const Packet& p);
   bool NoEventFor(const Packet& q) const;
   static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt(uint64_t from);

@@ -92,63 +92,99 @@ void FlowDecoder::Timing(const Packet& p) {
   }
 }
 
+// A TNT packet read by FetchControl(): its bits are at hand.
+inline int FlowDecoder::TakeTnt(const Packet& p) {
+  // (Packet::tnt_bits() and tnt_size() with the field read and its stop bit
+  // found once; the decoder returns no TNT without one.)
+  const uint64_t field = p.type == PacketType::kTnt8 ? uint64_t{p.opcode} >> 1 : p.payload;
+  const unsigned n = static_cast<unsigned>(std::bit_width(field)) - 1;
+  // As libipt's query decoder, look past the TNT at once: a bad packet
+  // there fails the branch that fetched the TNT.
+  // (Not while tracing is disabled: libipt then queries nothing and reports
+  // the TNT itself, -pte_no_enable. Nor for an indirect branch with TNT bits
+  // held: its query fails at the TNT, tnt_held_.)
+  // (QuietAfterTnt(): the common case where both checks pass, at a glance.)
+  const bool query = enabled_ && !tnt_held_ && !QuietAfterTnt();
+  uint64_t after_timing = 0;  // where CheckAhead()'s scan stopped: EventQueryAfterTnt() goes on there
+  if (query) {
+    if (const int err = CheckAhead(&after_timing)) return err;
+  }
+  tnt_bits_ = field & ~(uint64_t{1} << n);
+  tnt_count_ = n;
+  steps_without_packet_ = 0;
+  if (query) {
+    if (const int err = EventQueryAfterTnt(after_timing)) [[unlikely]] {
+      // It fails the branch that takes the TNT's last bit: that branch
+      // finds no bit, and the error.
+      // (The bits go oldest first, from bit tnt_count_ - 1 down.)
+      tnt_bits_ >>= 1;
+      if (--tnt_count_ == 0) return err;
+      sticky_error_ = err;
+    }
+  }
+  return 0;
+}
+
+// A TIP, TIP.PGE or TIP.PGD read by FetchControl(): the control packet held.
+inline int FlowDecoder::TakeIpControl(const Packet& p) {
+  if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad IP packet");
+  ctl_ = p.type == PacketType::kTip ? Ctl::kTip : p.type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
+  if (fup_pending_ && p.type != PacketType::kTipPge) [[unlikely]] {  // the TIP of an earlier FUP
+    fup_pending_ = false;
+    ctl_ = ctl_ == Ctl::kTip ? Ctl::kAsync : Ctl::kAsyncDisable;
+  }
+  ctl_suppressed_ = p.ipbytes() == 0;
+  ctl_ip_ = last_ip_.raw();
+  ctl_offset_ = p.offset;
+  steps_without_packet_ = 0;
+  if (ctl_ != Ctl::kTip) NoteEvent(false, 0);  // (libipt: a TIP alone is no event)
+  return 0;
+}
+
 // Reads packets up to the next TNT or control packet (TIP, TIP.PGE,
 // TIP.PGD, asynchronous FUP with its TIP/TIP.PGD, OVF), queueing events and
 // timing on the way. Precondition: no TNT bits and no control packet held.
+// The packets of the fast path (CYC, MTC, TSC, TNT, TIP, TIP.PGE, TIP.PGD)
+// are taken here; any other goes back (Unread()) to FetchControlRest(), which takes
+// every packet — two functions, so that this one keeps few registers.
 int FlowDecoder::FetchControl() {
   Packet p;  // (out of the loop: ReadPacket() writes all of it; no zeroing per packet)
   for (;;) {
     if (const int err = ReadPacket(&p)) return err;
     switch (p.type) {
+      case PacketType::kCyc:
+        TimingCyc(p);
+        continue;
+      case PacketType::kMtc:
+      case PacketType::kTsc:
+        Timing(p);
+        continue;
       case PacketType::kTnt8:
-      case PacketType::kTnt64: {
-        // As libipt's query decoder, look past the TNT at once: a bad
-        // packet there fails the branch that fetched the TNT.
-        // (Not while tracing is disabled: libipt then queries nothing and
-        // reports the TNT itself, -pte_no_enable. Nor for an indirect branch
-        // with TNT bits held: its query fails at the TNT, tnt_held_.)
-        // (QuietAfterTnt(): the common case where both checks pass, at a glance.)
-        const bool query = enabled_ && !tnt_held_ && !QuietAfterTnt();
-        uint64_t after_timing = 0;  // where CheckAhead()'s scan stopped: EventQueryAfterTnt() goes on there
-        if (query) {
-          if (const int err = CheckAhead(&after_timing)) return err;
-        }
-        {
-          // (Packet::tnt_bits() and tnt_size() with the field read and its
-          // stop bit found once; the decoder returns no TNT without one.)
-          const uint64_t field = p.type == PacketType::kTnt8 ? uint64_t{p.opcode} >> 1 : p.payload;
-          const unsigned n = static_cast<unsigned>(std::bit_width(field)) - 1;
-          tnt_bits_ = field & ~(uint64_t{1} << n);
-          tnt_count_ = n;
-        }
-        steps_without_packet_ = 0;
-        if (query) {
-          if (const int err = EventQueryAfterTnt(after_timing)) [[unlikely]] {
-            // It fails the branch that takes the TNT's last bit: that
-            // branch finds no bit, and the error.
-            // (The bits go oldest first, from bit tnt_count_ - 1 down.)
-            tnt_bits_ >>= 1;
-            if (--tnt_count_ == 0) return err;
-            sticky_error_ = err;
-          }
-        }
-        return 0;
-      }
+      case PacketType::kTnt64:
+        return TakeTnt(p);
       case PacketType::kTip:
       case PacketType::kTipPge:
       case PacketType::kTipPgd:
-        if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad IP packet");
-        ctl_ = p.type == PacketType::kTip ? Ctl::kTip : p.type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
-        if (fup_pending_ && p.type != PacketType::kTipPge) [[unlikely]] {  // the TIP of an earlier FUP
-          fup_pending_ = false;
-          ctl_ = ctl_ == Ctl::kTip ? Ctl::kAsync : Ctl::kAsyncDisable;
-        }
-        ctl_suppressed_ = p.ipbytes() == 0;
-        ctl_ip_ = last_ip_.raw();
-        ctl_offset_ = p.offset;
-        steps_without_packet_ = 0;
-        if (ctl_ != Ctl::kTip) NoteEvent(false, 0);  // (libipt: a TIP alone is no event)
-        return 0;
+        return TakeIpControl(p);
+      default:
+        Unread(p);
+        return FetchControlRest();
+    }
+  }
+}
+
+int FlowDecoder::FetchControlRest() {
+  Packet p;
+  for (;;) {
+    if (const int err = ReadPacket(&p)) return err;
+    switch (p.type) {
+      case PacketType::kTnt8:
+      case PacketType::kTnt64:
+        return TakeTnt(p);
+      case PacketType::kTip:
+      case PacketType::kTipPge:
+      case PacketType::kTipPgd:
+        return TakeIpControl(p);
       case PacketType::kFup: {
         if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad FUP");
         if (mwait_held_) [[unlikely]] {
