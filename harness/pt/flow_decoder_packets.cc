@@ -126,7 +126,7 @@ inline int FlowDecoder::TakeTnt(const Packet& p) {
 }
 
 // A TIP, TIP.PGE or TIP.PGD read by FetchControl(): the control packet held.
-inline int FlowDecoder::TakeIpControl(const Packet& p) {
+inline __attribute__((always_inline)) int FlowDecoder::TakeIpControl(const Packet& p) {
   if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad IP packet");
   ctl_ = p.type == PacketType::kTip ? Ctl::kTip : p.type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
   if (fup_pending_ && p.type != PacketType::kTipPge) [[unlikely]] {  // the TIP of an earlier FUP
