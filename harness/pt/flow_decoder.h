@@ -379,7 +379,7 @@ class FlowDecoder {
   int DisabledControl();
   int Fail(int err, std::string message);
   int FailPacket(int err);
-  void Queue(FlowEvent e);
+  void Queue(const FlowEvent& e);  // at time_
   void ApplyPendingMode();
   void Timing(const Packet& p);
   void TimingCyc(const Packet& p);

@@ -40,9 +40,9 @@ FlowEvent internal::StatusEvent(const Packet& p) {
   }
 }
 
-void FlowDecoder::Queue(FlowEvent e) {
-  e.time = time_;
+void FlowDecoder::Queue(const FlowEvent& e) {
   events_.push_back(e);
+  events_.back().time = time_;
 }
 
 // CYC (Timing() for the most frequent timing packet, inline).
