@@ -21,7 +21,6 @@
 
 namespace perftest::pt {
 
-using internal::kRetStackSize;
 using internal::StoreLast;
 
 std::string_view FlowEventName(FlowEvent::Type type) {
@@ -59,7 +58,7 @@ std::string ToString(const FlowEvent& e) {
 }
 
 FlowDecoder::FlowDecoder(std::span<const uint8_t> trace, const Image* image, Options options)
-    : packets_(trace, options.packets), image_(image), options_(options), retstack_(kRetStackSize), ret_block_(kRetStackSize) {
+    : packets_(trace, options.packets), image_(image), options_(options) {
   if (options.cache != nullptr) {
     cache_ = options.cache;
   } else {
@@ -122,12 +121,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
   uint32_t bi = hint_ - 1;
   if (hint_ == 0 || cache_->block(bi).ip != ip_ || cache_->block(bi).mode() != mode_) [[unlikely]] {
     if (mode_ == ExecMode::kInvalid) return NextSlow(step);
-    // As NextSlow(): the block found here fills in the link that led here.
-    bi = cache_->Find(ip_, mode_);
-    if (link_block_ != 0 && link_ip_ == ip_ && cache_->block(link_block_ - 1).mode() == mode_)
-      cache_->block(link_block_ - 1).next[link_k_] = bi + 1;
-    hint_ = bi + 1;
-    link_block_ = 0;
+    bi = FindAndLink();  // (as NextSlow())
   }
   const Block& blk = cache_->block(bi);  // (a reference: a copy of the 32-byte aligned Block realigns the stack)
   if (!blk.fast()) [[unlikely]] return NextSlow(step);
@@ -144,7 +138,6 @@ int FlowDecoder::NextFill(FlowStep* step) {
   switch (branch) {
     case BranchClass::kCondJump:
       if (!have_tnt) return NextSlow(step);
-      taken = static_cast<uint32_t>((tnt_bits_ >> (tnt_count_ - 1)) & 1);
       break;
     case BranchClass::kDirectJump:
     case BranchClass::kDirectCall:
@@ -183,8 +176,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
   last_direct_ = branch == BranchClass::kDirectJump || branch == BranchClass::kDirectCall;
   switch (branch) {
     case BranchClass::kCondJump:
-      --tnt_count_;
-      ip_ = (target & (uint64_t{0} - taken)) | (blk.end() & ~(uint64_t{0} - taken));  // (a select, not a branch)
+      taken = TakeCondJump(blk);
       break;
     case BranchClass::kDirectCall:
       if (target != blk.end()) PushReturn(blk.end(), bi);
@@ -197,25 +189,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
     case BranchClass::kReturn:
       if (have_tnt) {  // compressed
         --tnt_count_;
-        ip_ = retstack_[ret_top_];
-        const uint32_t call = ret_block_[ret_top_];
-        ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
-        --ret_count_;
-        if (call < cache_->count() && cache_->block(call).end() == ip_) {
-          const uint32_t next = cache_->block(call).next[0];
-          if (next != 0) {
-            hint_ = next;
-          } else {
-            link_block_ = call + 1;
-            link_k_ = 0;
-            link_ip_ = ip_;
-          }
-        } else {
-          hint_ = blk.next[1];
-          link_block_ = bi + 1;
-          link_k_ = 1;
-          link_ip_ = ip_;
-        }
+        PopReturn(blk, bi);
         walk_ = WalkReady();
         return 0;
       }
@@ -304,61 +278,31 @@ int FlowDecoder::WalkStep(FlowStep* step) {
     // No link, or a guess (the last target) that fails: the cache lookup
     // NextFill() would make, and the link it fills in.
     if (mode_ == ExecMode::kInvalid || cache_->Stale()) return NextFill(step);
-    const uint32_t found = cache_->Find(ip_, mode_);
-    if (link_block_ != 0 && link_ip_ == ip_ && cache_->block(link_block_ - 1).mode() == mode_)
-      cache_->block(link_block_ - 1).next[link_k_] = found + 1;
-    link_block_ = 0;
-    h = hint_ = found + 1;
+    h = FindAndLink() + 1;
   }
   const uint32_t bi = h - 1;
   const Block& b = cache_->block(bi);
   if (b.ip != ip_ || !b.fast_in(mode_)) return NextFill(step);
   const BranchClass branch = b.branch();
-  const uint64_t end = b.end();
-  uint32_t next;
-  uint32_t link = h;
-  uint8_t k;
-  bool guess = false;
   if (branch == BranchClass::kDirectJump || branch == BranchClass::kDirectCall) {
     if (steps_without_packet_ >= options_.max_steps_without_packet) return NextFill(step);
     const uint64_t target = b.target();
-    if (branch == BranchClass::kDirectCall && target != end) PushReturn(end, bi);
+    if (branch == BranchClass::kDirectCall && target != b.end()) PushReturn(b.end(), bi);
     ++steps_without_packet_;
     ip_ = target;
-    k = 1;
-    next = b.next[1];
+    Follow(b.next[1], h, 1);
     last_direct_ = true;
   } else if (branch == BranchClass::kReturn) {
     if (((tnt_bits_ >> (tnt_count_ - 1)) & 1) == 0 || ret_count_ == 0) return NextFill(step);
     --tnt_count_;
-    ip_ = retstack_[ret_top_];
-    const uint32_t call = ret_block_[ret_top_];
-    ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
-    --ret_count_;
+    PopReturn(b, bi);
     last_direct_ = false;
-    if (call < cache_->count() && cache_->block(call).end() == ip_) {
-      link = call + 1;
-      k = 0;
-      next = cache_->block(call).next[0];
-    } else {  // next[1]: the last target, a guess (checked by the next step)
-      k = 1;
-      next = b.next[1];
-      guess = true;
-    }
   } else if (branch == BranchClass::kCondJump) {  // (Next()'s, when called directly)
-    const uint32_t taken = static_cast<uint32_t>((tnt_bits_ >> --tnt_count_) & 1);
-    ip_ = (b.target() & (uint64_t{0} - taken)) | (end & ~(uint64_t{0} - taken));
-    k = static_cast<uint8_t>(taken);
-    next = b.next[k];
+    const uint32_t k = TakeCondJump(b);
+    Follow(b.next[k], h, static_cast<uint8_t>(k));
     last_direct_ = false;
   } else {
     return NextFill(step);
-  }
-  Follow(next, link, k);
-  if (guess && next != 0) {  // the link to correct if the guess fails
-    link_block_ = h;
-    link_k_ = 1;
-    link_ip_ = ip_;
   }
   StepBlock(step, b);
   return 0;

@@ -67,6 +67,7 @@
 //             EMSGSIZE) at error_offset()
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -186,9 +187,13 @@ class BlockInsns {
 };
 
 namespace internal {
+inline constexpr uint32_t kRetStackSize = 64;  // the hardware's return-compression depth
+
 // Writes b.last() into `x` field by field: built in a local and copied, the
 // Insn is written with narrow stores and read back with wide loads, a
-// store-forwarding stall on every block.
+// store-forwarding stall on every block. kCondJump: b ends with a
+// conditional branch (whose far kind is always kNone).
+template <bool kCondJump = false>
 inline void StoreLast(Insn& x, const BlockCache::Block& b) {
   const uint8_t length = b.last_length();
   const BranchClass branch = b.branch();
@@ -197,7 +202,7 @@ inline void StoreLast(Insn& x, const BlockCache::Block& b) {
               branch == BranchClass::kDirectCall) ? b.target() : 0;
   x.length = length;
   x.branch = branch;
-  x.far = b.far();
+  x.far = kCondJump ? FarKind::kNone : b.far();
   x.mode = b.mode();
 }
 }  // namespace internal
@@ -251,14 +256,10 @@ class FlowDecoder {
       if (h - 1 < cache_->count()) [[likely]] {
         const Block& b = cache_->block(h - 1);
         if (b.ip == ip_ && b.fast_in(mode_) && b.branch() == BranchClass::kCondJump) [[likely]] {
-          const uint32_t k = static_cast<uint32_t>((tnt_bits_ >> --tnt_count_) & 1);
-          const uint64_t end = b.end();
-          // (A select, not a branch: TNT bits are hard to predict.)
-          const uint64_t taken = uint64_t{0} - k;
-          ip_ = (b.target() & taken) | (end & ~taken);
+          const uint32_t k = TakeCondJump(b);
           Follow(b.next[k], h, static_cast<uint8_t>(k));
           last_direct_ = false;
-          StepBlock(step, b);
+          StepBlock<true>(step, b);
           return 0;
         }
       }
@@ -300,7 +301,27 @@ class FlowDecoder {
       link_block_ = 0;
     }
   }
-  // Makes `step` the whole cache block `b`, at time_.
+  // The conditional branch that ends `b` takes the next TNT bit: ip_ goes
+  // to its target (taken) or to the fall-through. Returns the bit, the
+  // index of the successor link to follow.
+  uint32_t TakeCondJump(const Block& b) {
+    const uint32_t k = static_cast<uint32_t>((tnt_bits_ >> --tnt_count_) & 1);
+    const uint64_t end = b.end();
+    // (A select, not a branch: TNT bits are hard to predict.)
+    ip_ = end ^ ((b.target() ^ end) & (uint64_t{0} - k));
+    return k;
+  }
+  // The block at (ip_, mode_) from the cache (decoding it on a miss), made
+  // the hint; it fills in the link that is waiting for it (link_block_).
+  // internal/flow_decoder_inline.h.
+  uint32_t FindAndLink();
+  // A compressed return from `b` (block index bi), its TNT bit taken: pops
+  // the return address into ip_ and follows the calling block's
+  // fall-through link — or, if that block is gone, guesses b's last target
+  // (next[1]), to be corrected if wrong. internal/flow_decoder_inline.h.
+  void PopReturn(const Block& b, uint32_t bi);
+  // Makes `step` the whole cache block `b`, at time_ (kCondJump: as StoreLast()).
+  template <bool kCondJump = false>
   void StepBlock(FlowStep* step, const Block& b) const {
     FlowBlock& out = step->block;
     step->kind = FlowStep::kBlock;
@@ -310,12 +331,15 @@ class FlowDecoder {
     out.mode = b.mode();
     out.truncated = false;
     out.lengths = cache_->lengths(b);
-    internal::StoreLast(out.last, b);
+    internal::StoreLast<kCondJump>(out.last, b);
     out.time = time_;
   }
   int ReadPacket(Packet* p);
   void Unread(const Packet& p);
   int FetchControl();
+  int FetchControlRest();
+  int TakeTnt(const Packet& p);
+  int TakeIpControl(const Packet& p);
   bool NoEventFor(const Packet& q) const;
   static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt(uint64_t from);
@@ -355,7 +379,7 @@ class FlowDecoder {
   int DisabledControl();
   int Fail(int err, std::string message);
   int FailPacket(int err);
-  void Queue(FlowEvent e);
+  void Queue(const FlowEvent& e);  // at time_
   void ApplyPendingMode();
   void Timing(const Packet& p);
   void TimingCyc(const Packet& p);
@@ -380,8 +404,9 @@ class FlowDecoder {
   bool enabled_ = false;
   uint64_t ip_ = 0;
   ExecMode mode_ = ExecMode::k64Bit;
-  std::vector<uint64_t> retstack_;  // ring of 64
-  std::vector<uint32_t> ret_block_;  // the block of each call on retstack_ (a cache index)
+  // (Arrays in the decoder: a push or pop loads no vector's data pointer.)
+  std::array<uint64_t, internal::kRetStackSize> retstack_{};  // a ring
+  std::array<uint32_t, internal::kRetStackSize> ret_block_{};  // the block of each call on retstack_ (a cache index)
   uint32_t ret_top_ = 0, ret_count_ = 0;
   // A call pushes its return address `ret` (the IP after the call) and the
   // calling block (a cache index) onto the return-compression ring; a full

@@ -173,18 +173,7 @@ bool FlowDecoder::QuietAfterTnt() const {
   return false;
 }
 
-// After an IP packet has been used, read on to the next TNT or control
-// packet at once, as libipt's query decoder does: a bad packet right after
-// a TIP fails the branch that took the TIP. The end of the trace does not.
-int FlowDecoder::PeekAfterIp() {
-  if (tnt_count_ != 0 || ctl_ != Ctl::kNone || sticky_error_ != 0) return 0;
-  const uint64_t start = have_unread_ ? unread_.offset : packets_.offset();
-  const int err = FetchControl();
-  // A packet cut off by the end of the trace is the end of the trace here
-  // (libipt: -pte_eos).
-  if (err == 0 || err == ENODATA || err == EMSGSIZE) [[likely]] return 0;
-  return ReadAheadError(start, err);
-}
+// PeekAfterIp(): internal/flow_decoder_inline.h.
 
 
 // FetchControl() after an IP packet failed with `err` at error_offset_:

@@ -2,6 +2,7 @@
 // layout). FetchControl() reads up to the next TNT or control packet,
 // queueing the events and timing met on the way.
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 
@@ -39,14 +40,16 @@ FlowEvent internal::StatusEvent(const Packet& p) {
   }
 }
 
-void FlowDecoder::Queue(FlowEvent e) {
-  e.time = time_;
+void FlowDecoder::Queue(const FlowEvent& e) {
   events_.push_back(e);
+  events_.back().time = time_;
 }
 
 // CYC (Timing() for the most frequent timing packet, inline).
 inline void FlowDecoder::TimingCyc(const Packet& p) {
-  const uint64_t cycles = p.cyc();
+  // (The common CYC of one or two bytes: opcode[7:3], then bits 7:1 of the
+  // one extension byte — Packet::cyc() without its general unpacking.)
+  const uint64_t cycles = p.payload < 0x100 ? (uint64_t{p.opcode} >> 3) | ((p.payload >> 1) << 5) : p.cyc();
   time_.cyc += cycles;
   cyc_since_ += cycles;
   if (options_.max_nonturbo_ratio != 0 && time_.cbr != 0 && tsc_base_ != 0) {
@@ -89,57 +92,99 @@ void FlowDecoder::Timing(const Packet& p) {
   }
 }
 
+// A TNT packet read by FetchControl(): its bits are at hand.
+inline int FlowDecoder::TakeTnt(const Packet& p) {
+  // (Packet::tnt_bits() and tnt_size() with the field read and its stop bit
+  // found once; the decoder returns no TNT without one.)
+  const uint64_t field = p.type == PacketType::kTnt8 ? uint64_t{p.opcode} >> 1 : p.payload;
+  const unsigned n = static_cast<unsigned>(std::bit_width(field)) - 1;
+  // As libipt's query decoder, look past the TNT at once: a bad packet
+  // there fails the branch that fetched the TNT.
+  // (Not while tracing is disabled: libipt then queries nothing and reports
+  // the TNT itself, -pte_no_enable. Nor for an indirect branch with TNT bits
+  // held: its query fails at the TNT, tnt_held_.)
+  // (QuietAfterTnt(): the common case where both checks pass, at a glance.)
+  const bool query = enabled_ && !tnt_held_ && !QuietAfterTnt();
+  uint64_t after_timing = 0;  // where CheckAhead()'s scan stopped: EventQueryAfterTnt() goes on there
+  if (query) {
+    if (const int err = CheckAhead(&after_timing)) return err;
+  }
+  tnt_bits_ = field & ~(uint64_t{1} << n);
+  tnt_count_ = n;
+  steps_without_packet_ = 0;
+  if (query) {
+    if (const int err = EventQueryAfterTnt(after_timing)) [[unlikely]] {
+      // It fails the branch that takes the TNT's last bit: that branch
+      // finds no bit, and the error.
+      // (The bits go oldest first, from bit tnt_count_ - 1 down.)
+      tnt_bits_ >>= 1;
+      if (--tnt_count_ == 0) return err;
+      sticky_error_ = err;
+    }
+  }
+  return 0;
+}
+
+// A TIP, TIP.PGE or TIP.PGD read by FetchControl(): the control packet held.
+inline __attribute__((always_inline)) int FlowDecoder::TakeIpControl(const Packet& p) {
+  if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad IP packet");
+  ctl_ = p.type == PacketType::kTip ? Ctl::kTip : p.type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
+  if (fup_pending_ && p.type != PacketType::kTipPge) [[unlikely]] {  // the TIP of an earlier FUP
+    fup_pending_ = false;
+    ctl_ = ctl_ == Ctl::kTip ? Ctl::kAsync : Ctl::kAsyncDisable;
+  }
+  ctl_suppressed_ = p.ipbytes() == 0;
+  ctl_ip_ = last_ip_.raw();
+  ctl_offset_ = p.offset;
+  steps_without_packet_ = 0;
+  if (ctl_ != Ctl::kTip) NoteEvent(false, 0);  // (libipt: a TIP alone is no event)
+  return 0;
+}
+
 // Reads packets up to the next TNT or control packet (TIP, TIP.PGE,
 // TIP.PGD, asynchronous FUP with its TIP/TIP.PGD, OVF), queueing events and
 // timing on the way. Precondition: no TNT bits and no control packet held.
+// The packets of the fast path (CYC, MTC, TSC, TNT, TIP, TIP.PGE, TIP.PGD)
+// are taken here; any other goes back (Unread()) to FetchControlRest(), which takes
+// every packet — two functions, so that this one keeps few registers.
 int FlowDecoder::FetchControl() {
+  Packet p;  // (out of the loop: ReadPacket() writes all of it; no zeroing per packet)
   for (;;) {
-    Packet p;
     if (const int err = ReadPacket(&p)) return err;
     switch (p.type) {
+      case PacketType::kCyc:
+        TimingCyc(p);
+        continue;
+      case PacketType::kMtc:
+      case PacketType::kTsc:
+        Timing(p);
+        continue;
       case PacketType::kTnt8:
-      case PacketType::kTnt64: {
-        // As libipt's query decoder, look past the TNT at once: a bad
-        // packet there fails the branch that fetched the TNT.
-        // (Not while tracing is disabled: libipt then queries nothing and
-        // reports the TNT itself, -pte_no_enable. Nor for an indirect branch
-        // with TNT bits held: its query fails at the TNT, tnt_held_.)
-        // (QuietAfterTnt(): the common case where both checks pass, at a glance.)
-        const bool query = enabled_ && !tnt_held_ && !QuietAfterTnt();
-        uint64_t after_timing = 0;  // where CheckAhead()'s scan stopped: EventQueryAfterTnt() goes on there
-        if (query) {
-          if (const int err = CheckAhead(&after_timing)) return err;
-        }
-        tnt_bits_ = p.tnt_bits();
-        tnt_count_ = p.tnt_size();
-        steps_without_packet_ = 0;
-        if (query) {
-          if (const int err = EventQueryAfterTnt(after_timing)) [[unlikely]] {
-            // It fails the branch that takes the TNT's last bit: that
-            // branch finds no bit, and the error.
-            // (The bits go oldest first, from bit tnt_count_ - 1 down.)
-            tnt_bits_ >>= 1;
-            if (--tnt_count_ == 0) return err;
-            sticky_error_ = err;
-          }
-        }
-        return 0;
-      }
+      case PacketType::kTnt64:
+        return TakeTnt(p);
       case PacketType::kTip:
       case PacketType::kTipPge:
       case PacketType::kTipPgd:
-        if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad IP packet");
-        ctl_ = p.type == PacketType::kTip ? Ctl::kTip : p.type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
-        if (fup_pending_ && p.type != PacketType::kTipPge) [[unlikely]] {  // the TIP of an earlier FUP
-          fup_pending_ = false;
-          ctl_ = ctl_ == Ctl::kTip ? Ctl::kAsync : Ctl::kAsyncDisable;
-        }
-        ctl_suppressed_ = p.ipbytes() == 0;
-        ctl_ip_ = last_ip_.raw();
-        ctl_offset_ = p.offset;
-        steps_without_packet_ = 0;
-        if (ctl_ != Ctl::kTip) NoteEvent(false, 0);  // (libipt: a TIP alone is no event)
-        return 0;
+        return TakeIpControl(p);
+      default:
+        Unread(p);
+        return FetchControlRest();
+    }
+  }
+}
+
+int FlowDecoder::FetchControlRest() {
+  Packet p;
+  for (;;) {
+    if (const int err = ReadPacket(&p)) return err;
+    switch (p.type) {
+      case PacketType::kTnt8:
+      case PacketType::kTnt64:
+        return TakeTnt(p);
+      case PacketType::kTip:
+      case PacketType::kTipPge:
+      case PacketType::kTipPgd:
+        return TakeIpControl(p);
       case PacketType::kFup: {
         if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad FUP");
         if (mwait_held_) [[unlikely]] {

@@ -134,10 +134,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     if (hint_ != 0 && cache_->block(hint_ - 1).ip == ip_ && cache_->block(hint_ - 1).mode() == mode_) [[likely]] {
       bi = hint_ - 1;
     } else {
-      // A link to fill in (or a wrong guess to correct): the block found here.
-      bi = cache_->Find(ip_, mode_);
-      if (link_block_ != 0 && link_ip_ == ip_ && cache_->block(link_block_ - 1).mode() == mode_)
-        cache_->block(link_block_ - 1).next[link_k_] = bi + 1;
+      bi = FindAndLink();  // (a link to fill in, or a wrong guess to correct)
     }
     hint_ = link_block_ = 0;
     // A copy: the stores to `step` below could alias the cache, and would
@@ -197,9 +194,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     }
     // The common case inline: a conditional branch with a TNT bit at hand.
     if (last_branch == BranchClass::kCondJump && tnt_count_ != 0 && !bound_wall_) [[likely]] {
-      --tnt_count_;
-      const int taken = static_cast<int>((tnt_bits_ >> tnt_count_) & 1);
-      ip_ = taken ? b->target() : b->end();
+      const uint32_t taken = TakeCondJump(*b);
       if (b->next[taken] != 0) {
         hint_ = b->next[taken];
       } else {
@@ -262,10 +257,7 @@ int FlowDecoder::Resolve(uint32_t block) {
         if (const int err = CheckBound(b)) return err;
       }
       if (tnt_count_ != 0) [[likely]] {
-        --tnt_count_;
-        const int taken = static_cast<int>((tnt_bits_ >> tnt_count_) & 1);
-        ip_ = taken ? x.target : x.next_ip();
-        link(taken);
+        link(static_cast<int>(TakeCondJump(b)));
         return 0;
       }
       if (IsAsync(ctl_)) {
@@ -285,23 +277,7 @@ int FlowDecoder::Resolve(uint32_t block) {
           return Fail(EBADMSG, fmt::format("return at {:#x}: not-taken TNT bit", x.ip));
         if (ret_count_ == 0)
           return Fail(EBADMSG, fmt::format("compressed return at {:#x} with an empty return stack", x.ip));
-        ip_ = retstack_[ret_top_];
-        // The return goes to the call's fall-through block: follow (or
-        // fill in) that block's link.
-        const uint32_t call = ret_block_[ret_top_];
-        ret_top_ = (ret_top_ + kRetStackSize - 1) % kRetStackSize;
-        --ret_count_;
-        if (call < cache_->size() && cache_->block(call).end() == ip_) {
-          if (cache_->block(call).next[0] != 0) {
-            hint_ = cache_->block(call).next[0];
-          } else {
-            link_block_ = call + 1;
-            link_k_ = 0;
-            link_ip_ = ip_;
-          }
-        } else {
-          predict();
-        }
+        PopReturn(b, block);
         return 0;
       }
       if (IsAsync(ctl_)) {

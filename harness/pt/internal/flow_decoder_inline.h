@@ -3,6 +3,7 @@
 // slow and packet paths, which live in separate files.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 
 #include "harness/pt/flow_decoder.h"
@@ -10,13 +11,12 @@
 namespace perftest::pt {
 namespace internal {
 
-inline constexpr uint32_t kRetStackSize = 64;  // the hardware's return-compression depth
-
 // The event a PIP, VMCS or CBR packet reports, bound to no IP: the same
 // inside a PSB+ and in the stream (flow_decoder_packets.cc).
 FlowEvent StatusEvent(const Packet& p);
 
-// StoreLast(): flow_decoder.h (Next() inlines it).
+// StoreLast() and kRetStackSize: flow_decoder.h (Next() inlines the one, the
+// return stack's arrays are sized by the other).
 
 }  // namespace internal
 
@@ -37,6 +37,44 @@ inline void FlowDecoder::PushReturn(uint64_t ret, uint32_t block) {
   retstack_[ret_top_] = ret;
   ret_block_[ret_top_] = block;
   ret_count_ += ret_count_ < internal::kRetStackSize ? 1 : 0;  // (an add, not a branch: calls nest unpredictably)
+}
+
+// After an IP packet has been used, read on to the next TNT or control
+// packet at once, as libipt's query decoder does: a bad packet right after
+// a TIP fails the branch that took the TIP. The end of the trace does not.
+// (Inline: the fast path reads on after every TIP, TIP.PGD and TIP.PGE.)
+inline int FlowDecoder::PeekAfterIp() {
+  if (tnt_count_ != 0 || ctl_ != Ctl::kNone || sticky_error_ != 0) return 0;
+  const uint64_t start = have_unread_ ? unread_.offset : packets_.offset();
+  const int err = FetchControl();
+  // A packet cut off by the end of the trace is the end of the trace here
+  // (libipt: -pte_eos).
+  if (err == 0 || err == ENODATA || err == EMSGSIZE) [[likely]] return 0;
+  return ReadAheadError(start, err);
+}
+
+inline uint32_t FlowDecoder::FindAndLink() {
+  const uint32_t bi = cache_->Find(ip_, mode_);
+  if (link_block_ != 0 && link_ip_ == ip_ && cache_->block(link_block_ - 1).mode() == mode_)
+    cache_->block(link_block_ - 1).next[link_k_] = bi + 1;
+  link_block_ = 0;
+  hint_ = bi + 1;
+  return bi;
+}
+
+inline void FlowDecoder::PopReturn(const Block& b, uint32_t bi) {
+  ip_ = retstack_[ret_top_];
+  const uint32_t call = ret_block_[ret_top_];
+  ret_top_ = (ret_top_ + internal::kRetStackSize - 1) % internal::kRetStackSize;
+  --ret_count_;
+  if (call < cache_->count() && cache_->block(call).end() == ip_) {
+    Follow(cache_->block(call).next[0], call + 1, 0);
+  } else {
+    hint_ = b.next[1];
+    link_block_ = bi + 1;
+    link_k_ = 1;
+    link_ip_ = ip_;
+  }
 }
 
 }  // namespace perftest::pt
