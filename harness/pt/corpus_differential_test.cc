@@ -59,7 +59,10 @@
 // compiled programs' code (compiled_everything seed 2, at every base): that
 // an OVF drops the events waiting for their packet (pt_qry_decode_ovf resets
 // libipt's event queue: an MWAIT waiting for a FUP, a MODE.Exec or an
-// asynchronous FUP waiting for a TIP).
+// asynchronous FUP waiting for a TIP). At an ASLR base of another build
+// (compiled_o0_everything_noretcomp_tnt64 seed 1 at 0x560c3f02e0f3): that
+// an MWAIT right after a TIP, then a TNT or TIP, fails the branch that
+// took the TIP (pt_qry_event asks for the MWAIT's event at once).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -391,6 +391,30 @@ TEST(FlowDecoder, MwaitWithoutItsFupFailsTheBranchBeforeIt) {
   ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
 }
 
+// The same after a TIP: the indirect branch that took it is followed by an
+// MWAIT (and timing) and then a TNT; libipt's event query for the MWAIT
+// meets the TNT (pt_qry_event: a TNT or TIP with no event bound to it,
+// -pte_bad_query) and fails that branch. A corpus divergence (a corrupted
+// MWAIT after a TIP), issue 7.
+TEST(FlowDecoder, MwaitWithoutItsFupFailsTheIndirectBranchBeforeIt) {
+  const Image image = NopJmpRax();
+  for (bool tip : {false, true}) {
+    SCOPED_TRACE(tip ? "a TIP after the MWAIT" : "a TNT after the MWAIT");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kTip, kBase);
+    (void)enc.Next(make::Cyc(3));
+    (void)enc.Next(make::Mwait(0x20, 1));
+    (void)enc.Next(make::Mtc(1));
+    if (tip) {
+      (void)enc.NextIp(PacketType::kTip, kBase);
+    } else {
+      (void)enc.Next(make::Tnt8(1, 1));
+    }
+    ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
+  }
+}
+
 // A trace that starts at kBase, then a PSB+ in the middle of the flow (a CBR
 // if `cbr`, a PIP if `pip`, MODE.Exec `mode`, a FUP at `fup`), then a TNT-8
 // with one taken bit.

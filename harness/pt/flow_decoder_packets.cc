@@ -368,6 +368,24 @@ int FlowDecoder::FetchControl() {
         Queue(FlowEvent{.type = FlowEvent::Type::kStop, .ip_suppressed = true, .offset = p.offset});
         break;
       case PacketType::kMwait:
+        if (enabled_ && !have_unread_) {
+          // libipt asks for the event as soon as its read-ahead stops at
+          // the MWAIT; it waits for a FUP, so pt_qry_event reads on (through
+          // PAD and timing), and a TNT or a TIP that no event binds to is
+          // -pte_bad_query, failing the branch before.
+          PacketDecoder ahead = packets_;
+          Packet q;
+          int err;
+          while ((err = ahead.Next(q)) == 0 && IsStatus(q.type)) {
+          }
+          if (err == 0 && NoEventFor(q)) {
+            const int e = Fail(EBADMSG, fmt::format("MWAIT at {:#x} followed by {} at {:#x}, not its FUP", p.offset,
+                                                    PacketName(q.type), q.offset));
+            error_offset_ = q.offset;
+            event_query_failed_ = true;
+            return e;
+          }
+        }
         mwait_held_ = true;  // bound to the next FUP (above)
         Queue(FlowEvent{.type = FlowEvent::Type::kMwait, .ip_suppressed = true, .payload = p.payload,
                         .offset = p.offset});
