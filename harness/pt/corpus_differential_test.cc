@@ -62,7 +62,11 @@
 // asynchronous FUP waiting for a TIP). At an ASLR base of another build
 // (compiled_o0_everything_noretcomp_tnt64 seed 1 at 0x560c3f02e0f3): that
 // an MWAIT right after a TIP, then a TNT or TIP, fails the branch that
-// took the TIP (pt_qry_event asks for the MWAIT's event at once).
+// took the TIP (pt_qry_event asks for the MWAIT's event at once). At
+// further ASLR bases (3 divergences in 9 runs): that an asynchronous FUP
+// waits for its TIP past a TNT (libipt's read-ahead decodes it), a second
+// one behind it keeping the TIP for itself, and that the event query after
+// a mid-flow TIP.PGE reads past it (a bad packet there fails the branch).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -426,6 +426,7 @@ class FlowDecoder {
   bool mwait_held_ = false;
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
+  bool fup_behind_ = false;   // another one read while fup_pending_: libipt keeps the TIP for it (BeyondControl)
   bool have_unread_ = false;
   uint32_t psb_events_ = 0;  // events of the last PSB+ at its PSBEND (ReadPsbPlus)
   Packet unread_;

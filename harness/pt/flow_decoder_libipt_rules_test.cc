@@ -20,67 +20,15 @@ namespace perftest::pt {
 namespace {
 
 using flow_test::Decode;
+using flow_test::ExpectFailsAsLibipt;
+using flow_test::ExpectHeldEventFlow;
+using flow_test::ExpectSameFlowAsLibipt;
 using flow_test::kBase;
 using flow_test::kCondRet;
+using flow_test::NopJmpRax;
 using flow_test::PsbPlus;
 using flow_test::Walk;
-
-// Minimal traces for libipt's event binding (issue 7, corpus divergences):
-// our flow and pt_insn_next's are identical, errors included (the first
-// error the same by SameFlowError), and libipt does report an error there.
-void ExpectSameFlowAsLibipt(const std::vector<uint8_t>& trace, const Image& image, int want_libipt_error) {
-  testing::FlowLog ours = testing::OurInsnFlow(trace, image);
-  testing::FlowLog ref = testing::LibiptInsnFlow(trace, image);
-  EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
-  EXPECT_EQ(testing::DiffFlow(ours, ref), "");
-  bool found = false;
-  for (const testing::FlowEntry& e : ref.entries) {
-    if (e.kind == testing::FlowEntry::kError) {
-      EXPECT_EQ(e.code, want_libipt_error) << testing::ToString(e);
-      found = true;
-      break;
-    }
-  }
-  EXPECT_TRUE(found) << "libipt reported no error";
-}
-
-// ExpectSameFlowAsLibipt(), and our decoder fails with `err` after the
-// instructions at `ips`; returns our walk, for its events.
-Walk ExpectFailsAsLibipt(const std::vector<uint8_t>& trace, const Image& image, int want_libipt_error, int err,
-                         const std::vector<uint64_t>& ips) {
-  ExpectSameFlowAsLibipt(trace, image, want_libipt_error);
-  const Walk w = Decode(trace, image);
-  EXPECT_EQ(w.err, err);
-  EXPECT_EQ(w.ips, ips);
-  return w;
-}
-
-// kBase: nop; jmp *%rax — an indirect branch after one instruction.
-Image NopJmpRax() {
-  Image image;
-  EXPECT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());
-  return image;
-}
-
-// The encoder's bytes, then 0xe9: no packet starts with it (EILSEQ, -pte_bad_opc).
-std::vector<uint8_t> WithBadOpcode(const PacketEncoder& enc) {
-  std::vector<uint8_t> trace = enc.bytes();
-  trace.push_back(0xe9);
-  return trace;
-}
-
-// kCondRet with a jz whose TNT bit comes after an event bound to an IP: if
-// the flow reaches that IP (`reached`), the jz takes its bit (taken: to the
-// ret, which has no packet and ends the flow, -pte_eos); if not, libipt
-// holds the event and the jz's query meets the one behind it
-// (-pte_bad_query), and the jz is not reported.
-void ExpectHeldEventFlow(const std::vector<uint8_t>& trace, const Image& image, bool reached) {
-  ExpectSameFlowAsLibipt(trace, image, reached ? -pte_eos : -pte_bad_query);
-  Walk w = Decode(trace, image);
-  EXPECT_EQ(w.err, reached ? ENODATA : EBADMSG);
-  const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase + 1} : std::vector<uint64_t>{kBase};
-  EXPECT_EQ(w.ips, want);
-}
+using flow_test::WithBadOpcode;
 
 // A TIP.PGD without an IP binds to far transfers only (libipt
 // pt_insn_at_disabled_event, no address filter): the conditional branch
@@ -389,30 +337,6 @@ TEST(FlowDecoder, MwaitWithoutItsFupFailsTheBranchBeforeIt) {
   (void)enc.Next(make::Pad());
   (void)enc.Next(make::Tnt8(1, 1));
   ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
-}
-
-// The same after a TIP: the indirect branch that took it is followed by an
-// MWAIT (and timing) and then a TNT; libipt's event query for the MWAIT
-// meets the TNT (pt_qry_event: a TNT or TIP with no event bound to it,
-// -pte_bad_query) and fails that branch. A corpus divergence (a corrupted
-// MWAIT after a TIP), issue 7.
-TEST(FlowDecoder, MwaitWithoutItsFupFailsTheIndirectBranchBeforeIt) {
-  const Image image = NopJmpRax();
-  for (bool tip : {false, true}) {
-    SCOPED_TRACE(tip ? "a TIP after the MWAIT" : "a TNT after the MWAIT");
-    PacketEncoder enc;
-    PsbPlus(enc, kBase);
-    (void)enc.NextIp(PacketType::kTip, kBase);
-    (void)enc.Next(make::Cyc(3));
-    (void)enc.Next(make::Mwait(0x20, 1));
-    (void)enc.Next(make::Mtc(1));
-    if (tip) {
-      (void)enc.NextIp(PacketType::kTip, kBase);
-    } else {
-      (void)enc.Next(make::Tnt8(1, 1));
-    }
-    ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
-  }
 }
 
 // A trace that starts at kBase, then a PSB+ in the middle of the flow (a CBR

@@ -19,6 +19,15 @@ int FlowDecoder::NeedControl() {
 }
 
 namespace {
+// Whether the bytes at `at` open a packet libipt's read-ahead decodes
+// (internal::IsReadAheadStatus), by its opcode alone.
+bool OpensReadAheadStatus(std::span<const uint8_t> trace, uint64_t at) {
+  if (at >= trace.size()) return false;
+  const uint8_t b0 = trace[at];
+  if (b0 == 0x00 || b0 == 0x19 || b0 == 0x59 || (b0 & 3) == 3) return true;  // PAD, TSC, MTC, CYC
+  return b0 == 0x02 && at + 1 < trace.size() && trace[at + 1] == 0x73;       // TMA
+}
+
 // Whether libipt decodes the packet whose first bytes are at `at` only when
 // a later query needs it: its query decoder (pt_qry_read_ahead) stops
 // without decoding at the next TNT, TIP or event packet; TNT and TIP wait
@@ -173,13 +182,48 @@ bool FlowDecoder::QuietAfterTnt() const {
   return false;
 }
 
+namespace {
+// libipt's read-ahead after an event packet its event query decoded
+// (pt_qry_event -> pt_qry_read_ahead): it decodes status packets (PAD,
+// timing) and stops at the opcode of any other packet without decoding it.
+// Returns the error it meets there — an unknown opcode, a bad status
+// packet — with its offset in *at, or 0 (the end of the trace, or a packet
+// cut off by it, is -pte_eos: no error of the query).
+int ReadAheadPastEvent(PacketDecoder ahead, uint64_t* at) {
+  for (;;) {
+    Packet r;
+    const int err = ahead.Next(r);
+    if (err == ENODATA || err == EMSGSIZE) return 0;
+    if (err != 0) {
+      *at = ahead.offset();
+      return err == EILSEQ || OpensReadAheadStatus(ahead.trace(), *at) ? err : 0;
+    }
+    if (!internal::IsReadAheadStatus(r.type)) return 0;
+  }
+}
+}  // namespace
+
 // After an IP packet has been used, read on to the next TNT or control
 // packet at once, as libipt's query decoder does: a bad packet right after
 // a TIP fails the branch that took the TIP. The end of the trace does not.
+// A TIP.PGE there (tracing enabled again without a TIP.PGD: a corrupted
+// trace) is an event packet: libipt's instruction decoder asks for it at
+// once, and the event query reads ahead past it (pt_qry_event), so a bad
+// packet after it fails that branch too.
 int FlowDecoder::PeekAfterIp() {
   if (tnt_count_ != 0 || ctl_ != Ctl::kNone || sticky_error_ != 0) return 0;
   const uint64_t start = have_unread_ ? unread_.offset : packets_.offset();
   const int err = FetchControl();
+  if (err == 0 && ctl_ == Ctl::kTipPge && !ctl_suppressed_ && enabled_ && !have_unread_) [[unlikely]] {
+    uint64_t at = 0;
+    if (const int e = ReadAheadPastEvent(packets_, &at)) {
+      error_offset_ = at;
+      error_ip_ = ip_;
+      error_message_ = fmt::format("{} at offset {:#x} (read ahead after the TIP.PGE at {:#x})",
+                                   PacketDecoder::ErrorDescription(e), at, ctl_offset_);
+      return e;
+    }
+  }
   // A packet cut off by the end of the trace is the end of the trace here
   // (libipt: -pte_eos).
   if (err == 0 || err == ENODATA || err == EMSGSIZE) [[likely]] return 0;
@@ -266,22 +310,6 @@ bool FlowDecoder::UnboundControl() const {
   return IsAsync(ctl_) || (ctl_ == Ctl::kTipPgd && ctl_suppressed_);
 }
 
-namespace {
-// The packets libipt's query decoder decodes as status updates while it
-// reads ahead (pt_qry_read_ahead): PAD and timing. It stops, without
-// decoding, at any other packet.
-bool IsReadAheadStatus(PacketType t) {
-  return t == PacketType::kPad || t == PacketType::kCyc || t == PacketType::kMtc || t == PacketType::kTsc ||
-         t == PacketType::kTma;
-}
-// Whether the bytes at `at` open such a packet (by its opcode alone).
-bool OpensReadAheadStatus(std::span<const uint8_t> trace, uint64_t at) {
-  if (at >= trace.size()) return false;
-  const uint8_t b0 = trace[at];
-  if (b0 == 0x00 || b0 == 0x19 || b0 == 0x59 || (b0 & 3) == 3) return true;  // PAD, TSC, MTC, CYC
-  return b0 == 0x02 && at + 1 < trace.size() && trace[at + 1] == 0x73;       // TMA
-}
-}  // namespace
 
 // Where libipt's read-ahead from the decoder's position ends: 0 at a packet
 // it stops at (TNT, TIP, an event packet, ...), ENODATA at the end of the
@@ -290,7 +318,7 @@ bool OpensReadAheadStatus(std::span<const uint8_t> trace, uint64_t at) {
 // else the error of an unknown opcode or a bad status packet on the way
 // (*at), which libipt's read-ahead returns.
 int FlowDecoder::ReadAheadEnd(uint64_t* at) const {
-  if (have_unread_ && !IsReadAheadStatus(unread_.type)) return 0;
+  if (have_unread_ && !internal::IsReadAheadStatus(unread_.type)) return 0;
   PacketDecoder ahead = packets_;
   for (;;) {
     Packet q;
@@ -300,7 +328,7 @@ int FlowDecoder::ReadAheadEnd(uint64_t* at) const {
       *at = ahead.offset();
       return err == EMSGSIZE || err == EILSEQ || OpensReadAheadStatus(packets_.trace(), *at) ? err : 0;
     }
-    if (!IsReadAheadStatus(q.type)) return 0;
+    if (!internal::IsReadAheadStatus(q.type)) return 0;
   }
 }
 
@@ -318,7 +346,9 @@ int FlowDecoder::ReadAheadEos(uint64_t* at) const {
 // -pte_eos), else the trace does not fit (-pte_bad_query).
 __attribute__((noinline, cold)) int FlowDecoder::BeyondControl(const Insn& x) {
   uint64_t at = 0;
-  const int end = have_unread_ ? 0 : ReadAheadEnd(&at);
+  // (A second asynchronous FUP waits for the same TIP: libipt's TIP stays,
+  // and the branch's query meets it.)
+  const int end = have_unread_ || (IsAsync(ctl_) && fup_behind_) ? 0 : ReadAheadEnd(&at);
   if (end == ENODATA || end == EMSGSIZE)
     return Fail(ENODATA, fmt::format("{} at {:#x}: the trace ends after the {} at {:#x}", BranchClassName(x.branch),
                                      x.ip, IsAsync(ctl_) ? "FUP" : "TIP.PGD", ctl_offset_));

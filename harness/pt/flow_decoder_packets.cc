@@ -11,18 +11,7 @@
 #include "harness/pt/internal/flow_decoder_inline.h"
 
 namespace perftest::pt {
-namespace {
-
-// The packets libipt's query decoder reads ahead through, decoding them, on
-// its way to the next packet it queries (pt_qry_read_ahead): PAD and the
-// timing packets.
-bool IsStatus(PacketType t) {
-  return t == PacketType::kPad || t == PacketType::kCyc || t == PacketType::kMtc || t == PacketType::kTsc ||
-         t == PacketType::kTma;
-}
-
-}  // namespace
-
+using internal::IsReadAheadStatus;
 using internal::StatusEvent;
 
 // The event a PIP, VMCS or CBR packet reports, bound to no IP: the same
@@ -158,8 +147,13 @@ int FlowDecoder::FetchControl() {
           error_offset_ = p.offset;
           return err;
         }
-        ctl_from_ = last_ip_.raw();
-        ctl_offset_ = p.offset;
+        // (While an earlier one waits, the TIP binds to that first: libipt
+        // queues both on evb_tip, and keeps the TIP for this one.)
+        fup_behind_ = fup_pending_;
+        if (!fup_pending_) {
+          ctl_from_ = last_ip_.raw();
+          ctl_offset_ = p.offset;
+        }
         // The packet that says what happened there: TIP (interrupt,
         // exception) or TIP.PGD (tracing stopped).
         for (;;) {
@@ -168,6 +162,7 @@ int FlowDecoder::FetchControl() {
           if (q.type == PacketType::kTip || q.type == PacketType::kTipPgd) {
             if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad IP packet");
             ctl_ = q.type == PacketType::kTip ? Ctl::kAsync : Ctl::kAsyncDisable;
+            fup_pending_ = false;
             ctl_suppressed_ = q.ipbytes() == 0;
             ctl_ip_ = last_ip_.raw();
             steps_without_packet_ = 0;
@@ -185,14 +180,16 @@ int FlowDecoder::FetchControl() {
             Timing(q);
             continue;
           }
-          if (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64 || q.type == PacketType::kTipPge ||
-              q.type == PacketType::kFup || q.type == PacketType::kOvf)
+          if (q.type == PacketType::kTipPge || q.type == PacketType::kFup || q.type == PacketType::kOvf)
             return Fail(EBADMSG, fmt::format("FUP at {:#x} followed by {} at {:#x}, not TIP or TIP.PGD", p.offset,
                                              PacketName(q.type), q.offset));
           // An event packet, or a PSB+ (libipt's read-ahead decodes the PSB
           // and its header without touching the queued asynchronous branch:
-          // pt_qry_decode_psb): as libipt (the FUP's event waits, bound to
-          // the next TIP/TIP.PGD), handle it and keep waiting.
+          // pt_qry_decode_psb), or a TNT (libipt's read-ahead decoded the
+          // FUP, nothing waiting for one: the branches take the TNT's bits,
+          // and the event shows once they are used): as libipt (the FUP's
+          // event waits, bound to the next TIP/TIP.PGD), handle it and keep
+          // waiting.
           Unread(q);
           fup_pending_ = true;
           break;
@@ -211,7 +208,7 @@ int FlowDecoder::FetchControl() {
           PacketDecoder ahead = packets_;
           Packet q;
           int err;
-          while ((err = ahead.Next(q)) == 0 && IsStatus(q.type)) {
+          while ((err = ahead.Next(q)) == 0 && IsReadAheadStatus(q.type)) {
           }
           if (err == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64)) {
             const int e = Fail(EBADMSG, fmt::format("MODE.Exec at {:#x} followed by a TNT at {:#x}, not its TIP",
@@ -328,7 +325,7 @@ int FlowDecoder::FetchControl() {
         // waiting for its TIP or TIP.PGD.
         mwait_held_ = false;
         mode_pending_ = false;
-        fup_pending_ = false;
+        fup_pending_ = fup_behind_ = false;
         Packet q;
         for (;;) {
           if (const int err = ReadPacket(&q)) {
@@ -376,7 +373,7 @@ int FlowDecoder::FetchControl() {
           PacketDecoder ahead = packets_;
           Packet q;
           int err;
-          while ((err = ahead.Next(q)) == 0 && IsStatus(q.type)) {
+          while ((err = ahead.Next(q)) == 0 && IsReadAheadStatus(q.type)) {
           }
           if (err == 0 && NoEventFor(q)) {
             const int e = Fail(EBADMSG, fmt::format("MWAIT at {:#x} followed by {} at {:#x}, not its FUP", p.offset,
@@ -455,7 +452,7 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
       unsigned size;
       if (!internal::FastDecode(trace.data(), off, q, size)) break;
       off += size;
-      if (IsStatus(q.type)) continue;
+      if (IsReadAheadStatus(q.type)) continue;
       if (after_event) return 0;
       if (!StartsEventQuery(q)) {
         if (q.type == PacketType::kCbr || q.type == PacketType::kMnt) break;  // (skipped below)
@@ -468,7 +465,7 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
   Packet q;
   do {
     if (ahead.Next(q) != 0) return 0;  // (CheckAhead's)
-  } while (IsStatus(q.type) || q.type == PacketType::kCbr || q.type == PacketType::kMnt);
+  } while (IsReadAheadStatus(q.type) || q.type == PacketType::kCbr || q.type == PacketType::kMnt);
   if (!StartsEventQuery(q)) return 0;
   for (;;) {
     Packet r;
@@ -488,7 +485,7 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
                                    PacketDecoder::ErrorDescription(err), error_offset_, PacketName(q.type), q.offset);
       return err;
     }
-    if (!IsStatus(r.type)) return 0;
+    if (!IsReadAheadStatus(r.type)) return 0;
   }
 }
 

@@ -373,8 +373,7 @@ int FlowDecoder::BranchPastAsync(const Insn& x) {
   Packet q;
   do {
     if (ahead.Next(q) != 0) return kNotPast;
-  } while (q.type == PacketType::kPad || q.type == PacketType::kCyc || q.type == PacketType::kMtc ||
-           q.type == PacketType::kTsc || q.type == PacketType::kTma);
+  } while (internal::IsReadAheadStatus(q.type));
   const bool tnt = q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64;
   if (tnt ? !(cond || ret) : (q.type != PacketType::kTip || cond)) return kNotPast;
   const Ctl held = ctl_;
@@ -414,10 +413,8 @@ int FlowDecoder::EventBeforeTip(const Insn& x) {
     } else if (ahead.Next(q) != 0) {
       return 0;
     }
+    if (internal::IsReadAheadStatus(q.type)) continue;
     switch (q.type) {
-      case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
-      case PacketType::kTma:
-        continue;
       case PacketType::kTipPge: case PacketType::kTipPgd: case PacketType::kPip: case PacketType::kOvf:
       case PacketType::kModeExec: case PacketType::kModeTsx: case PacketType::kCbr: case PacketType::kTraceStop:
       case PacketType::kVmcs: case PacketType::kMnt: case PacketType::kExStop: case PacketType::kMwait:

@@ -112,7 +112,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   ctl_ = Ctl::kNone;
   have_unread_ = false;
   mode_pending_ = false;
-  fup_pending_ = false;
+  fup_pending_ = fup_behind_ = false;
   bound_.clear();
   bound_pending_ = bound_wall_ = mwait_held_ = false;
   events_.clear();

@@ -1,10 +1,14 @@
 // The hand-built traces and code the FlowDecoder tests share
-// (flow_decoder_test.cc, flow_decoder_libipt_rules_test.cc): a tiny code
-// image at kBase, a PSB+ that starts the flow, and a walk of the decoder
-// collecting IPs, events and the error that ended it.
+// (flow_decoder_test.cc, flow_decoder_libipt_rules_test.cc,
+// flow_decoder_event_query_test.cc): a tiny code image at kBase, a PSB+ that
+// starts the flow, a walk of the decoder collecting IPs, events and the
+// error that ended it, and the comparisons with libipt's pt_insn_next.
 #ifndef PERFTEST_HARNESS_PT_FLOW_DECODER_TEST_SUPPORT_H_
 #define PERFTEST_HARNESS_PT_FLOW_DECODER_TEST_SUPPORT_H_
 
+#include <gtest/gtest.h>
+
+#include <cerrno>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -12,6 +16,7 @@
 #include "harness/pt/flow_decoder.h"
 #include "harness/pt/image.h"
 #include "harness/pt/packet_encoder.h"
+#include "harness/pt/testing/libipt_flow.h"
 
 namespace perftest::pt::flow_test {
 
@@ -55,6 +60,63 @@ inline void PsbPlus(PacketEncoder& enc, std::optional<uint64_t> fup) {
 //   0x401003 90          nop
 //   0x401004 c3          ret
 inline const std::vector<uint8_t> kCondRet = {0x90, 0x74, 0x01, 0x90, 0xc3};
+
+// Minimal traces for libipt's event binding (issue 7, corpus divergences):
+// our flow and pt_insn_next's are identical, errors included (the first
+// error the same by SameFlowError), and libipt does report an error there.
+inline void ExpectSameFlowAsLibipt(const std::vector<uint8_t>& trace, const Image& image, int want_libipt_error) {
+  testing::FlowLog ours = testing::OurInsnFlow(trace, image);
+  testing::FlowLog ref = testing::LibiptInsnFlow(trace, image);
+  EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
+  EXPECT_EQ(testing::DiffFlow(ours, ref), "");
+  bool found = false;
+  for (const testing::FlowEntry& e : ref.entries) {
+    if (e.kind == testing::FlowEntry::kError) {
+      EXPECT_EQ(e.code, want_libipt_error) << testing::ToString(e);
+      found = true;
+      break;
+    }
+  }
+  EXPECT_TRUE(found) << "libipt reported no error";
+}
+
+// ExpectSameFlowAsLibipt(), and our decoder fails with `err` after the
+// instructions at `ips`; returns our walk, for its events.
+inline Walk ExpectFailsAsLibipt(const std::vector<uint8_t>& trace, const Image& image, int want_libipt_error,
+                                int err, const std::vector<uint64_t>& ips) {
+  ExpectSameFlowAsLibipt(trace, image, want_libipt_error);
+  const Walk w = Decode(trace, image);
+  EXPECT_EQ(w.err, err);
+  EXPECT_EQ(w.ips, ips);
+  return w;
+}
+
+// kBase: nop; jmp *%rax — an indirect branch after one instruction.
+inline Image NopJmpRax() {
+  Image image;
+  EXPECT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());
+  return image;
+}
+
+// The encoder's bytes, then 0xe9: no packet starts with it (EILSEQ, -pte_bad_opc).
+inline std::vector<uint8_t> WithBadOpcode(const PacketEncoder& enc) {
+  std::vector<uint8_t> trace = enc.bytes();
+  trace.push_back(0xe9);
+  return trace;
+}
+
+// kCondRet with a jz whose TNT bit comes after an event bound to an IP: if
+// the flow reaches that IP (`reached`), the jz takes its bit (taken: to the
+// ret, which has no packet and ends the flow, -pte_eos); if not, libipt
+// holds the event and the jz's query meets the one behind it
+// (-pte_bad_query), and the jz is not reported.
+inline void ExpectHeldEventFlow(const std::vector<uint8_t>& trace, const Image& image, bool reached) {
+  ExpectSameFlowAsLibipt(trace, image, reached ? -pte_eos : -pte_bad_query);
+  Walk w = Decode(trace, image);
+  EXPECT_EQ(w.err, reached ? ENODATA : EBADMSG);
+  const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase + 1} : std::vector<uint64_t>{kBase};
+  EXPECT_EQ(w.ips, want);
+}
 
 }  // namespace perftest::pt::flow_test
 

@@ -16,6 +16,15 @@ inline constexpr uint32_t kRetStackSize = 64;  // the hardware's return-compress
 // inside a PSB+ and in the stream (flow_decoder_packets.cc).
 FlowEvent StatusEvent(const Packet& p);
 
+// The packets libipt's query decoder decodes as status updates while it
+// reads ahead to the next packet a query needs (pt_qry_read_ahead): PAD and
+// the timing packets TSC, MTC, CYC and TMA. It stops, without decoding, at
+// any other packet.
+inline constexpr bool IsReadAheadStatus(PacketType t) {
+  return t == PacketType::kPad || t == PacketType::kCyc || t == PacketType::kMtc || t == PacketType::kTsc ||
+         t == PacketType::kTma;
+}
+
 // StoreLast(): flow_decoder.h (Next() inlines it).
 
 }  // namespace internal
