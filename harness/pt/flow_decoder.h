@@ -356,6 +356,7 @@ class FlowDecoder {
   int Fail(int err, std::string message);
   int FailPacket(int err);
   void Queue(FlowEvent e);
+  void QueueMwait(bool bound, uint64_t ip);
   void ApplyPendingMode();
   void Timing(const Packet& p);
   void TimingCyc(const Packet& p);
@@ -424,6 +425,7 @@ class FlowDecoder {
   bool bound_pending_ = false;
   bool bound_wall_ = false;
   bool mwait_held_ = false;
+  FlowEvent mwait_event_;  // the held MWAIT's event (QueueMwait)
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool fup_behind_ = false;   // another one read while fup_pending_: libipt keeps the TIP for it (BeyondControl)

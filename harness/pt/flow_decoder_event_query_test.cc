@@ -3,14 +3,16 @@
 // decoder's read-ahead stops at an event packet (pt_insn_check_ip_event ->
 // pt_qry_event), and the event query reads on past it — what it meets there
 // fails the branch before; an asynchronous FUP waits for its TIP on a queue
-// (evb_tip) that TNTs and further FUPs do not disturb. The expected flow
-// comes from libipt's pt_insn_next at test time.
+// (evb_tip) that TNTs and further FUPs do not disturb; an MWAIT's event waits
+// for its FUP, and an OVF drops it. The expected flow and events come from
+// libipt's pt_insn_next and pt_insn_event at test time.
 #include "harness/pt/flow_decoder.h"
 
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -22,6 +24,7 @@ namespace perftest::pt {
 namespace {
 
 using flow_test::ExpectFailsAsLibipt;
+using flow_test::ExpectSameEventsAsLibipt;
 using flow_test::kBase;
 using flow_test::kCondRet;
 using flow_test::NopJmpRax;
@@ -113,6 +116,37 @@ TEST(FlowDecoder, BadPacketAfterAMidFlowTipPgeFailsTheBranchBefore) {
   (void)enc.NextIp(PacketType::kTipPge, kBase);
   (void)enc.Next(make::Cyc(20));
   ExpectFailsAsLibipt(WithBadOpcode(enc), image, -pte_bad_opc, EILSEQ, {kBase});
+}
+
+// An MWAIT's event is libipt's when its FUP comes (pt_qry_decode_mwait
+// queues it for a FUP; pt_qry_decode_fup publishes it, before the EXSTOP
+// queued after it and after the PWRE between them, which is reported at
+// once), and an OVF before its FUP drops it unreported (pt_qry_decode_ovf
+// resets the event queue). We reported it when we read the MWAIT.
+TEST(FlowDecoder, MwaitEventComesWithItsFupAndNotAfterAnOverflow) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  const std::vector<FlowEvent::Type> power = {FlowEvent::Type::kMwait, FlowEvent::Type::kPwre,
+                                              FlowEvent::Type::kExStop, FlowEvent::Type::kPwrx,
+                                              FlowEvent::Type::kOverflow};
+  for (bool overflow : {false, true}) {
+    SCOPED_TRACE(overflow ? "an OVF before the MWAIT's FUP" : "MWAIT, PWRE, EXSTOP, FUP");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Mwait(0x20, 1));
+    (void)enc.Next(make::Pwre(2, 0, false));
+    if (overflow) {
+      (void)enc.Next(make::Ovf());
+      (void)enc.Next(make::Fup(IpBytes::kSext48, kBase));
+    } else {
+      (void)enc.Next(make::ExStop(true));
+      (void)enc.NextIp(PacketType::kFup, kBase);
+      (void)enc.Next(make::Pwrx(2, 2, 1));
+    }
+    (void)enc.Next(make::Tnt8(1, 1));
+    const std::vector<FlowEvent::Type> ours = ExpectSameEventsAsLibipt(enc.bytes(), image, power);
+    EXPECT_EQ(std::count(ours.begin(), ours.end(), FlowEvent::Type::kMwait), overflow ? 0 : 1);
+  }
 }
 
 }  // namespace

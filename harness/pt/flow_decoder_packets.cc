@@ -33,6 +33,14 @@ void FlowDecoder::Queue(FlowEvent e) {
   events_.push_back(e);
 }
 
+// The held MWAIT's event, now that its FUP came (`bound`: with IP `ip`).
+void FlowDecoder::QueueMwait(bool bound, uint64_t ip) {
+  FlowEvent e = mwait_event_;
+  e.ip_suppressed = !bound;
+  e.ip = bound ? ip : 0;
+  Queue(e);
+}
+
 // CYC (Timing() for the most frequent timing packet, inline).
 inline void FlowDecoder::TimingCyc(const Packet& p) {
   const uint64_t cycles = p.cyc();
@@ -137,6 +145,7 @@ int FlowDecoder::FetchControl() {
           // pt_qry_decode_fup: events bound to FUP take it first).
           mwait_held_ = false;
           NoteEvent(p.ipbytes() != 0, last_ip_.raw());
+          QueueMwait(p.ipbytes() != 0, last_ip_.raw());
           break;
         }
         if (p.ipbytes() == 0) {
@@ -299,6 +308,7 @@ int FlowDecoder::FetchControl() {
         // if it has one, gives both their IP, the MWAIT's first.
         if (mwait_held_ && !e.ip_suppressed) {
           NoteEvent(true, e.ip);
+          QueueMwait(true, e.ip);
           mwait_held_ = false;
         }
         if (e.type == FlowEvent::Type::kPtwrite) {
@@ -383,9 +393,12 @@ int FlowDecoder::FetchControl() {
             return e;
           }
         }
-        mwait_held_ = true;  // bound to the next FUP (above)
-        Queue(FlowEvent{.type = FlowEvent::Type::kMwait, .ip_suppressed = true, .payload = p.payload,
-                        .offset = p.offset});
+        // Bound to the next FUP (above), and reported there, with its IP
+        // (libipt pt_qry_decode_mwait queues it on evb_fup; an OVF or a
+        // sync drops it unreported: pt_qry_decode_ovf resets the queue).
+        mwait_held_ = true;
+        mwait_event_ = FlowEvent{.type = FlowEvent::Type::kMwait, .ip_suppressed = true, .payload = p.payload,
+                                 .offset = p.offset};
         break;
       case PacketType::kPwre:
         NoteEvent(false, 0);

@@ -8,8 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -116,6 +118,73 @@ inline void ExpectHeldEventFlow(const std::vector<uint8_t>& trace, const Image& 
   EXPECT_EQ(w.err, reached ? ENODATA : EBADMSG);
   const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase + 1} : std::vector<uint64_t>{kBase};
   EXPECT_EQ(w.ips, want);
+}
+
+
+// The events libipt's instruction decoder reports on `trace` (pt_insn_event,
+// by the LibiptInsnFlow protocol: sync, events and instructions up to an
+// error, the next sync), as our event types; ptev_tick has none and is left
+// out.
+inline std::vector<FlowEvent::Type> LibiptEvents(const std::vector<uint8_t>& trace, const Image& image) {
+  using T = FlowEvent::Type;
+  std::vector<T> out;
+  std::vector<uint8_t> bytes = trace;
+  pt_config config;
+  pt_config_init(&config);
+  config.begin = bytes.data();
+  config.end = bytes.data() + bytes.size();
+  pt_insn_decoder* dec = pt_insn_alloc_decoder(&config);
+  testing::LibiptImage img(image);
+  pt_insn_set_image(dec, img.get());
+  for (int status; (status = pt_insn_sync_forward(dec)) != -pte_eos;) {
+    while (status >= 0) {
+      while (status >= 0 && (status & pts_event_pending)) {
+        pt_event ev;
+        status = pt_insn_event(dec, &ev, sizeof ev);
+        if (status < 0) break;
+        switch (ev.type) {
+          case ptev_enabled: out.push_back(T::kEnabled); break;
+          case ptev_disabled: out.push_back(T::kDisabled); break;
+          case ptev_async_disabled: out.push_back(T::kAsyncDisabled); break;
+          case ptev_async_branch: out.push_back(T::kAsyncBranch); break;
+          case ptev_paging: case ptev_async_paging: out.push_back(T::kPaging); break;
+          case ptev_overflow: out.push_back(T::kOverflow); break;
+          case ptev_exec_mode: out.push_back(T::kExecMode); break;
+          case ptev_tsx: out.push_back(T::kTsx); break;
+          case ptev_stop: out.push_back(T::kStop); break;
+          case ptev_vmcs: case ptev_async_vmcs: out.push_back(T::kVmcs); break;
+          case ptev_exstop: out.push_back(T::kExStop); break;
+          case ptev_mwait: out.push_back(T::kMwait); break;
+          case ptev_pwre: out.push_back(T::kPwre); break;
+          case ptev_pwrx: out.push_back(T::kPwrx); break;
+          case ptev_ptwrite: out.push_back(T::kPtwrite); break;
+          case ptev_cbr: out.push_back(T::kCbr); break;
+          case ptev_mnt: out.push_back(T::kMnt); break;
+          default: break;  // ptev_tick
+        }
+      }
+      if (status < 0) break;
+      pt_insn insn;
+      status = pt_insn_next(dec, &insn, sizeof insn);
+    }
+  }
+  pt_insn_free_decoder(dec);
+  return out;
+}
+
+// Our events on `trace` (Decode()) and libipt's (LibiptEvents()), each
+// reduced to the types in `types`, are the same sequence; returns ours.
+inline std::vector<FlowEvent::Type> ExpectSameEventsAsLibipt(const std::vector<uint8_t>& trace, const Image& image,
+                                                             const std::vector<FlowEvent::Type>& types) {
+  auto only = [&](const std::vector<FlowEvent::Type>& v) {
+    std::vector<std::string> names;
+    for (FlowEvent::Type t : v)
+      if (std::find(types.begin(), types.end(), t) != types.end()) names.emplace_back(FlowEventName(t));
+    return names;
+  };
+  const std::vector<FlowEvent::Type> ours = Decode(trace, image).events;
+  EXPECT_EQ(only(ours), only(LibiptEvents(trace, image)));
+  return ours;
 }
 
 }  // namespace perftest::pt::flow_test
