@@ -244,7 +244,9 @@ class FlowDecoder {
   // (Inline: most blocks are conditional branches on TNT bits at hand,
   // taken here along the cache's links; see walk_.)
   int Next(FlowStep* step) {
-    if (walk_ && tnt_count_ != 0) [[likely]] {
+    // (An image changed since the walk began — Image::generation() — goes
+    // to NextFill(), which drops the cache: its blocks are the old code's.)
+    if (walk_ && tnt_count_ != 0 && !cache_->Stale()) [[likely]] {
       const uint32_t h = hint_;
       // (h - 1 wraps for 0. A cache emptied meanwhile — the image changed,
       // through a decoder sharing it — fails the IP check or the bound.)
