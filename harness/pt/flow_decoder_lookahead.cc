@@ -2,6 +2,7 @@
 // layout) — when a packet error, or a control packet that binds elsewhere,
 // fails the branch being resolved, and when it waits for a later query.
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -9,6 +10,7 @@
 
 #include "harness/pt/flow_decoder.h"
 #include "harness/pt/internal/flow_decoder_inline.h"
+#include "harness/pt/internal/opcodes.h"
 
 namespace perftest::pt {
 
@@ -123,28 +125,35 @@ namespace {
 // stops with nothing to report (TNT-8, TIP); kQuietIp, an IP packet
 // (TIP.PGD, TIP.PGE, FUP; with kQuietPgd and the size in bits 3:0, a TIP.PGD
 // with valid IP bytes); kQuietCycExp, a CYC with Exp; else the size of a
-// status packet (PAD, CYC without Exp, MTC, TSC), or 0 (anything else).
+// status packet (PAD, CYC without Exp, MTC, TSC), or 0 (anything else) —
+// from the packet decoder's first-byte table (internal/opcodes.h).
 constexpr uint8_t kQuietStop = 0x80, kQuietCycExp = 0x40, kQuietPgd = 0x20, kQuietIp = 0x10;
 struct QuietTable {
   uint8_t at[256] = {};
   constexpr QuietTable() {
-    constexpr uint8_t kIpLength[8] = {0, 2, 4, 6, 6, 0xff, 8, 0xff};
+    const std::array<internal::OpEntry, 256> first = internal::MakeFirstByteTable();  // (the packet decoder's)
     for (unsigned b = 0; b < 256; ++b) {
-      const unsigned low = b & 0x1f;
+      const internal::OpEntry& op = first[b];
       uint8_t e = 0;
-      if (((b & 1) == 0 && b > 0x02) || low == 0x0d) {
-        e = kQuietStop;
-      } else if (b == 0x00 || (b & 0x07) == 0x03) {
-        e = 1;
-      } else if ((b & 0x07) == 0x07) {
-        e = kQuietCycExp;
-      } else if (b == 0x59) {
-        e = 2;
-      } else if (b == 0x19) {
-        e = 8;
-      } else if (low == 0x01 || low == 0x11 || low == 0x1d) {
-        e = kQuietIp;
-        if (low == 0x01 && kIpLength[b >> 5] != 0xff) e |= kQuietPgd | static_cast<uint8_t>(1 + kIpLength[b >> 5]);
+      switch (op.type) {
+        case PacketType::kTnt8: case PacketType::kTip:  // (a TIP with bad IP bytes too)
+          e = kQuietStop;
+          break;
+        case PacketType::kPad: case PacketType::kMtc: case PacketType::kTsc:
+          e = op.size;
+          break;
+        case PacketType::kCyc:  // (with Exp: 2 bytes or more)
+          e = op.size == 1 ? 1 : kQuietCycExp;
+          break;
+        case PacketType::kTipPgd:
+          e = kQuietIp;
+          if (op.kind == internal::OpKind::kSimple) e |= kQuietPgd | op.size;
+          break;
+        case PacketType::kTipPge: case PacketType::kFup:
+          e = kQuietIp;
+          break;
+        default:  // MODE, 02h packets, bad opcodes
+          break;
       }
       at[b] = e;
     }
