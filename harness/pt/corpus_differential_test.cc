@@ -67,6 +67,9 @@
 // waits for its TIP past a TNT (libipt's read-ahead decodes it), a second
 // one behind it keeping the TIP for itself, and that the event query after
 // a mid-flow TIP.PGE reads past it (a bad packet there fails the branch).
+// Then (compiled_pwr_evt seed 1 at bases whose page offset is 0x920, 2 in
+// 8 runs): that a packet error read ahead after an MWAIT and an EXSTOP held
+// for an unreached FUP comes after the query that fails at that FUP.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -149,5 +149,32 @@ TEST(FlowDecoder, MwaitEventComesWithItsFupAndNotAfterAnOverflow) {
   }
 }
 
+// An MWAIT and an EXSTOP waiting for one FUP whose IP the flow does not
+// reach, read ahead after a TIP, then a TNT and a bad packet: libipt
+// publishes the MWAIT at the FUP and holds it, the EXSTOP still waits for
+// that FUP (pt_qry_decode_fup consumes it with the last event), so the jz's
+// query meets the FUP first (pt_qry_cache_tnt: an event ahead,
+// -pte_bad_query), not the bad packet after the TNT. A corpus divergence
+// (a corrupted FUP), issue 7.
+TEST(FlowDecoder, HeldEventsBeforeAReadAheadErrorFailTheBranchFirst) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  ASSERT_TRUE(image.AddBlob(0x401010, kCondRet).ok());
+  for (bool tip : {true, false}) {
+    SCOPED_TRACE(tip ? "after a TIP" : "after the PSB+");
+    PacketEncoder enc;
+    PsbPlus(enc, tip ? kBase : 0x401010);
+    if (tip) (void)enc.NextIp(PacketType::kTip, 0x401010);
+    (void)enc.Next(make::Mwait(0x20, 1));
+    (void)enc.Next(make::Pwre(2, 0, false));
+    (void)enc.Next(make::ExStop(true));
+    (void)enc.NextIp(PacketType::kFup, 0x402000);
+    (void)enc.Next(make::Tnt8(1, 1));
+    const std::vector<uint64_t> ips =
+        tip ? std::vector<uint64_t>{kBase, kBase + 1, 0x401010} : std::vector<uint64_t>{0x401010};
+    ExpectFailsAsLibipt(WithBadOpcode(enc), image, -pte_bad_query, EBADMSG, ips);
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -243,6 +243,16 @@ int FlowDecoder::Resolve(uint32_t block) {
     if (++steps_without_packet_ <= options_.max_steps_without_packet) return 0;
     return Fail(EBADMSG, fmt::format("{} blocks without a packet (endless loop?) at {:#x}", steps_without_packet_, x.ip));
   };
+  // The packet the branch needs (NeedControl()). A packet error met while
+  // reading ahead (sticky_error_) lies behind the events read before it:
+  // while one of those is held, unreached, with another behind it, libipt's
+  // query stops at that one first (CheckBound(): -pte_bad_query).
+  auto need_control = [&]() -> int {
+    if (bound_wall_ && sticky_error_ != 0 && tnt_count_ == 0 && ctl_ == Ctl::kNone) [[unlikely]] {
+      if (const int err = CheckBound(b)) return err;
+    }
+    return NeedControl();
+  };
   switch (x.branch) {
     case BranchClass::kNone:
     case BranchClass::kPtwrite:
@@ -257,7 +267,7 @@ int FlowDecoder::Resolve(uint32_t block) {
       link(1);
       return step_without_packet();
     case BranchClass::kCondJump:
-      if (const int err = NeedControl()) return err;
+      if (const int err = need_control()) return err;
       if (bound_wall_) [[unlikely]] {
         if (const int err = CheckBound(b)) return err;
       }
@@ -275,7 +285,7 @@ int FlowDecoder::Resolve(uint32_t block) {
       if (ctl_ == Ctl::kTipPgd) return TakeTip(nullptr);
       return Fail(EBADMSG, fmt::format("conditional branch at {:#x}: no TNT bit", x.ip));
     case BranchClass::kReturn:
-      if (const int err = NeedControl()) return err;
+      if (const int err = need_control()) return err;
       if (bound_wall_) [[unlikely]] {
         if (const int err = CheckBound(b)) return err;
       }
@@ -318,7 +328,7 @@ int FlowDecoder::Resolve(uint32_t block) {
     case BranchClass::kIndirectCall:
     case BranchClass::kIndirectJump:
     case BranchClass::kFarTransfer:
-      if (const int err = NeedControl()) return err;
+      if (const int err = need_control()) return err;
       if (bound_wall_) [[unlikely]] {
         if (const int err = CheckBound(b)) return err;
       }
