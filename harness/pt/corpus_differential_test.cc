@@ -69,7 +69,10 @@
 // a mid-flow TIP.PGE reads past it (a bad packet there fails the branch).
 // Then (compiled_pwr_evt seed 1 at bases whose page offset is 0x920, 2 in
 // 8 runs): that a packet error read ahead after an MWAIT and an EXSTOP held
-// for an unreached FUP comes after the query that fails at that FUP.
+// for an unreached FUP comes after the query that fails at that FUP. With
+// PERFTEST_PT_CORPUS_SEEDS=3 PERFTEST_PT_CORPUS_LAYOUTS=10 (a branch-less
+// config's PSB+ has no MODE.Exec): that libipt decodes no instruction
+// before a MODE.Exec gives the mode (-pte_bad_insn; -pte_nomap first).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -832,5 +832,27 @@ TEST(FlowDecoder, CbrZeroInThePsbPlusFailsTheSync) {
   EXPECT_GT(*s, 0u);
 }
 
+// No execution mode: libipt's instruction decoder starts each sync with
+// the mode unknown (pt_insn_reset: ptem_unknown) until a MODE.Exec gives
+// one, and a MODE.Exec with the reserved CS.L=1 CS.D=1 gives none either;
+// it decodes no instruction then (-pte_bad_insn), but where no code is
+// mapped it says so first (-pte_nomap). We walked on in the mode of the
+// previous sync (64-bit at first). A corpus divergence (a corrupted trace
+// of a config without MODE.Exec in its PSB+), issue 7.
+TEST(FlowDecoder, NoExecutionModeDecodesNoInstruction) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (int v : {0, 1, 2}) {
+    SCOPED_TRACE(v == 0 ? "no MODE.Exec" : v == 1 ? "the reserved mode" : "no MODE.Exec, no code at the FUP");
+    PacketEncoder enc;
+    (void)enc.Next(make::Psb());
+    if (v == 1) (void)enc.Next(make::ModeExec(ExecMode::kInvalid));
+    (void)enc.NextIp(PacketType::kFup, v == 2 ? 0x402000 : kBase);
+    (void)enc.Next(make::PsbEnd());
+    (void)enc.Next(make::Tnt8(1, 1));
+    ExpectFailsAsLibipt(enc.bytes(), image, v == 2 ? -pte_nomap : -pte_bad_insn, v == 2 ? ENXIO : EILSEQ, {});
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -126,8 +126,14 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     }
 
     if (mode_ == ExecMode::kInvalid) [[unlikely]] {
+      // No MODE.Exec since the sync, or one with the reserved CS.L=1 CS.D=1:
+      // libipt's mode is unknown (ptem_unknown), and it decodes no
+      // instruction in it (-pte_bad_insn) — after it read none where no
+      // code is (-pte_nomap).
       synced_ = false;
-      return Fail(EBADMSG, fmt::format("MODE.Exec gave the reserved mode CS.L=1 CS.D=1 at {:#x}", ip_));
+      if (image_->Read(ip_).empty()) return Fail(ENXIO, fmt::format("no object code at {:#x}", ip_));
+      return Fail(EILSEQ, fmt::format("no execution mode at {:#x} (no MODE.Exec since the PSB, or the reserved "
+                                      "CS.L=1 CS.D=1)", ip_));
     }
     if (cache_->CheckGeneration()) hint_ = link_block_ = 0;
     uint32_t bi;

@@ -145,6 +145,7 @@ TEST(FlowDecoder, TimingFromTscMtcCyc) {
   (void)enc.Next(make::Tsc(1000000));
   (void)enc.Next(make::Tma(0x100, 0));           // CTC = 0x100
   (void)enc.Next(make::Cbr(20));
+  (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
   (void)enc.NextIp(PacketType::kFup, kBase);
   (void)enc.Next(make::PsbEnd());
   (void)enc.Next(make::Cyc(100));               // 100 cycles at CBR 20, max non-turbo 40: +200 TSC
