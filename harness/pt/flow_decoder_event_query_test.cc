@@ -103,19 +103,22 @@ TEST(FlowDecoder, SecondAsyncFupKeepsTheTipForItself) {
   }
 }
 
-// A TIP.PGE right after a TIP while tracing is enabled (a corrupted trace):
-// libipt asks for its event at once, and the event query reads ahead past
-// it (pt_qry_event -> pt_qry_read_ahead): an unknown opcode after its
-// timing packets fails the indirect branch that took the TIP
-// (-pte_bad_opc). A corpus divergence, issue 7.
+// A TIP.PGE right after a TIP while tracing is enabled (a corrupted
+// trace), or a TIP.PGD: libipt asks for its event at once, and the event
+// query reads ahead past it (pt_qry_event -> pt_qry_read_ahead): an unknown
+// opcode after its timing packets fails the indirect branch that took the
+// TIP (-pte_bad_opc). Corpus divergences, issue 7.
 TEST(FlowDecoder, BadPacketAfterAMidFlowTipPgeFailsTheBranchBefore) {
   const Image image = NopJmpRax();
-  PacketEncoder enc;
-  PsbPlus(enc, kBase);
-  (void)enc.NextIp(PacketType::kTip, kBase);
-  (void)enc.NextIp(PacketType::kTipPge, kBase);
-  (void)enc.Next(make::Cyc(20));
-  ExpectFailsAsLibipt(WithBadOpcode(enc), image, -pte_bad_opc, EILSEQ, {kBase});
+  for (PacketType type : {PacketType::kTipPge, PacketType::kTipPgd}) {
+    SCOPED_TRACE(PacketName(type));
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kTip, kBase);
+    (void)enc.NextIp(type, 0x402000);
+    (void)enc.Next(make::Cyc(20));
+    ExpectFailsAsLibipt(WithBadOpcode(enc), image, -pte_bad_opc, EILSEQ, {kBase});
+  }
 }
 
 // An MWAIT's event is libipt's when its FUP comes (pt_qry_decode_mwait

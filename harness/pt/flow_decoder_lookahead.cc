@@ -215,21 +215,23 @@ int ReadAheadPastEvent(PacketDecoder ahead, uint64_t* at) {
 // After an IP packet has been used, read on to the next TNT or control
 // packet at once, as libipt's query decoder does: a bad packet right after
 // a TIP fails the branch that took the TIP. The end of the trace does not.
-// A TIP.PGE there (tracing enabled again without a TIP.PGD: a corrupted
-// trace) is an event packet: libipt's instruction decoder asks for it at
-// once, and the event query reads ahead past it (pt_qry_event), so a bad
-// packet after it fails that branch too.
+// A TIP.PGD there, or a TIP.PGE (tracing enabled again without a TIP.PGD:
+// a corrupted trace), is an event packet: libipt's instruction decoder
+// asks for it at once, and the event query reads ahead past it
+// (pt_qry_event), so a bad packet after it fails that branch too.
 int FlowDecoder::PeekAfterIp() {
   if (tnt_count_ != 0 || ctl_ != Ctl::kNone || sticky_error_ != 0) return 0;
   const uint64_t start = have_unread_ ? unread_.offset : packets_.offset();
   const int err = FetchControl();
-  if (err == 0 && ctl_ == Ctl::kTipPge && !ctl_suppressed_ && enabled_ && !have_unread_) [[unlikely]] {
+  if (err == 0 && ((ctl_ == Ctl::kTipPge && !ctl_suppressed_ && !mode_pending_) || ctl_ == Ctl::kTipPgd) && enabled_ &&
+      !have_unread_) [[unlikely]] {
     uint64_t at = 0;
     if (const int e = ReadAheadPastEvent(packets_, &at)) {
       error_offset_ = at;
       error_ip_ = ip_;
-      error_message_ = fmt::format("{} at offset {:#x} (read ahead after the TIP.PGE at {:#x})",
-                                   PacketDecoder::ErrorDescription(e), at, ctl_offset_);
+      error_message_ = fmt::format("{} at offset {:#x} (read ahead after the {} at {:#x})",
+                                   PacketDecoder::ErrorDescription(e), at,
+                                   ctl_ == Ctl::kTipPge ? "TIP.PGE" : "TIP.PGD", ctl_offset_);
       return e;
     }
   }
