@@ -179,5 +179,25 @@ TEST(FlowDecoder, HeldEventsBeforeAReadAheadErrorFailTheBranchFirst) {
   }
 }
 
+// While tracing is disabled, a TIP.PGD after a MODE.Exec is the TIP the
+// MODE.Exec waits for: libipt gives the exec-mode event bound to it and no
+// disable event (pt_qry_decode_tip_pgd), no error; a TIP.PGE then enables
+// tracing. A corpus divergence (bytes dropped between a MODE.Exec and its
+// TIP.PGE), issue 7.
+TEST(FlowDecoder, TipPgdWhileDisabledIsTheTipOfAModeExec) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kFup, kBase + 1);
+  (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);  // disabled at the jz
+  (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+  (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+  (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+  (void)enc.NextIp(PacketType::kTipPge, kBase + 1);
+  (void)enc.Next(make::Tnt8(1, 1));
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1});
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -59,6 +59,21 @@ int FlowDecoder::NextSlow(FlowStep* step) {
             return err;
           }
           continue;
+        case Ctl::kTipPgd:
+          if (mode_pending_) {
+            // The TIP a MODE.Exec waits for (libipt pt_qry_decode_tip_pgd
+            // gives the event bound to it, the exec-mode one, and no
+            // disable event): the mode changes, tracing stays disabled.
+            ctl_ = Ctl::kNone;
+            ApplyPendingMode();
+            if (const int err = PeekAfterIp()) {
+              synced_ = false;
+              return err;
+            }
+            continue;
+          }
+          synced_ = false;
+          return DisabledControl();
         case Ctl::kOverflow:
           break;  // below
         default:  // TIP, TIP.PGD, an asynchronous FUP: nothing to apply them to
