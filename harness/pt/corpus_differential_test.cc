@@ -59,7 +59,24 @@
 // compiled programs' code (compiled_everything seed 2, at every base): that
 // an OVF drops the events waiting for their packet (pt_qry_decode_ovf resets
 // libipt's event queue: an MWAIT waiting for a FUP, a MODE.Exec or an
-// asynchronous FUP waiting for a TIP).
+// asynchronous FUP waiting for a TIP). At an ASLR base of another build
+// (compiled_o0_everything_noretcomp_tnt64 seed 1 at 0x560c3f02e0f3): that
+// an MWAIT right after a TIP, then a TNT or TIP, fails the branch that
+// took the TIP (pt_qry_event asks for the MWAIT's event at once). At
+// further ASLR bases (3 divergences in 9 runs): that an asynchronous FUP
+// waits for its TIP past a TNT (libipt's read-ahead decodes it), a second
+// one behind it keeping the TIP for itself, and that the event query after
+// a mid-flow TIP.PGE reads past it (a bad packet there fails the branch).
+// Then (compiled_pwr_evt seed 1 at bases whose page offset is 0x920, 2 in
+// 8 runs): that a packet error read ahead after an MWAIT and an EXSTOP held
+// for an unreached FUP comes after the query that fails at that FUP. With
+// PERFTEST_PT_CORPUS_SEEDS=3 PERFTEST_PT_CORPUS_LAYOUTS=10 (a branch-less
+// config's PSB+ has no MODE.Exec): that libipt decodes no instruction
+// before a MODE.Exec gives the mode (-pte_bad_insn; -pte_nomap first),
+// that the event query after a TIP.PGD right after a TIP reads past it,
+// and that a TIP.PGD while disabled is a waiting MODE.Exec's TIP. Then 2
+// such runs (31,695,472 clean and ~155.6M corrupted-variant instructions
+// each) and the default full run: 0 divergent.
 #include <gtest/gtest.h>
 
 #include <algorithm>

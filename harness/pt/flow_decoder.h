@@ -249,7 +249,9 @@ class FlowDecoder {
   // (Inline: most blocks are conditional branches on TNT bits at hand,
   // taken here along the cache's links; see walk_.)
   int Next(FlowStep* step) {
-    if (walk_ && tnt_count_ != 0) [[likely]] {
+    // (An image changed since the walk began — Image::generation() — goes
+    // to NextFill(), which drops the cache: its blocks are the old code's.)
+    if (walk_ && tnt_count_ != 0 && !cache_->Stale()) [[likely]] {
       const uint32_t h = hint_;
       // (h - 1 wraps for 0. A cache emptied meanwhile — the image changed,
       // through a decoder sharing it — fails the IP check or the bound.)
@@ -348,6 +350,9 @@ class FlowDecoder {
   int ReadAheadAfterSync();
   int NeedControl();
   int PeekAfterIp();
+  // Past the TIP.PGE or TIP.PGD in ctl_: libipt's event-query read-ahead;
+  // an error met there (set as the decoder's error), else 0.
+  int ReadAheadPastEventPacket();
   int ReadAheadError(uint64_t start, int err);
   int CheckAhead(uint64_t* next = nullptr);
   bool QuietAfterTnt() const;
@@ -380,6 +385,7 @@ class FlowDecoder {
   int Fail(int err, std::string message);
   int FailPacket(int err);
   void Queue(const FlowEvent& e);  // at time_
+  void QueueMwait(bool bound, uint64_t ip);
   void ApplyPendingMode();
   void Timing(const Packet& p);
   void TimingCyc(const Packet& p);
@@ -449,8 +455,10 @@ class FlowDecoder {
   bool bound_pending_ = false;
   bool bound_wall_ = false;
   bool mwait_held_ = false;
+  FlowEvent mwait_event_;  // the held MWAIT's event (QueueMwait)
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
+  bool fup_behind_ = false;   // another one read while fup_pending_: libipt keeps the TIP for it (BeyondControl)
   bool have_unread_ = false;
   uint32_t psb_events_ = 0;  // events of the last PSB+ at its PSBEND (ReadPsbPlus)
   Packet unread_;

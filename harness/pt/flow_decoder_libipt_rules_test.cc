@@ -20,67 +20,15 @@ namespace perftest::pt {
 namespace {
 
 using flow_test::Decode;
+using flow_test::ExpectFailsAsLibipt;
+using flow_test::ExpectHeldEventFlow;
+using flow_test::ExpectSameFlowAsLibipt;
 using flow_test::kBase;
 using flow_test::kCondRet;
+using flow_test::NopJmpRax;
 using flow_test::PsbPlus;
 using flow_test::Walk;
-
-// Minimal traces for libipt's event binding (issue 7, corpus divergences):
-// our flow and pt_insn_next's are identical, errors included (the first
-// error the same by SameFlowError), and libipt does report an error there.
-void ExpectSameFlowAsLibipt(const std::vector<uint8_t>& trace, const Image& image, int want_libipt_error) {
-  testing::FlowLog ours = testing::OurInsnFlow(trace, image);
-  testing::FlowLog ref = testing::LibiptInsnFlow(trace, image);
-  EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
-  EXPECT_EQ(testing::DiffFlow(ours, ref), "");
-  bool found = false;
-  for (const testing::FlowEntry& e : ref.entries) {
-    if (e.kind == testing::FlowEntry::kError) {
-      EXPECT_EQ(e.code, want_libipt_error) << testing::ToString(e);
-      found = true;
-      break;
-    }
-  }
-  EXPECT_TRUE(found) << "libipt reported no error";
-}
-
-// ExpectSameFlowAsLibipt(), and our decoder fails with `err` after the
-// instructions at `ips`; returns our walk, for its events.
-Walk ExpectFailsAsLibipt(const std::vector<uint8_t>& trace, const Image& image, int want_libipt_error, int err,
-                         const std::vector<uint64_t>& ips) {
-  ExpectSameFlowAsLibipt(trace, image, want_libipt_error);
-  const Walk w = Decode(trace, image);
-  EXPECT_EQ(w.err, err);
-  EXPECT_EQ(w.ips, ips);
-  return w;
-}
-
-// kBase: nop; jmp *%rax — an indirect branch after one instruction.
-Image NopJmpRax() {
-  Image image;
-  EXPECT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());
-  return image;
-}
-
-// The encoder's bytes, then 0xe9: no packet starts with it (EILSEQ, -pte_bad_opc).
-std::vector<uint8_t> WithBadOpcode(const PacketEncoder& enc) {
-  std::vector<uint8_t> trace = enc.bytes();
-  trace.push_back(0xe9);
-  return trace;
-}
-
-// kCondRet with a jz whose TNT bit comes after an event bound to an IP: if
-// the flow reaches that IP (`reached`), the jz takes its bit (taken: to the
-// ret, which has no packet and ends the flow, -pte_eos); if not, libipt
-// holds the event and the jz's query meets the one behind it
-// (-pte_bad_query), and the jz is not reported.
-void ExpectHeldEventFlow(const std::vector<uint8_t>& trace, const Image& image, bool reached) {
-  ExpectSameFlowAsLibipt(trace, image, reached ? -pte_eos : -pte_bad_query);
-  Walk w = Decode(trace, image);
-  EXPECT_EQ(w.err, reached ? ENODATA : EBADMSG);
-  const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase + 1} : std::vector<uint64_t>{kBase};
-  EXPECT_EQ(w.ips, want);
-}
+using flow_test::WithBadOpcode;
 
 // A TIP.PGD without an IP binds to far transfers only (libipt
 // pt_insn_at_disabled_event, no address filter): the conditional branch
@@ -882,6 +830,28 @@ TEST(FlowDecoder, CbrZeroInThePsbPlusFailsTheSync) {
   s = dec.SyncForward();
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_GT(*s, 0u);
+}
+
+// No execution mode: libipt's instruction decoder starts each sync with
+// the mode unknown (pt_insn_reset: ptem_unknown) until a MODE.Exec gives
+// one, and a MODE.Exec with the reserved CS.L=1 CS.D=1 gives none either;
+// it decodes no instruction then (-pte_bad_insn), but where no code is
+// mapped it says so first (-pte_nomap). We walked on in the mode of the
+// previous sync (64-bit at first). A corpus divergence (a corrupted trace
+// of a config without MODE.Exec in its PSB+), issue 7.
+TEST(FlowDecoder, NoExecutionModeDecodesNoInstruction) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (int v : {0, 1, 2}) {
+    SCOPED_TRACE(v == 0 ? "no MODE.Exec" : v == 1 ? "the reserved mode" : "no MODE.Exec, no code at the FUP");
+    PacketEncoder enc;
+    (void)enc.Next(make::Psb());
+    if (v == 1) (void)enc.Next(make::ModeExec(ExecMode::kInvalid));
+    (void)enc.NextIp(PacketType::kFup, v == 2 ? 0x402000 : kBase);
+    (void)enc.Next(make::PsbEnd());
+    (void)enc.Next(make::Tnt8(1, 1));
+    ExpectFailsAsLibipt(enc.bytes(), image, v == 2 ? -pte_nomap : -pte_bad_insn, v == 2 ? ENXIO : EILSEQ, {});
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // layout) — when a packet error, or a control packet that binds elsewhere,
 // fails the branch being resolved, and when it waits for a later query.
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -9,6 +10,7 @@
 
 #include "harness/pt/flow_decoder.h"
 #include "harness/pt/internal/flow_decoder_inline.h"
+#include "harness/pt/internal/opcodes.h"
 
 namespace perftest::pt {
 
@@ -19,6 +21,15 @@ int FlowDecoder::NeedControl() {
 }
 
 namespace {
+// Whether the bytes at `at` open a packet libipt's read-ahead decodes
+// (internal::IsReadAheadStatus), by its opcode alone.
+bool OpensReadAheadStatus(std::span<const uint8_t> trace, uint64_t at) {
+  if (at >= trace.size()) return false;
+  const uint8_t b0 = trace[at];
+  if (b0 == 0x00 || b0 == 0x19 || b0 == 0x59 || (b0 & 3) == 3) return true;  // PAD, TSC, MTC, CYC
+  return b0 == 0x02 && at + 1 < trace.size() && trace[at + 1] == 0x73;       // TMA
+}
+
 // Whether libipt decodes the packet whose first bytes are at `at` only when
 // a later query needs it: its query decoder (pt_qry_read_ahead) stops
 // without decoding at the next TNT, TIP or event packet; TNT and TIP wait
@@ -114,28 +125,35 @@ namespace {
 // stops with nothing to report (TNT-8, TIP); kQuietIp, an IP packet
 // (TIP.PGD, TIP.PGE, FUP; with kQuietPgd and the size in bits 3:0, a TIP.PGD
 // with valid IP bytes); kQuietCycExp, a CYC with Exp; else the size of a
-// status packet (PAD, CYC without Exp, MTC, TSC), or 0 (anything else).
+// status packet (PAD, CYC without Exp, MTC, TSC), or 0 (anything else) —
+// from the packet decoder's first-byte table (internal/opcodes.h).
 constexpr uint8_t kQuietStop = 0x80, kQuietCycExp = 0x40, kQuietPgd = 0x20, kQuietIp = 0x10;
 struct QuietTable {
   uint8_t at[256] = {};
   constexpr QuietTable() {
-    constexpr uint8_t kIpLength[8] = {0, 2, 4, 6, 6, 0xff, 8, 0xff};
+    const std::array<internal::OpEntry, 256> first = internal::MakeFirstByteTable();  // (the packet decoder's)
     for (unsigned b = 0; b < 256; ++b) {
-      const unsigned low = b & 0x1f;
+      const internal::OpEntry& op = first[b];
       uint8_t e = 0;
-      if (((b & 1) == 0 && b > 0x02) || low == 0x0d) {
-        e = kQuietStop;
-      } else if (b == 0x00 || (b & 0x07) == 0x03) {
-        e = 1;
-      } else if ((b & 0x07) == 0x07) {
-        e = kQuietCycExp;
-      } else if (b == 0x59) {
-        e = 2;
-      } else if (b == 0x19) {
-        e = 8;
-      } else if (low == 0x01 || low == 0x11 || low == 0x1d) {
-        e = kQuietIp;
-        if (low == 0x01 && kIpLength[b >> 5] != 0xff) e |= kQuietPgd | static_cast<uint8_t>(1 + kIpLength[b >> 5]);
+      switch (op.type) {
+        case PacketType::kTnt8: case PacketType::kTip:  // (a TIP with bad IP bytes too)
+          e = kQuietStop;
+          break;
+        case PacketType::kPad: case PacketType::kMtc: case PacketType::kTsc:
+          e = op.size;
+          break;
+        case PacketType::kCyc:  // (with Exp: 2 bytes or more)
+          e = op.size == 1 ? 1 : kQuietCycExp;
+          break;
+        case PacketType::kTipPgd:
+          e = kQuietIp;
+          if (op.kind == internal::OpKind::kSimple) e |= kQuietPgd | op.size;
+          break;
+        case PacketType::kTipPge: case PacketType::kFup:
+          e = kQuietIp;
+          break;
+        default:  // MODE, 02h packets, bad opcodes
+          break;
       }
       at[b] = e;
     }
@@ -174,6 +192,39 @@ bool FlowDecoder::QuietAfterTnt() const {
 }
 
 // PeekAfterIp(): internal/flow_decoder_inline.h.
+
+namespace {
+// libipt's read-ahead after an event packet its event query decoded
+// (pt_qry_event -> pt_qry_read_ahead): it decodes status packets (PAD,
+// timing) and stops at the opcode of any other packet without decoding it.
+// Returns the error it meets there — an unknown opcode, a bad status
+// packet — with its offset in *at, or 0 (the end of the trace, or a packet
+// cut off by it, is -pte_eos: no error of the query).
+int ReadAheadPastEvent(PacketDecoder ahead, uint64_t* at) {
+  for (;;) {
+    Packet r;
+    const int err = ahead.Next(r);
+    if (err == ENODATA || err == EMSGSIZE) return 0;
+    if (err != 0) {
+      *at = ahead.offset();
+      return err == EILSEQ || OpensReadAheadStatus(ahead.trace(), *at) ? err : 0;
+    }
+    if (!internal::IsReadAheadStatus(r.type)) return 0;
+  }
+}
+}  // namespace
+
+int FlowDecoder::ReadAheadPastEventPacket() {
+  uint64_t at = 0;
+  const int e = ReadAheadPastEvent(packets_, &at);
+  if (e == 0) return 0;
+  error_offset_ = at;
+  error_ip_ = ip_;
+  error_message_ = fmt::format("{} at offset {:#x} (read ahead after the {} at {:#x})",
+                               PacketDecoder::ErrorDescription(e), at, ctl_ == Ctl::kTipPge ? "TIP.PGE" : "TIP.PGD",
+                               ctl_offset_);
+  return e;
+}
 
 
 // FetchControl() after an IP packet failed with `err` at error_offset_:
@@ -255,22 +306,6 @@ bool FlowDecoder::UnboundControl() const {
   return IsAsync(ctl_) || (ctl_ == Ctl::kTipPgd && ctl_suppressed_);
 }
 
-namespace {
-// The packets libipt's query decoder decodes as status updates while it
-// reads ahead (pt_qry_read_ahead): PAD and timing. It stops, without
-// decoding, at any other packet.
-bool IsReadAheadStatus(PacketType t) {
-  return t == PacketType::kPad || t == PacketType::kCyc || t == PacketType::kMtc || t == PacketType::kTsc ||
-         t == PacketType::kTma;
-}
-// Whether the bytes at `at` open such a packet (by its opcode alone).
-bool OpensReadAheadStatus(std::span<const uint8_t> trace, uint64_t at) {
-  if (at >= trace.size()) return false;
-  const uint8_t b0 = trace[at];
-  if (b0 == 0x00 || b0 == 0x19 || b0 == 0x59 || (b0 & 3) == 3) return true;  // PAD, TSC, MTC, CYC
-  return b0 == 0x02 && at + 1 < trace.size() && trace[at + 1] == 0x73;       // TMA
-}
-}  // namespace
 
 // Where libipt's read-ahead from the decoder's position ends: 0 at a packet
 // it stops at (TNT, TIP, an event packet, ...), ENODATA at the end of the
@@ -279,7 +314,7 @@ bool OpensReadAheadStatus(std::span<const uint8_t> trace, uint64_t at) {
 // else the error of an unknown opcode or a bad status packet on the way
 // (*at), which libipt's read-ahead returns.
 int FlowDecoder::ReadAheadEnd(uint64_t* at) const {
-  if (have_unread_ && !IsReadAheadStatus(unread_.type)) return 0;
+  if (have_unread_ && !internal::IsReadAheadStatus(unread_.type)) return 0;
   PacketDecoder ahead = packets_;
   for (;;) {
     Packet q;
@@ -289,7 +324,7 @@ int FlowDecoder::ReadAheadEnd(uint64_t* at) const {
       *at = ahead.offset();
       return err == EMSGSIZE || err == EILSEQ || OpensReadAheadStatus(packets_.trace(), *at) ? err : 0;
     }
-    if (!IsReadAheadStatus(q.type)) return 0;
+    if (!internal::IsReadAheadStatus(q.type)) return 0;
   }
 }
 
@@ -307,7 +342,9 @@ int FlowDecoder::ReadAheadEos(uint64_t* at) const {
 // -pte_eos), else the trace does not fit (-pte_bad_query).
 __attribute__((noinline, cold)) int FlowDecoder::BeyondControl(const Insn& x) {
   uint64_t at = 0;
-  const int end = have_unread_ ? 0 : ReadAheadEnd(&at);
+  // (A second asynchronous FUP waits for the same TIP: libipt's TIP stays,
+  // and the branch's query meets it.)
+  const int end = have_unread_ || (IsAsync(ctl_) && fup_behind_) ? 0 : ReadAheadEnd(&at);
   if (end == ENODATA || end == EMSGSIZE)
     return Fail(ENODATA, fmt::format("{} at {:#x}: the trace ends after the {} at {:#x}", BranchClassName(x.branch),
                                      x.ip, IsAsync(ctl_) ? "FUP" : "TIP.PGD", ctl_offset_));

@@ -12,18 +12,7 @@
 #include "harness/pt/internal/flow_decoder_inline.h"
 
 namespace perftest::pt {
-namespace {
-
-// The packets libipt's query decoder reads ahead through, decoding them, on
-// its way to the next packet it queries (pt_qry_read_ahead): PAD and the
-// timing packets.
-bool IsStatus(PacketType t) {
-  return t == PacketType::kPad || t == PacketType::kCyc || t == PacketType::kMtc || t == PacketType::kTsc ||
-         t == PacketType::kTma;
-}
-
-}  // namespace
-
+using internal::IsReadAheadStatus;
 using internal::StatusEvent;
 
 // The event a PIP, VMCS or CBR packet reports, bound to no IP: the same
@@ -43,6 +32,14 @@ FlowEvent internal::StatusEvent(const Packet& p) {
 void FlowDecoder::Queue(const FlowEvent& e) {
   events_.push_back(e);
   events_.back().time = time_;
+}
+
+// The held MWAIT's event, now that its FUP came (`bound`: with IP `ip`).
+void FlowDecoder::QueueMwait(bool bound, uint64_t ip) {
+  FlowEvent e = mwait_event_;
+  e.ip_suppressed = !bound;
+  e.ip = bound ? ip : 0;
+  Queue(e);
 }
 
 // CYC (Timing() for the most frequent timing packet, inline).
@@ -193,6 +190,7 @@ int FlowDecoder::FetchControlRest() {
           // pt_qry_decode_fup: events bound to FUP take it first).
           mwait_held_ = false;
           NoteEvent(p.ipbytes() != 0, last_ip_.raw());
+          QueueMwait(p.ipbytes() != 0, last_ip_.raw());
           break;
         }
         if (p.ipbytes() == 0) {
@@ -203,8 +201,13 @@ int FlowDecoder::FetchControlRest() {
           error_offset_ = p.offset;
           return err;
         }
-        ctl_from_ = last_ip_.raw();
-        ctl_offset_ = p.offset;
+        // (While an earlier one waits, the TIP binds to that first: libipt
+        // queues both on evb_tip, and keeps the TIP for this one.)
+        fup_behind_ = fup_pending_;
+        if (!fup_pending_) {
+          ctl_from_ = last_ip_.raw();
+          ctl_offset_ = p.offset;
+        }
         // The packet that says what happened there: TIP (interrupt,
         // exception) or TIP.PGD (tracing stopped).
         for (;;) {
@@ -213,6 +216,7 @@ int FlowDecoder::FetchControlRest() {
           if (q.type == PacketType::kTip || q.type == PacketType::kTipPgd) {
             if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad IP packet");
             ctl_ = q.type == PacketType::kTip ? Ctl::kAsync : Ctl::kAsyncDisable;
+            fup_pending_ = false;
             ctl_suppressed_ = q.ipbytes() == 0;
             ctl_ip_ = last_ip_.raw();
             steps_without_packet_ = 0;
@@ -230,14 +234,16 @@ int FlowDecoder::FetchControlRest() {
             Timing(q);
             continue;
           }
-          if (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64 || q.type == PacketType::kTipPge ||
-              q.type == PacketType::kFup || q.type == PacketType::kOvf)
+          if (q.type == PacketType::kTipPge || q.type == PacketType::kFup || q.type == PacketType::kOvf)
             return Fail(EBADMSG, fmt::format("FUP at {:#x} followed by {} at {:#x}, not TIP or TIP.PGD", p.offset,
                                              PacketName(q.type), q.offset));
           // An event packet, or a PSB+ (libipt's read-ahead decodes the PSB
           // and its header without touching the queued asynchronous branch:
-          // pt_qry_decode_psb): as libipt (the FUP's event waits, bound to
-          // the next TIP/TIP.PGD), handle it and keep waiting.
+          // pt_qry_decode_psb), or a TNT (libipt's read-ahead decoded the
+          // FUP, nothing waiting for one: the branches take the TNT's bits,
+          // and the event shows once they are used): as libipt (the FUP's
+          // event waits, bound to the next TIP/TIP.PGD), handle it and keep
+          // waiting.
           Unread(q);
           fup_pending_ = true;
           break;
@@ -256,7 +262,7 @@ int FlowDecoder::FetchControlRest() {
           PacketDecoder ahead = packets_;
           Packet q;
           int err;
-          while ((err = ahead.Next(q)) == 0 && IsStatus(q.type)) {
+          while ((err = ahead.Next(q)) == 0 && IsReadAheadStatus(q.type)) {
           }
           if (err == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64)) {
             const int e = Fail(EBADMSG, fmt::format("MODE.Exec at {:#x} followed by a TNT at {:#x}, not its TIP",
@@ -347,6 +353,7 @@ int FlowDecoder::FetchControlRest() {
         // if it has one, gives both their IP, the MWAIT's first.
         if (mwait_held_ && !e.ip_suppressed) {
           NoteEvent(true, e.ip);
+          QueueMwait(true, e.ip);
           mwait_held_ = false;
         }
         if (e.type == FlowEvent::Type::kPtwrite) {
@@ -373,7 +380,7 @@ int FlowDecoder::FetchControlRest() {
         // waiting for its TIP or TIP.PGD.
         mwait_held_ = false;
         mode_pending_ = false;
-        fup_pending_ = false;
+        fup_pending_ = fup_behind_ = false;
         Packet q;
         for (;;) {
           if (const int err = ReadPacket(&q)) {
@@ -413,9 +420,30 @@ int FlowDecoder::FetchControlRest() {
         Queue(FlowEvent{.type = FlowEvent::Type::kStop, .ip_suppressed = true, .offset = p.offset});
         break;
       case PacketType::kMwait:
-        mwait_held_ = true;  // bound to the next FUP (above)
-        Queue(FlowEvent{.type = FlowEvent::Type::kMwait, .ip_suppressed = true, .payload = p.payload,
-                        .offset = p.offset});
+        if (enabled_ && !have_unread_) {
+          // libipt asks for the event as soon as its read-ahead stops at
+          // the MWAIT; it waits for a FUP, so pt_qry_event reads on (through
+          // PAD and timing), and a TNT or a TIP that no event binds to is
+          // -pte_bad_query, failing the branch before.
+          PacketDecoder ahead = packets_;
+          Packet q;
+          int err;
+          while ((err = ahead.Next(q)) == 0 && IsReadAheadStatus(q.type)) {
+          }
+          if (err == 0 && NoEventFor(q)) {
+            const int e = Fail(EBADMSG, fmt::format("MWAIT at {:#x} followed by {} at {:#x}, not its FUP", p.offset,
+                                                    PacketName(q.type), q.offset));
+            error_offset_ = q.offset;
+            event_query_failed_ = true;
+            return e;
+          }
+        }
+        // Bound to the next FUP (above), and reported there, with its IP
+        // (libipt pt_qry_decode_mwait queues it on evb_fup; an OVF or a
+        // sync drops it unreported: pt_qry_decode_ovf resets the queue).
+        mwait_held_ = true;
+        mwait_event_ = FlowEvent{.type = FlowEvent::Type::kMwait, .ip_suppressed = true, .payload = p.payload,
+                                 .offset = p.offset};
         break;
       case PacketType::kPwre:
         NoteEvent(false, 0);
@@ -482,7 +510,7 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
       unsigned size;
       if (!internal::FastDecode(trace.data(), off, q, size)) break;
       off += size;
-      if (IsStatus(q.type)) continue;
+      if (IsReadAheadStatus(q.type)) continue;
       if (after_event) return 0;
       if (!StartsEventQuery(q)) {
         if (q.type == PacketType::kCbr || q.type == PacketType::kMnt) break;  // (skipped below)
@@ -495,7 +523,7 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
   Packet q;
   do {
     if (ahead.Next(q) != 0) return 0;  // (CheckAhead's)
-  } while (IsStatus(q.type) || q.type == PacketType::kCbr || q.type == PacketType::kMnt);
+  } while (IsReadAheadStatus(q.type) || q.type == PacketType::kCbr || q.type == PacketType::kMnt);
   if (!StartsEventQuery(q)) return 0;
   for (;;) {
     Packet r;
@@ -515,7 +543,7 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
                                    PacketDecoder::ErrorDescription(err), error_offset_, PacketName(q.type), q.offset);
       return err;
     }
-    if (!IsStatus(r.type)) return 0;
+    if (!IsReadAheadStatus(r.type)) return 0;
   }
 }
 

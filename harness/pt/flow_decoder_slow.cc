@@ -59,6 +59,21 @@ int FlowDecoder::NextSlow(FlowStep* step) {
             return err;
           }
           continue;
+        case Ctl::kTipPgd:
+          if (mode_pending_) {
+            // The TIP a MODE.Exec waits for (libipt pt_qry_decode_tip_pgd
+            // gives the event bound to it, the exec-mode one, and no
+            // disable event): the mode changes, tracing stays disabled.
+            ctl_ = Ctl::kNone;
+            ApplyPendingMode();
+            if (const int err = PeekAfterIp()) {
+              synced_ = false;
+              return err;
+            }
+            continue;
+          }
+          synced_ = false;
+          return DisabledControl();
         case Ctl::kOverflow:
           break;  // below
         default:  // TIP, TIP.PGD, an asynchronous FUP: nothing to apply them to
@@ -126,8 +141,14 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     }
 
     if (mode_ == ExecMode::kInvalid) [[unlikely]] {
+      // No MODE.Exec since the sync, or one with the reserved CS.L=1 CS.D=1:
+      // libipt's mode is unknown (ptem_unknown), and it decodes no
+      // instruction in it (-pte_bad_insn) — after it read none where no
+      // code is (-pte_nomap).
       synced_ = false;
-      return Fail(EBADMSG, fmt::format("MODE.Exec gave the reserved mode CS.L=1 CS.D=1 at {:#x}", ip_));
+      if (image_->Read(ip_).empty()) return Fail(ENXIO, fmt::format("no object code at {:#x}", ip_));
+      return Fail(EILSEQ, fmt::format("no execution mode at {:#x} (no MODE.Exec since the PSB, or the reserved "
+                                      "CS.L=1 CS.D=1)", ip_));
     }
     if (cache_->CheckGeneration()) hint_ = link_block_ = 0;
     uint32_t bi;
@@ -238,6 +259,16 @@ int FlowDecoder::Resolve(uint32_t block) {
     if (++steps_without_packet_ <= options_.max_steps_without_packet) return 0;
     return Fail(EBADMSG, fmt::format("{} blocks without a packet (endless loop?) at {:#x}", steps_without_packet_, x.ip));
   };
+  // The packet the branch needs (NeedControl()). A packet error met while
+  // reading ahead (sticky_error_) lies behind the events read before it:
+  // while one of those is held, unreached, with another behind it, libipt's
+  // query stops at that one first (CheckBound(): -pte_bad_query).
+  auto need_control = [&]() -> int {
+    if (bound_wall_ && sticky_error_ != 0 && tnt_count_ == 0 && ctl_ == Ctl::kNone) [[unlikely]] {
+      if (const int err = CheckBound(b)) return err;
+    }
+    return NeedControl();
+  };
   switch (x.branch) {
     case BranchClass::kNone:
     case BranchClass::kPtwrite:
@@ -252,7 +283,7 @@ int FlowDecoder::Resolve(uint32_t block) {
       link(1);
       return step_without_packet();
     case BranchClass::kCondJump:
-      if (const int err = NeedControl()) return err;
+      if (const int err = need_control()) return err;
       if (bound_wall_) [[unlikely]] {
         if (const int err = CheckBound(b)) return err;
       }
@@ -267,7 +298,7 @@ int FlowDecoder::Resolve(uint32_t block) {
       if (ctl_ == Ctl::kTipPgd) return TakeTip(nullptr);
       return Fail(EBADMSG, fmt::format("conditional branch at {:#x}: no TNT bit", x.ip));
     case BranchClass::kReturn:
-      if (const int err = NeedControl()) return err;
+      if (const int err = need_control()) return err;
       if (bound_wall_) [[unlikely]] {
         if (const int err = CheckBound(b)) return err;
       }
@@ -294,7 +325,7 @@ int FlowDecoder::Resolve(uint32_t block) {
     case BranchClass::kIndirectCall:
     case BranchClass::kIndirectJump:
     case BranchClass::kFarTransfer:
-      if (const int err = NeedControl()) return err;
+      if (const int err = need_control()) return err;
       if (bound_wall_) [[unlikely]] {
         if (const int err = CheckBound(b)) return err;
       }
@@ -349,8 +380,7 @@ int FlowDecoder::BranchPastAsync(const Insn& x) {
   Packet q;
   do {
     if (ahead.Next(q) != 0) return kNotPast;
-  } while (q.type == PacketType::kPad || q.type == PacketType::kCyc || q.type == PacketType::kMtc ||
-           q.type == PacketType::kTsc || q.type == PacketType::kTma);
+  } while (internal::IsReadAheadStatus(q.type));
   const bool tnt = q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64;
   if (tnt ? !(cond || ret) : (q.type != PacketType::kTip || cond)) return kNotPast;
   const Ctl held = ctl_;
@@ -390,10 +420,8 @@ int FlowDecoder::EventBeforeTip(const Insn& x) {
     } else if (ahead.Next(q) != 0) {
       return 0;
     }
+    if (internal::IsReadAheadStatus(q.type)) continue;
     switch (q.type) {
-      case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
-      case PacketType::kTma:
-        continue;
       case PacketType::kTipPge: case PacketType::kTipPgd: case PacketType::kPip: case PacketType::kOvf:
       case PacketType::kModeExec: case PacketType::kModeTsx: case PacketType::kCbr: case PacketType::kTraceStop:
       case PacketType::kVmcs: case PacketType::kMnt: case PacketType::kExStop: case PacketType::kMwait:

@@ -112,7 +112,10 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   ctl_ = Ctl::kNone;
   have_unread_ = false;
   mode_pending_ = false;
-  fup_pending_ = false;
+  fup_pending_ = fup_behind_ = false;
+  // No execution mode until a MODE.Exec gives one (libipt pt_insn_reset:
+  // ptem_unknown; the PSB+ has one as a rule).
+  mode_ = ExecMode::kInvalid;
   bound_.clear();
   bound_pending_ = bound_wall_ = mwait_held_ = false;
   events_.clear();

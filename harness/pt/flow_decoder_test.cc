@@ -145,6 +145,7 @@ TEST(FlowDecoder, TimingFromTscMtcCyc) {
   (void)enc.Next(make::Tsc(1000000));
   (void)enc.Next(make::Tma(0x100, 0));           // CTC = 0x100
   (void)enc.Next(make::Cbr(20));
+  (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
   (void)enc.NextIp(PacketType::kFup, kBase);
   (void)enc.Next(make::PsbEnd());
   (void)enc.Next(make::Cyc(100));               // 100 cycles at CBR 20, max non-turbo 40: +200 TSC
@@ -291,6 +292,36 @@ TEST(FlowDecoder, MatchesLibiptOnCorruptedTraces) {
               "throughout (%llu instructions)\n",
               total, identical, static_cast<unsigned long long>(insns));
   EXPECT_GE(identical * 10, total * 6);
+}
+
+// The image changing under a decoder mid-flow (a section added over code
+// it walks, as when side-band MMAP records are applied while decoding):
+// the blocks it hands out afterwards are the new code's, also while it
+// walks the TNT bits of a packet it already holds (flow_decoder.h: the
+// cache is dropped when the image changes). Here a loop of nop; jz back is
+// replaced by nop; nop; jz back after a few steps.
+TEST(FlowDecoder, ImageChangedMidWalkGivesTheNewCode) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0x74, 0xfd, 0xc3}).ok());  // nop; jz kBase; ret
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt64((uint64_t{1} << 40) - 1, 40));  // 40 times taken
+  FlowDecoder dec(enc.bytes(), &image);
+  ASSERT_TRUE(dec.SyncForward().ok());
+  FlowStep step;
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_EQ(dec.Next(&step), 0);
+    ASSERT_EQ(step.kind, FlowStep::kBlock);
+    EXPECT_EQ(step.block.ninsn, 2u);
+  }
+  // nop; nop; jz kBase; ret
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0x90, 0x74, 0xfc, 0xc3}).ok());
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_EQ(dec.Next(&step), 0);
+    ASSERT_EQ(step.kind, FlowStep::kBlock);
+    EXPECT_EQ(step.block.ip, kBase);
+    EXPECT_EQ(step.block.ninsn, 3u) << "step " << i << " after the image changed";
+  }
 }
 
 }  // namespace

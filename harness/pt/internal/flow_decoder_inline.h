@@ -15,6 +15,15 @@ namespace internal {
 // inside a PSB+ and in the stream (flow_decoder_packets.cc).
 FlowEvent StatusEvent(const Packet& p);
 
+// The packets libipt's query decoder decodes as status updates while it
+// reads ahead to the next packet a query needs (pt_qry_read_ahead): PAD and
+// the timing packets TSC, MTC, CYC and TMA. It stops, without decoding, at
+// any other packet.
+inline constexpr bool IsReadAheadStatus(PacketType t) {
+  return t == PacketType::kPad || t == PacketType::kCyc || t == PacketType::kMtc || t == PacketType::kTsc ||
+         t == PacketType::kTma;
+}
+
 // StoreLast() and kRetStackSize: flow_decoder.h (Next() inlines the one, the
 // return stack's arrays are sized by the other).
 
@@ -42,11 +51,20 @@ inline void FlowDecoder::PushReturn(uint64_t ret, uint32_t block) {
 // After an IP packet has been used, read on to the next TNT or control
 // packet at once, as libipt's query decoder does: a bad packet right after
 // a TIP fails the branch that took the TIP. The end of the trace does not.
-// (Inline: the fast path reads on after every TIP, TIP.PGD and TIP.PGE.)
+// A TIP.PGD there, or a TIP.PGE (tracing enabled again without a TIP.PGD:
+// a corrupted trace), is an event packet: libipt's instruction decoder
+// asks for it at once, and the event query reads ahead past it
+// (pt_qry_event), so a bad packet after it fails that branch too
+// (ReadAheadPastEventPacket()). (Inline: the fast path reads on after every
+// TIP, TIP.PGD and TIP.PGE.)
 inline int FlowDecoder::PeekAfterIp() {
   if (tnt_count_ != 0 || ctl_ != Ctl::kNone || sticky_error_ != 0) return 0;
   const uint64_t start = have_unread_ ? unread_.offset : packets_.offset();
   const int err = FetchControl();
+  if (err == 0 && ((ctl_ == Ctl::kTipPge && !ctl_suppressed_ && !mode_pending_) || ctl_ == Ctl::kTipPgd) && enabled_ &&
+      !have_unread_) [[unlikely]] {
+    if (const int e = ReadAheadPastEventPacket()) return e;
+  }
   // A packet cut off by the end of the trace is the end of the trace here
   // (libipt: -pte_eos).
   if (err == 0 || err == ENODATA || err == EMSGSIZE) [[likely]] return 0;

@@ -1,0 +1,203 @@
+// FlowDecoder against libipt's event query (issue 7, corpus divergences):
+// libipt's instruction decoder asks for an event as soon as its query
+// decoder's read-ahead stops at an event packet (pt_insn_check_ip_event ->
+// pt_qry_event), and the event query reads on past it — what it meets there
+// fails the branch before; an asynchronous FUP waits for its TIP on a queue
+// (evb_tip) that TNTs and further FUPs do not disturb; an MWAIT's event waits
+// for its FUP, and an OVF drops it. The expected flow and events come from
+// libipt's pt_insn_next and pt_insn_event at test time.
+#include "harness/pt/flow_decoder.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include "harness/pt/flow_decoder_test_support.h"
+#include "harness/pt/packet_encoder.h"
+#include "harness/pt/testing/libipt_flow.h"
+
+namespace perftest::pt {
+namespace {
+
+using flow_test::ExpectFailsAsLibipt;
+using flow_test::ExpectSameEventsAsLibipt;
+using flow_test::kBase;
+using flow_test::kCondRet;
+using flow_test::NopJmpRax;
+using flow_test::PsbPlus;
+using flow_test::WithBadOpcode;
+
+// An MWAIT right after a TIP: the indirect branch that took it is followed
+// by the MWAIT (and timing) and then a TNT or a TIP; libipt's event query for the MWAIT
+// meets the TNT (pt_qry_event: a TNT or TIP with no event bound to it,
+// -pte_bad_query) and fails that branch. A corpus divergence (a corrupted
+// MWAIT after a TIP), issue 7.
+TEST(FlowDecoder, MwaitWithoutItsFupFailsTheIndirectBranchBeforeIt) {
+  const Image image = NopJmpRax();
+  for (bool tip : {false, true}) {
+    SCOPED_TRACE(tip ? "a TIP after the MWAIT" : "a TNT after the MWAIT");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kTip, kBase);
+    (void)enc.Next(make::Cyc(3));
+    (void)enc.Next(make::Mwait(0x20, 1));
+    (void)enc.Next(make::Mtc(1));
+    if (tip) {
+      (void)enc.NextIp(PacketType::kTip, kBase);
+    } else {
+      (void)enc.Next(make::Tnt8(1, 1));
+    }
+    ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
+  }
+}
+
+// An asynchronous FUP, then a TNT before its TIP: libipt's read-ahead
+// decodes the FUP (nothing waits for a FUP: it queues the asynchronous
+// branch, bound to the next TIP) and the TNT's bits go to the branches on
+// the way to the FUP's IP; the TIP after them is the asynchronous branch's
+// (the event shows once the bits are used: a FUP IP passed before that —
+// the jz's — is never reached, and the return's query fails behind it, at
+// the end of the trace). A
+// corpus divergence (bytes dropped between a FUP and its TIP.PGD), issue 7.
+TEST(FlowDecoder, AsyncFupWaitsForItsTipPastATnt) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (uint64_t fup : {kBase + 4, kBase + 1}) {
+    SCOPED_TRACE(fmt::format("FUP at {:#x}", fup));
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kFup, fup);
+    (void)enc.Next(make::Cyc(3));
+    (void)enc.Next(make::Tnt8(1, 1));
+    (void)enc.NextIp(PacketType::kTip, kBase + 3);
+    const std::vector<uint64_t> want =
+        fup == kBase + 4 ? std::vector<uint64_t>{kBase, kBase + 1, kBase + 3} : std::vector<uint64_t>{kBase, kBase + 1};
+    ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, want);
+  }
+}
+
+// Two asynchronous FUPs waiting for one TIP.PGD: libipt queues both on
+// evb_tip; the TIP.PGD gives the first its disable event and stays for the
+// second (pt_qry_decode_tip_pgd consumes it only with the last). The first
+// FUP's IP is never reached, so the return after the jz queries on and
+// meets the TIP.PGD again (-pte_bad_query); with one FUP only the TIP.PGD
+// is gone and the return finds the end of the trace (-pte_eos). A corpus
+// divergence (a corrupted FUP early in the trace), issue 7.
+TEST(FlowDecoder, SecondAsyncFupKeepsTheTipForItself) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (bool second : {true, false}) {
+    SCOPED_TRACE(second ? "two FUPs" : "one FUP");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kFup, 0x402000);
+    (void)enc.Next(make::Tnt8(1, 1));
+    if (second) (void)enc.NextIp(PacketType::kFup, kBase + 3);
+    (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+    ExpectFailsAsLibipt(enc.bytes(), image, second ? -pte_bad_query : -pte_eos, second ? EBADMSG : ENODATA,
+                        {kBase, kBase + 1});
+  }
+}
+
+// A TIP.PGE right after a TIP while tracing is enabled (a corrupted
+// trace), or a TIP.PGD: libipt asks for its event at once, and the event
+// query reads ahead past it (pt_qry_event -> pt_qry_read_ahead): an unknown
+// opcode after its timing packets fails the indirect branch that took the
+// TIP (-pte_bad_opc). Corpus divergences, issue 7.
+TEST(FlowDecoder, BadPacketAfterAMidFlowTipPgeFailsTheBranchBefore) {
+  const Image image = NopJmpRax();
+  for (PacketType type : {PacketType::kTipPge, PacketType::kTipPgd}) {
+    SCOPED_TRACE(PacketName(type));
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kTip, kBase);
+    (void)enc.NextIp(type, 0x402000);
+    (void)enc.Next(make::Cyc(20));
+    ExpectFailsAsLibipt(WithBadOpcode(enc), image, -pte_bad_opc, EILSEQ, {kBase});
+  }
+}
+
+// An MWAIT's event is libipt's when its FUP comes (pt_qry_decode_mwait
+// queues it for a FUP; pt_qry_decode_fup publishes it, before the EXSTOP
+// queued after it and after the PWRE between them, which is reported at
+// once), and an OVF before its FUP drops it unreported (pt_qry_decode_ovf
+// resets the event queue). We reported it when we read the MWAIT.
+TEST(FlowDecoder, MwaitEventComesWithItsFupAndNotAfterAnOverflow) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  const std::vector<FlowEvent::Type> power = {FlowEvent::Type::kMwait, FlowEvent::Type::kPwre,
+                                              FlowEvent::Type::kExStop, FlowEvent::Type::kPwrx,
+                                              FlowEvent::Type::kOverflow};
+  for (bool overflow : {false, true}) {
+    SCOPED_TRACE(overflow ? "an OVF before the MWAIT's FUP" : "MWAIT, PWRE, EXSTOP, FUP");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Mwait(0x20, 1));
+    (void)enc.Next(make::Pwre(2, 0, false));
+    if (overflow) {
+      (void)enc.Next(make::Ovf());
+      (void)enc.Next(make::Fup(IpBytes::kSext48, kBase));
+    } else {
+      (void)enc.Next(make::ExStop(true));
+      (void)enc.NextIp(PacketType::kFup, kBase);
+      (void)enc.Next(make::Pwrx(2, 2, 1));
+    }
+    (void)enc.Next(make::Tnt8(1, 1));
+    const std::vector<FlowEvent::Type> ours = ExpectSameEventsAsLibipt(enc.bytes(), image, power);
+    EXPECT_EQ(std::count(ours.begin(), ours.end(), FlowEvent::Type::kMwait), overflow ? 0 : 1);
+  }
+}
+
+// An MWAIT and an EXSTOP waiting for one FUP whose IP the flow does not
+// reach, read ahead after a TIP, then a TNT and a bad packet: libipt
+// publishes the MWAIT at the FUP and holds it, the EXSTOP still waits for
+// that FUP (pt_qry_decode_fup consumes it with the last event), so the jz's
+// query meets the FUP first (pt_qry_cache_tnt: an event ahead,
+// -pte_bad_query), not the bad packet after the TNT. A corpus divergence
+// (a corrupted FUP), issue 7.
+TEST(FlowDecoder, HeldEventsBeforeAReadAheadErrorFailTheBranchFirst) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  ASSERT_TRUE(image.AddBlob(0x401010, kCondRet).ok());
+  for (bool tip : {true, false}) {
+    SCOPED_TRACE(tip ? "after a TIP" : "after the PSB+");
+    PacketEncoder enc;
+    PsbPlus(enc, tip ? kBase : 0x401010);
+    if (tip) (void)enc.NextIp(PacketType::kTip, 0x401010);
+    (void)enc.Next(make::Mwait(0x20, 1));
+    (void)enc.Next(make::Pwre(2, 0, false));
+    (void)enc.Next(make::ExStop(true));
+    (void)enc.NextIp(PacketType::kFup, 0x402000);
+    (void)enc.Next(make::Tnt8(1, 1));
+    const std::vector<uint64_t> ips =
+        tip ? std::vector<uint64_t>{kBase, kBase + 1, 0x401010} : std::vector<uint64_t>{0x401010};
+    ExpectFailsAsLibipt(WithBadOpcode(enc), image, -pte_bad_query, EBADMSG, ips);
+  }
+}
+
+// While tracing is disabled, a TIP.PGD after a MODE.Exec is the TIP the
+// MODE.Exec waits for: libipt gives the exec-mode event bound to it and no
+// disable event (pt_qry_decode_tip_pgd), no error; a TIP.PGE then enables
+// tracing. A corpus divergence (bytes dropped between a MODE.Exec and its
+// TIP.PGE), issue 7.
+TEST(FlowDecoder, TipPgdWhileDisabledIsTheTipOfAModeExec) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kFup, kBase + 1);
+  (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);  // disabled at the jz
+  (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+  (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+  (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+  (void)enc.NextIp(PacketType::kTipPge, kBase + 1);
+  (void)enc.Next(make::Tnt8(1, 1));
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1});
+}
+
+}  // namespace
+}  // namespace perftest::pt
