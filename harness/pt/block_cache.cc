@@ -80,10 +80,11 @@ uint32_t BlockCache::Decode(uint64_t ip, ExecMode mode) {
   const uint32_t error_code = error == 0 ? 0 : error == ENXIO ? 1 : error == EILSEQ ? 2 : 3;
   b.bytes = static_cast<uint16_t>(cur - ip);
   b.ninsn_ = static_cast<uint16_t>(ninsn);
-  b.branch_ = last.branch;
-  b.last_far = static_cast<uint8_t>(last.length | (static_cast<uint32_t>(last.far) << 4));
-  b.state = static_cast<uint8_t>(static_cast<uint32_t>(mode) | (error_code << 2));
-  if (ninsn != 0 && error == 0 && mode != ExecMode::kInvalid) b.state |= Block::kFastBit;
+  b.last_.length = last.length;
+  b.last_.branch = last.branch;
+  b.last_.far = last.far;
+  b.last_.state = static_cast<uint8_t>(static_cast<uint32_t>(mode) | (error_code << 2));
+  if (ninsn != 0 && error == 0 && mode != ExecMode::kInvalid) b.last_.state |= Block::kFastBit;
   blocks_.push_back(b);
   count_ = static_cast<uint32_t>(blocks_.size());
   const uint32_t index = count_ - 1;

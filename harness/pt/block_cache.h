@@ -20,6 +20,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "harness/pt/image.h"
@@ -34,6 +35,7 @@ class BlockCache {
   // field the walk reads is a whole byte, word or dword: one load, no
   // shifting.
   struct alignas(32) Block {
+    static constexpr uint32_t kLastWordMask = 0x03ffffff;  // (little-endian: the state's mode bits)
     uint64_t ip = 0;
     // Successor links (block index + 1, 0 = not known yet): [0] the block at
     // end() (fall-through, not-taken), [1] the block at the taken target of
@@ -44,29 +46,42 @@ class BlockCache {
     int32_t rel = 0;       // direct branches: target - end(), the displacement
     uint16_t bytes = 0;    // end() - ip (at most 4096 instructions of 15 bytes)
     uint16_t ninsn_ = 0;
-    BranchClass branch_ = BranchClass::kNone;  // of the last instruction
-    uint8_t last_far = 0;  // last_length:4 far:4
-    // mode:2 error:2 (0, ENXIO, EILSEQ, EINVAL) fast:1 — kFastBit: at least
-    // one instruction, no decode error, a valid mode; what the decoder's
-    // fast path checks, with the mode, in one compare (FastState()).
-    uint8_t state = 0;
+    // The last instruction's length, branch class and far kind, and the
+    // block's state, in Insn's order of its length, branch, far and mode:
+    // StoreLast() (flow_decoder.h) copies them as one word (LastWord()).
+    // state: mode:2 error:2 (0, ENXIO, EILSEQ, EINVAL) fast:1 — kFastBit: at
+    // least one instruction, no decode error, a valid mode; what the
+    // decoder's fast path checks, with the mode, in one compare (FastState()).
+    struct Last {
+      uint8_t length = 0;
+      BranchClass branch = BranchClass::kNone;
+      FarKind far = FarKind::kNone;
+      uint8_t state = 0;
+    } last_;
     static constexpr uint8_t kFastBit = 0x10;
     static constexpr uint8_t FastState(ExecMode mode) { return static_cast<uint8_t>(mode) | kFastBit; }
     // True if fast() and in `mode`.
-    bool fast_in(ExecMode mode) const { return (state & (kFastBit | 0x3)) == FastState(mode); }
-    bool fast() const { return (state & kFastBit) != 0; }
+    bool fast_in(ExecMode mode) const { return (last_.state & (kFastBit | 0x3)) == FastState(mode); }
+    bool fast() const { return (last_.state & kFastBit) != 0; }
 
     uint32_t ninsn() const { return ninsn_; }
-    uint8_t last_length() const { return last_far & 0xf; }
-    BranchClass branch() const { return branch_; }
-    FarKind far() const { return static_cast<FarKind>(last_far >> 4); }
-    ExecMode mode() const { return static_cast<ExecMode>(state & 0x3); }
-    bool has_error() const { return (state & 0xc) != 0; }
+    uint8_t last_length() const { return last_.length; }
+    BranchClass branch() const { return last_.branch; }
+    FarKind far() const { return last_.far; }
+    ExecMode mode() const { return static_cast<ExecMode>(last_.state & 0x3); }
+    bool has_error() const { return (last_.state & 0xc) != 0; }
+    // last_ as Insn's bytes length, branch, far, mode (the state's error and
+    // fast bits cleared), to be copied there in one store.
+    uint32_t LastWord() const {
+      uint32_t w;
+      std::memcpy(&w, &last_, sizeof w);
+      return w & kLastWordMask;
+    }
     // 0, or why the instruction at end() is not in the block: ENXIO (no
     // image), EILSEQ (not an instruction).
     int error() const {
       static constexpr int kErrors[] = {0, ENXIO, EILSEQ, EINVAL};
-      return kErrors[(state >> 2) & 0x3];
+      return kErrors[(last_.state >> 2) & 0x3];
     }
     uint64_t end() const { return ip + bytes; }
     uint64_t target() const { return end() + static_cast<uint64_t>(static_cast<int64_t>(rel)); }
@@ -83,6 +98,7 @@ class BlockCache {
     }
   };
   static_assert(sizeof(Block) == 32);
+  static_assert(sizeof(Block::Last) == 4);
 
   explicit BlockCache(const Image* image) : image_(image), direct_(kDirectSize, 0) { slots_.resize(1024); }
 

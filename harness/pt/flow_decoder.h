@@ -68,6 +68,8 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -191,19 +193,20 @@ inline constexpr uint32_t kRetStackSize = 64;  // the hardware's return-compress
 
 // Writes b.last() into `x` field by field: built in a local and copied, the
 // Insn is written with narrow stores and read back with wide loads, a
-// store-forwarding stall on every block. kCondJump: b ends with a
-// conditional branch (whose far kind is always kNone).
+// store-forwarding stall on every block. Its length, branch, far kind and
+// mode are one word in both (Block::LastWord()): one load and one store.
+// kCondJump: b ends with a conditional branch (which has a target).
+static_assert(offsetof(Insn, branch) == offsetof(Insn, length) + 1 && offsetof(Insn, far) == offsetof(Insn, length) + 2 &&
+              offsetof(Insn, mode) == offsetof(Insn, length) + 3);
 template <bool kCondJump = false>
 inline void StoreLast(Insn& x, const BlockCache::Block& b) {
   const uint8_t length = b.last_length();
   const BranchClass branch = b.branch();
   x.ip = b.end() - length;
-  x.target = (branch == BranchClass::kCondJump || branch == BranchClass::kDirectJump ||
+  x.target = (kCondJump || branch == BranchClass::kCondJump || branch == BranchClass::kDirectJump ||
               branch == BranchClass::kDirectCall) ? b.target() : 0;
-  x.length = length;
-  x.branch = branch;
-  x.far = kCondJump ? FarKind::kNone : b.far();
-  x.mode = b.mode();
+  const uint32_t w = b.LastWord();
+  std::memcpy(&x.length, &w, sizeof w);
 }
 }  // namespace internal
 
