@@ -110,6 +110,13 @@ int FlowDecoder::NextFill(FlowStep* step) {
     if (!enabled_ && synced_ && deferred_error_ == 0 && events_.empty() && !bound_pending_) return Enable(step);
     return NextSlow(step);
   }
+  return NextFillBlock(step);
+}
+
+// NextFill() once nothing is pending: the step is a block, or NextSlow()'s.
+// (Out of line: the entry above, which hands out events and enables, saves
+// no registers for its frame; a tail call here.)
+__attribute__((noinline)) int FlowDecoder::NextFillBlock(FlowStep* step) {
   if (tnt_count_ == 0 && ctl_ == Ctl::kNone) {
     // NextSlow()'s first move in this state: read on to the next TNT or
     // control packet. Errors and events go the slow way.

@@ -361,6 +361,7 @@ class FlowDecoder {
   bool QuietAfterTnt() const;
   int Resolve(uint32_t block);
   int NextFill(FlowStep* step);
+  int NextFillBlock(FlowStep* step);
   int Enable(FlowStep* step);
   bool WalkReady() const;
   int WalkStep(FlowStep* step);
