@@ -18,6 +18,7 @@
 // Not thread-safe: one cache per thread.
 #pragma once
 
+#include <bit>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -63,6 +64,12 @@ class BlockCache {
     // True if fast() and in `mode`.
     bool fast_in(ExecMode mode) const { return (last_.state & (kFastBit | 0x3)) == FastState(mode); }
     bool fast() const { return (last_.state & kFastBit) != 0; }
+    // fast_in(mode) and branch() == branch, in one compare of last_.
+    bool fast_in_ending(ExecMode mode, BranchClass branch) const {
+      uint32_t w;
+      std::memcpy(&w, &last_, sizeof w);
+      return (w & 0x1300ff00) == ((static_cast<uint32_t>(FastState(mode)) << 24) | (static_cast<uint32_t>(branch) << 8));
+    }
 
     uint32_t ninsn() const { return ninsn_; }
     uint8_t last_length() const { return last_.length; }
@@ -99,6 +106,7 @@ class BlockCache {
   };
   static_assert(sizeof(Block) == 32);
   static_assert(sizeof(Block::Last) == 4);
+  static_assert(std::endian::native == std::endian::little);  // (LastWord(), fast_in_ending(): byte i is bits 8i..8i+7)
 
   explicit BlockCache(const Image* image) : image_(image), direct_(kDirectSize, 0) { slots_.resize(1024); }
 

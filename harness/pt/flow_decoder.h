@@ -260,7 +260,7 @@ class FlowDecoder {
       // through a decoder sharing it — fails the IP check or the bound.)
       if (h - 1 < cache_->count()) [[likely]] {
         const Block& b = cache_->block(h - 1);
-        if (b.ip == ip_ && b.fast_in(mode_) && b.branch() == BranchClass::kCondJump) [[likely]] {
+        if (b.ip == ip_ && b.fast_in_ending(mode_, BranchClass::kCondJump)) [[likely]] {
           const uint32_t k = TakeCondJump(b);
           Follow(b.next[k], h, static_cast<uint8_t>(k));
           last_direct_ = false;
