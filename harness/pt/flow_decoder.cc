@@ -213,8 +213,13 @@ __attribute__((noinline)) int FlowDecoder::NextFillBlock(FlowStep* step) {
     default: {  // the held TIP: indirect jump/call, return, far transfer
       if (branch == BranchClass::kIndirectCall) PushReturn(blk.end(), bi);
       if (ctl_ == Ctl::kTipPgd) {  // tracing stops here (TakeTip())
-        Queue(FlowEvent{.type = FlowEvent::Type::kDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
-                        .offset = ctl_offset_});
+        // (Queue(), built in place: no 80-byte temporary to copy.)
+        FlowEvent& e = events_.emplace_back();
+        e.type = FlowEvent::Type::kDisabled;
+        e.ip_suppressed = ctl_suppressed_;
+        e.ip = ctl_ip_;
+        e.offset = ctl_offset_;
+        e.time = time_;
         enabled_ = false;
         if (!ctl_suppressed_) ip_ = ctl_ip_;
         ctl_ = Ctl::kNone;
