@@ -532,11 +532,7 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
     if (err != 0) {
       // The read-ahead decodes status packets only; it stops at the opcode
       // of any other packet without decoding it.
-      const uint8_t b0 = packets_.trace()[ahead.offset()];
-      const bool opens_status = b0 == 0x00 || b0 == 0x19 || b0 == 0x59 || (b0 & 3) == 3 ||
-                                (b0 == 0x02 && ahead.offset() + 1 < packets_.trace().size() &&
-                                 packets_.trace()[ahead.offset() + 1] == 0x73);
-      if (err != EILSEQ && !opens_status) return 0;
+      if (err != EILSEQ && !internal::OpensReadAheadStatus(trace, ahead.offset())) return 0;
       error_offset_ = ahead.offset();
       error_ip_ = ip_;
       error_message_ = fmt::format("{} at offset {:#x} (read ahead after the {} at {:#x} that follows the TNT)",
