@@ -103,6 +103,45 @@ TEST(FlowDecoder, SecondAsyncFupKeepsTheTipForItself) {
   }
 }
 
+// A TraceStop while tracing is enabled (a corrupted trace: TraceStop comes
+// after the TIP.PGD that disables tracing): libipt's instruction decoder
+// rejects its event (pt_insn_process_stop: -pte_bad_context), here right
+// after the indirect branch that took the TIP before it, whatever follows
+// (a TNT, the end of the trace). After a TIP.PGD it is an ordinary event. A
+// corpus divergence (bytes dropped before a TraceStop), issue 7.
+TEST(FlowDecoder, TraceStopWhileTracingIsEnabledFails) {
+  const Image image = NopJmpRax();
+  for (bool disabled : {false, true}) {
+    for (bool tnt : {false, true}) {
+      SCOPED_TRACE(fmt::format("{}, {}", disabled ? "after a TIP.PGD" : "after a TIP", tnt ? "then a TNT" : "the end"));
+      PacketEncoder enc;
+      PsbPlus(enc, kBase);
+      (void)enc.NextIp(disabled ? PacketType::kTipPgd : PacketType::kTip, kBase);
+      (void)enc.Next(make::Cyc(3));
+      (void)enc.Next(make::TraceStop());
+      if (tnt) (void)enc.Next(make::Tnt8(1, 1));
+      if (disabled) {
+        ExpectSameEventsAsLibipt(enc.bytes(), image, {FlowEvent::Type::kDisabled, FlowEvent::Type::kStop});
+      } else {
+        ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_context, EBADMSG, {kBase, kBase + 1});
+      }
+    }
+  }
+}
+
+// The same after a TNT: the TraceStop's event goes once the TNT's bits are
+// used (libipt's read-ahead stops at it), before the return after the jz.
+TEST(FlowDecoder, TraceStopAfterATntFailsBeforeTheNextBranch) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.Next(make::TraceStop());
+  (void)enc.NextIp(PacketType::kTip, kBase);
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_context, EBADMSG, {kBase, kBase + 1});
+}
+
 // A TIP.PGE right after a TIP while tracing is enabled (a corrupted
 // trace), or a TIP.PGD: libipt asks for its event at once, and the event
 // query reads ahead past it (pt_qry_event -> pt_qry_read_ahead): an unknown

@@ -416,7 +416,16 @@ int FlowDecoder::FetchControlRest() {
         Queue(StatusEvent(p));
         break;
       case PacketType::kTraceStop:
-        NoteEvent(false, 0);
+        if (enabled_) [[unlikely]] {
+          // libipt disables tracing before it stops: a TraceStop while
+          // enabled fails where its event goes (pt_insn_process_stop,
+          // -pte_bad_context; FailStatusUpdate()).
+          bad_mode_offset_ = p.offset;
+          bad_is_stop_ = true;
+          NoteEventHeld(false, 0, false, true);
+        } else {
+          NoteEvent(false, 0);
+        }
         Queue(FlowEvent{.type = FlowEvent::Type::kStop, .ip_suppressed = true, .offset = p.offset});
         break;
       case PacketType::kMwait:

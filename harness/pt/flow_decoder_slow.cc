@@ -554,8 +554,12 @@ int FlowDecoder::CheckBound(const Block& b) {
 // The flow got to a mid-flow PSB+'s MODE.Exec that contradicts the current
 // mode while tracing is enabled: libipt's instruction decoder rejects the
 // status update when it takes the event at `ip` (pt_insn_process_exec_mode:
-// -pte_bad_status_update).
+// -pte_bad_status_update). Or to a TraceStop read while tracing is enabled
+// (bad_is_stop_): libipt's pt_insn_process_stop rejects it (-pte_bad_context).
 int FlowDecoder::FailStatusUpdate(uint64_t ip) {
+  if (bad_is_stop_)  // (libipt pt_insn_process_stop: -pte_bad_context)
+    return Fail(EBADMSG, fmt::format("at {:#x}: TraceStop at {:#x} while tracing is enabled (no TIP.PGD before it)",
+                                     ip, bad_mode_offset_));
   return Fail(EBADMSG, fmt::format("at {:#x}: the PSB+ status update (MODE.Exec at {:#x}) contradicts the {} "
                                    "execution mode", ip, bad_mode_offset_, ExecModeName(mode_)));
 }
