@@ -461,6 +461,7 @@ class FlowDecoder {
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool fup_behind_ = false;   // another one read while fup_pending_: libipt keeps the TIP for it (BeyondControl)
+  uint64_t fup_behind_ip_ = 0;  // its IP: an asynchronous branch from there to the same TIP (NextSlow)
   bool have_unread_ = false;
   uint32_t psb_events_ = 0;  // events of the last PSB+ at its PSBEND (ReadPsbPlus)
   Packet unread_;

@@ -103,6 +103,34 @@ TEST(FlowDecoder, SecondAsyncFupKeepsTheTipForItself) {
   }
 }
 
+// Two asynchronous FUPs, then their TIP, with the first FUP's IP reached:
+// libipt's TIP gives the first its branch and stays (pt_qry_decode_tip
+// consumes it only with the last event on evb_tip), so the second is an
+// asynchronous branch from its own IP to the same TIP target. At the jz
+// (second FUP there): the flow goes back to the nop once more, then the jz
+// takes the TNT and the return meets the end of the trace; at the nop after
+// the jz (never reached: the jz is taken), the same without the second
+// branch. We dropped the second FUP (and failed at a FUP right after a
+// FUP).
+TEST(FlowDecoder, SecondAsyncFupBranchesToTheSameTip) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (uint64_t second : {kBase + 1, kBase + 3}) {
+    SCOPED_TRACE(fmt::format("second FUP at {:#x}", second));
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kFup, kBase + 1);
+    (void)enc.NextIp(PacketType::kFup, second);
+    (void)enc.NextIp(PacketType::kTip, kBase);
+    (void)enc.Next(make::Tnt8(1, 1));
+    const bool reached = second == kBase + 1;
+    const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase, kBase, kBase + 1}
+                                               : std::vector<uint64_t>{kBase, kBase, kBase + 1};
+    const flow_test::Walk w = ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, want);
+    EXPECT_EQ(std::count(w.events.begin(), w.events.end(), FlowEvent::Type::kAsyncBranch), reached ? 2 : 1);
+  }
+}
+
 // A TraceStop while tracing is enabled (a corrupted trace: TraceStop comes
 // after the TIP.PGD that disables tracing): libipt's instruction decoder
 // rejects its event (pt_insn_process_stop: -pte_bad_context), here right

@@ -204,6 +204,7 @@ int FlowDecoder::FetchControlRest() {
         // (While an earlier one waits, the TIP binds to that first: libipt
         // queues both on evb_tip, and keeps the TIP for this one.)
         fup_behind_ = fup_pending_;
+        fup_behind_ip_ = last_ip_.raw();
         if (!fup_pending_) {
           ctl_from_ = last_ip_.raw();
           ctl_offset_ = p.offset;
@@ -232,6 +233,13 @@ int FlowDecoder::FetchControlRest() {
           if (q.type == PacketType::kTsc || q.type == PacketType::kTma || q.type == PacketType::kMtc ||
               q.type == PacketType::kCyc || q.type == PacketType::kPad) {
             Timing(q);
+            continue;
+          }
+          if (q.type == PacketType::kFup && q.ipbytes() != 0 && !fup_behind_) {
+            // A second one: libipt queues it behind the first on evb_tip.
+            if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
+            fup_behind_ = true;
+            fup_behind_ip_ = last_ip_.raw();
             continue;
           }
           if (q.type == PacketType::kTipPge || q.type == PacketType::kFup || q.type == PacketType::kOvf)

@@ -123,8 +123,17 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           return Fail(EBADMSG, fmt::format("FUP+TIP at {:#x}: the TIP suppresses the IP", ctl_offset_));
         }
         Queue(FlowEvent{.type = FlowEvent::Type::kAsyncBranch, .ip = ctl_ip_, .from = ip_, .offset = ctl_offset_});
-        ctl_ = Ctl::kNone;
         ip_ = ctl_ip_;
+        if (fup_behind_) [[unlikely]] {
+          // A second asynchronous FUP waits for the same TIP: libipt's TIP
+          // stays (pt_qry_decode_tip consumes it with the last event on
+          // evb_tip), an asynchronous branch from that FUP's IP to it.
+          fup_behind_ = false;
+          ctl_from_ = fup_behind_ip_;
+          NoteEvent(false, 0);
+          continue;
+        }
+        ctl_ = Ctl::kNone;
         ApplyPendingMode();
         if (const int err = PeekAfterIp()) {
           synced_ = false;
