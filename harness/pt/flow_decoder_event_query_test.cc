@@ -131,6 +131,28 @@ TEST(FlowDecoder, SecondAsyncFupBranchesToTheSameTip) {
   }
 }
 
+// The same before a TIP.PGD: the first FUP's disable keeps the TIP.PGD for
+// the second (pt_qry_decode_tip_pgd), whose event comes while tracing is
+// disabled — libipt rejects it (-pte_bad_context); with the second FUP's IP
+// never reached, the flow waits for an enable that does not come
+// (-pte_no_enable). A guard for the FUP-after-FUP path (before it, ours
+// failed at the second FUP: the same instructions and error class).
+TEST(FlowDecoder, SecondAsyncFupBeforeATipPgd) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (uint64_t second : {kBase + 1, kBase + 3}) {
+    SCOPED_TRACE(fmt::format("second FUP at {:#x}", second));
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kFup, kBase + 1);
+    (void)enc.NextIp(PacketType::kFup, second);
+    (void)enc.NextIp(PacketType::kTipPgd, kBase);
+    (void)enc.Next(make::Tnt8(1, 1));
+    ExpectFailsAsLibipt(enc.bytes(), image, second == kBase + 1 ? -pte_bad_context : -pte_no_enable, EBADMSG,
+                        {kBase});
+  }
+}
+
 // A TraceStop while tracing is enabled (a corrupted trace: TraceStop comes
 // after the TIP.PGD that disables tracing): libipt's instruction decoder
 // rejects its event (pt_insn_process_stop: -pte_bad_context), here right
