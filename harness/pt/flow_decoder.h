@@ -445,8 +445,9 @@ class FlowDecoder {
   // A PTW's event binds to the PTWRITE instruction at its IP (without one:
   // the next PTWRITE), one at a time (`ptwrite`; ReachBound). An event that `fails` where it goes: a mid-flow
   // PSB+'s MODE.Exec that contradicts the mode (ReadPsbPlus; its offset
-  // bad_mode_offset_). bound_from_: the instruction of the block in hand
-  // after the last PTW let go there (CheckBound goes on from it).
+  // bad_mode_offset_), a TraceStop while tracing is enabled (bad_is_stop_).
+  // bound_from_: the instruction of the block in hand after the last PTW let
+  // go there (CheckBound goes on from it).
   static constexpr uint64_t kUnbound = ~uint64_t{0};
   struct Held {
     uint64_t ip;
@@ -456,6 +457,7 @@ class FlowDecoder {
   std::vector<Held> bound_;
   uint32_t bound_from_ = 0;
   uint64_t bad_mode_offset_ = 0;
+  bool bad_is_stop_ = false;  // the failing event is a TraceStop's while enabled (at bad_mode_offset_)
   bool bound_pending_ = false;
   bool bound_wall_ = false;
   bool mwait_held_ = false;
@@ -463,6 +465,7 @@ class FlowDecoder {
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool fup_behind_ = false;   // another one read while fup_pending_: libipt keeps the TIP for it (BeyondControl)
+  uint64_t fup_behind_ip_ = 0;  // its IP: an asynchronous branch from there to the same TIP (NextSlow)
   bool have_unread_ = false;
   uint32_t psb_events_ = 0;  // events of the last PSB+ at its PSBEND (ReadPsbPlus)
   Packet unread_;

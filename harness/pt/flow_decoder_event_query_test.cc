@@ -103,6 +103,95 @@ TEST(FlowDecoder, SecondAsyncFupKeepsTheTipForItself) {
   }
 }
 
+// Two asynchronous FUPs, then their TIP, with the first FUP's IP reached:
+// libipt's TIP gives the first its branch and stays (pt_qry_decode_tip
+// consumes it only with the last event on evb_tip), so the second is an
+// asynchronous branch from its own IP to the same TIP target. At the jz
+// (second FUP there): the flow goes back to the nop once more, then the jz
+// takes the TNT and the return meets the end of the trace; at the nop after
+// the jz (never reached: the jz is taken), the same without the second
+// branch. We dropped the second FUP (and failed at a FUP right after a
+// FUP).
+TEST(FlowDecoder, SecondAsyncFupBranchesToTheSameTip) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (uint64_t second : {kBase + 1, kBase + 3}) {
+    SCOPED_TRACE(fmt::format("second FUP at {:#x}", second));
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kFup, kBase + 1);
+    (void)enc.NextIp(PacketType::kFup, second);
+    (void)enc.NextIp(PacketType::kTip, kBase);
+    (void)enc.Next(make::Tnt8(1, 1));
+    const bool reached = second == kBase + 1;
+    const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase, kBase, kBase + 1}
+                                               : std::vector<uint64_t>{kBase, kBase, kBase + 1};
+    const flow_test::Walk w = ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, want);
+    EXPECT_EQ(std::count(w.events.begin(), w.events.end(), FlowEvent::Type::kAsyncBranch), reached ? 2 : 1);
+  }
+}
+
+// The same before a TIP.PGD: the first FUP's disable keeps the TIP.PGD for
+// the second (pt_qry_decode_tip_pgd), whose event comes while tracing is
+// disabled — libipt rejects it (-pte_bad_context); with the second FUP's IP
+// never reached, the flow waits for an enable that does not come
+// (-pte_no_enable). A guard for the FUP-after-FUP path (before it, ours
+// failed at the second FUP: the same instructions and error class).
+TEST(FlowDecoder, SecondAsyncFupBeforeATipPgd) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (uint64_t second : {kBase + 1, kBase + 3}) {
+    SCOPED_TRACE(fmt::format("second FUP at {:#x}", second));
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kFup, kBase + 1);
+    (void)enc.NextIp(PacketType::kFup, second);
+    (void)enc.NextIp(PacketType::kTipPgd, kBase);
+    (void)enc.Next(make::Tnt8(1, 1));
+    ExpectFailsAsLibipt(enc.bytes(), image, second == kBase + 1 ? -pte_bad_context : -pte_no_enable, EBADMSG,
+                        {kBase});
+  }
+}
+
+// A TraceStop while tracing is enabled (a corrupted trace: TraceStop comes
+// after the TIP.PGD that disables tracing): libipt's instruction decoder
+// rejects its event (pt_insn_process_stop: -pte_bad_context), here right
+// after the indirect branch that took the TIP before it, whatever follows
+// (a TNT, the end of the trace). After a TIP.PGD it is an ordinary event. A
+// corpus divergence (bytes dropped before a TraceStop), issue 7.
+TEST(FlowDecoder, TraceStopWhileTracingIsEnabledFails) {
+  const Image image = NopJmpRax();
+  for (bool disabled : {false, true}) {
+    for (bool tnt : {false, true}) {
+      SCOPED_TRACE(fmt::format("{}, {}", disabled ? "after a TIP.PGD" : "after a TIP", tnt ? "then a TNT" : "the end"));
+      PacketEncoder enc;
+      PsbPlus(enc, kBase);
+      (void)enc.NextIp(disabled ? PacketType::kTipPgd : PacketType::kTip, kBase);
+      (void)enc.Next(make::Cyc(3));
+      (void)enc.Next(make::TraceStop());
+      if (tnt) (void)enc.Next(make::Tnt8(1, 1));
+      if (disabled) {
+        ExpectSameEventsAsLibipt(enc.bytes(), image, {FlowEvent::Type::kDisabled, FlowEvent::Type::kStop});
+      } else {
+        ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_context, EBADMSG, {kBase, kBase + 1});
+      }
+    }
+  }
+}
+
+// The same after a TNT: the TraceStop's event goes once the TNT's bits are
+// used (libipt's read-ahead stops at it), before the return after the jz.
+TEST(FlowDecoder, TraceStopAfterATntFailsBeforeTheNextBranch) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.Next(make::TraceStop());
+  (void)enc.NextIp(PacketType::kTip, kBase);
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_context, EBADMSG, {kBase, kBase + 1});
+}
+
 // A TIP.PGE right after a TIP while tracing is enabled (a corrupted
 // trace), or a TIP.PGD: libipt asks for its event at once, and the event
 // query reads ahead past it (pt_qry_event -> pt_qry_read_ahead): an unknown

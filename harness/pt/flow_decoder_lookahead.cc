@@ -21,15 +21,6 @@ int FlowDecoder::NeedControl() {
 }
 
 namespace {
-// Whether the bytes at `at` open a packet libipt's read-ahead decodes
-// (internal::IsReadAheadStatus), by its opcode alone.
-bool OpensReadAheadStatus(std::span<const uint8_t> trace, uint64_t at) {
-  if (at >= trace.size()) return false;
-  const uint8_t b0 = trace[at];
-  if (b0 == 0x00 || b0 == 0x19 || b0 == 0x59 || (b0 & 3) == 3) return true;  // PAD, TSC, MTC, CYC
-  return b0 == 0x02 && at + 1 < trace.size() && trace[at + 1] == 0x73;       // TMA
-}
-
 // Whether libipt decodes the packet whose first bytes are at `at` only when
 // a later query needs it: its query decoder (pt_qry_read_ahead) stops
 // without decoding at the next TNT, TIP or event packet; TNT and TIP wait
@@ -207,7 +198,7 @@ int ReadAheadPastEvent(PacketDecoder ahead, uint64_t* at) {
     if (err == ENODATA || err == EMSGSIZE) return 0;
     if (err != 0) {
       *at = ahead.offset();
-      return err == EILSEQ || OpensReadAheadStatus(ahead.trace(), *at) ? err : 0;
+      return err == EILSEQ || internal::OpensReadAheadStatus(ahead.trace(), *at) ? err : 0;
     }
     if (!internal::IsReadAheadStatus(r.type)) return 0;
   }
@@ -322,7 +313,7 @@ int FlowDecoder::ReadAheadEnd(uint64_t* at) const {
     if (err == ENODATA) return ENODATA;
     if (err != 0) {
       *at = ahead.offset();
-      return err == EMSGSIZE || err == EILSEQ || OpensReadAheadStatus(packets_.trace(), *at) ? err : 0;
+      return err == EMSGSIZE || err == EILSEQ || internal::OpensReadAheadStatus(packets_.trace(), *at) ? err : 0;
     }
     if (!internal::IsReadAheadStatus(q.type)) return 0;
   }

@@ -204,6 +204,7 @@ int FlowDecoder::FetchControlRest() {
         // (While an earlier one waits, the TIP binds to that first: libipt
         // queues both on evb_tip, and keeps the TIP for this one.)
         fup_behind_ = fup_pending_;
+        fup_behind_ip_ = last_ip_.raw();
         if (!fup_pending_) {
           ctl_from_ = last_ip_.raw();
           ctl_offset_ = p.offset;
@@ -232,6 +233,13 @@ int FlowDecoder::FetchControlRest() {
           if (q.type == PacketType::kTsc || q.type == PacketType::kTma || q.type == PacketType::kMtc ||
               q.type == PacketType::kCyc || q.type == PacketType::kPad) {
             Timing(q);
+            continue;
+          }
+          if (q.type == PacketType::kFup && q.ipbytes() != 0 && !fup_behind_) {
+            // A second one: libipt queues it behind the first on evb_tip.
+            if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
+            fup_behind_ = true;
+            fup_behind_ip_ = last_ip_.raw();
             continue;
           }
           if (q.type == PacketType::kTipPge || q.type == PacketType::kFup || q.type == PacketType::kOvf)
@@ -416,7 +424,16 @@ int FlowDecoder::FetchControlRest() {
         Queue(StatusEvent(p));
         break;
       case PacketType::kTraceStop:
-        NoteEvent(false, 0);
+        if (enabled_) [[unlikely]] {
+          // libipt disables tracing before it stops: a TraceStop while
+          // enabled fails where its event goes (pt_insn_process_stop,
+          // -pte_bad_context; FailStatusUpdate()).
+          bad_mode_offset_ = p.offset;
+          bad_is_stop_ = true;
+          NoteEventHeld(false, 0, false, true);
+        } else {
+          NoteEvent(false, 0);
+        }
         Queue(FlowEvent{.type = FlowEvent::Type::kStop, .ip_suppressed = true, .offset = p.offset});
         break;
       case PacketType::kMwait:
@@ -532,11 +549,7 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
     if (err != 0) {
       // The read-ahead decodes status packets only; it stops at the opcode
       // of any other packet without decoding it.
-      const uint8_t b0 = packets_.trace()[ahead.offset()];
-      const bool opens_status = b0 == 0x00 || b0 == 0x19 || b0 == 0x59 || (b0 & 3) == 3 ||
-                                (b0 == 0x02 && ahead.offset() + 1 < packets_.trace().size() &&
-                                 packets_.trace()[ahead.offset() + 1] == 0x73);
-      if (err != EILSEQ && !opens_status) return 0;
+      if (err != EILSEQ && !internal::OpensReadAheadStatus(trace, ahead.offset())) return 0;
       error_offset_ = ahead.offset();
       error_ip_ = ip_;
       error_message_ = fmt::format("{} at offset {:#x} (read ahead after the {} at {:#x} that follows the TNT)",

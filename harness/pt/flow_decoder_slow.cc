@@ -123,8 +123,17 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           return Fail(EBADMSG, fmt::format("FUP+TIP at {:#x}: the TIP suppresses the IP", ctl_offset_));
         }
         Queue(FlowEvent{.type = FlowEvent::Type::kAsyncBranch, .ip = ctl_ip_, .from = ip_, .offset = ctl_offset_});
-        ctl_ = Ctl::kNone;
         ip_ = ctl_ip_;
+        if (fup_behind_) [[unlikely]] {
+          // A second asynchronous FUP waits for the same TIP: libipt's TIP
+          // stays (pt_qry_decode_tip consumes it with the last event on
+          // evb_tip), an asynchronous branch from that FUP's IP to it.
+          fup_behind_ = false;
+          ctl_from_ = fup_behind_ip_;
+          NoteEvent(false, 0);
+          continue;
+        }
+        ctl_ = Ctl::kNone;
         ApplyPendingMode();
         if (const int err = PeekAfterIp()) {
           synced_ = false;
@@ -554,8 +563,12 @@ int FlowDecoder::CheckBound(const Block& b) {
 // The flow got to a mid-flow PSB+'s MODE.Exec that contradicts the current
 // mode while tracing is enabled: libipt's instruction decoder rejects the
 // status update when it takes the event at `ip` (pt_insn_process_exec_mode:
-// -pte_bad_status_update).
+// -pte_bad_status_update). Or to a TraceStop read while tracing is enabled
+// (bad_is_stop_): libipt's pt_insn_process_stop rejects it (-pte_bad_context).
 int FlowDecoder::FailStatusUpdate(uint64_t ip) {
+  if (bad_is_stop_)  // (libipt pt_insn_process_stop: -pte_bad_context)
+    return Fail(EBADMSG, fmt::format("at {:#x}: TraceStop at {:#x} while tracing is enabled (no TIP.PGD before it)",
+                                     ip, bad_mode_offset_));
   return Fail(EBADMSG, fmt::format("at {:#x}: the PSB+ status update (MODE.Exec at {:#x}) contradicts the {} "
                                    "execution mode", ip, bad_mode_offset_, ExecModeName(mode_)));
 }

@@ -57,6 +57,7 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         // with the mode (pt_insn_process_exec_mode), which it does not change.
         if (!at_sync && enabled_ && mode_ != ExecMode::kInvalid && p.exec_mode() != mode_) {
           bad_mode_offset_ = p.offset;
+          bad_is_stop_ = false;
           event(kFails);
         } else {
           mode_ = p.exec_mode();

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <span>
 
 #include "harness/pt/flow_decoder.h"
 
@@ -22,6 +23,16 @@ FlowEvent StatusEvent(const Packet& p);
 inline constexpr bool IsReadAheadStatus(PacketType t) {
   return t == PacketType::kPad || t == PacketType::kCyc || t == PacketType::kMtc || t == PacketType::kTsc ||
          t == PacketType::kTma;
+}
+
+// Whether the bytes at `at` open a packet IsReadAheadStatus() names, by its
+// opcode alone (for a read-ahead that met a packet error there: libipt's
+// decodes that packet, and fails, only if it is one of those).
+inline bool OpensReadAheadStatus(std::span<const uint8_t> trace, uint64_t at) {
+  if (at >= trace.size()) return false;
+  const uint8_t b0 = trace[at];
+  if (b0 == 0x00 || b0 == 0x19 || b0 == 0x59 || (b0 & 3) == 3) return true;  // PAD, TSC, MTC, CYC
+  return b0 == 0x02 && at + 1 < trace.size() && trace[at + 1] == 0x73;       // TMA
 }
 
 // StoreLast() and kRetStackSize: flow_decoder.h (Next() inlines the one, the
