@@ -98,15 +98,7 @@ int FlowDecoder::NextFill(FlowStep* step) {
   walk_ = false;
   // (Events pending: NextSlow() empties events_ when it hands out the last.)
   if (!enabled_ || !synced_ || deferred_error_ != 0 || !events_.empty() || bound_pending_) [[unlikely]] {
-    if (event_head_ < events_.size()) {  // NextSlow()'s first move, here (about one step in ten)
-      step->kind = FlowStep::kEvent;
-      step->event = events_[event_head_++];
-      if (event_head_ == events_.size()) {
-        events_.clear();
-        event_head_ = 0;
-      }
-      return 0;
-    }
+    if (TakeQueuedEvent(step)) return 0;  // NextSlow()'s first move, here (about one step in ten)
     if (!enabled_ && synced_ && deferred_error_ == 0 && events_.empty() && !bound_pending_) return Enable(step);
     return NextSlow(step);
   }

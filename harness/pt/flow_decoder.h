@@ -353,6 +353,7 @@ class FlowDecoder {
   int ReadAheadAfterSync();
   int NeedControl();
   int PeekAfterIp();
+  bool TakeQueuedEvent(FlowStep* step);
   // Past the TIP.PGE or TIP.PGD in ctl_: libipt's event-query read-ahead;
   // an error met there (set as the decoder's error), else 0.
   int ReadAheadPastEventPacket();

@@ -103,6 +103,19 @@ TEST(FlowDecoder, SecondAsyncFupKeepsTheTipForItself) {
   }
 }
 
+// A trace for kCondRet (at kBase: nop; jz +1; nop; ret): two asynchronous FUPs, at
+// kBase + 1 and `second`, then their `ctl` (TIP or TIP.PGD) to kBase and a
+// TNT-8 with one taken bit.
+std::vector<uint8_t> TwoAsyncFups(uint64_t second, PacketType ctl) {
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kFup, kBase + 1);
+  (void)enc.NextIp(PacketType::kFup, second);
+  (void)enc.NextIp(ctl, kBase);
+  (void)enc.Next(make::Tnt8(1, 1));
+  return enc.bytes();
+}
+
 // Two asynchronous FUPs, then their TIP, with the first FUP's IP reached:
 // libipt's TIP gives the first its branch and stays (pt_qry_decode_tip
 // consumes it only with the last event on evb_tip), so the second is an
@@ -117,16 +130,11 @@ TEST(FlowDecoder, SecondAsyncFupBranchesToTheSameTip) {
   ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
   for (uint64_t second : {kBase + 1, kBase + 3}) {
     SCOPED_TRACE(fmt::format("second FUP at {:#x}", second));
-    PacketEncoder enc;
-    PsbPlus(enc, kBase);
-    (void)enc.NextIp(PacketType::kFup, kBase + 1);
-    (void)enc.NextIp(PacketType::kFup, second);
-    (void)enc.NextIp(PacketType::kTip, kBase);
-    (void)enc.Next(make::Tnt8(1, 1));
+    const std::vector<uint8_t> trace = TwoAsyncFups(second, PacketType::kTip);
     const bool reached = second == kBase + 1;
     const std::vector<uint64_t> want = reached ? std::vector<uint64_t>{kBase, kBase, kBase, kBase + 1}
                                                : std::vector<uint64_t>{kBase, kBase, kBase + 1};
-    const flow_test::Walk w = ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, want);
+    const flow_test::Walk w = ExpectFailsAsLibipt(trace, image, -pte_eos, ENODATA, want);
     EXPECT_EQ(std::count(w.events.begin(), w.events.end(), FlowEvent::Type::kAsyncBranch), reached ? 2 : 1);
   }
 }
@@ -142,13 +150,7 @@ TEST(FlowDecoder, SecondAsyncFupBeforeATipPgd) {
   ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
   for (uint64_t second : {kBase + 1, kBase + 3}) {
     SCOPED_TRACE(fmt::format("second FUP at {:#x}", second));
-    PacketEncoder enc;
-    PsbPlus(enc, kBase);
-    (void)enc.NextIp(PacketType::kFup, kBase + 1);
-    (void)enc.NextIp(PacketType::kFup, second);
-    (void)enc.NextIp(PacketType::kTipPgd, kBase);
-    (void)enc.Next(make::Tnt8(1, 1));
-    ExpectFailsAsLibipt(enc.bytes(), image, second == kBase + 1 ? -pte_bad_context : -pte_no_enable, EBADMSG,
+    ExpectFailsAsLibipt(TwoAsyncFups(second, PacketType::kTipPgd), image, second == kBase + 1 ? -pte_bad_context : -pte_no_enable, EBADMSG,
                         {kBase});
   }
 }

@@ -16,16 +16,17 @@ using internal::kRetStackSize;
 using internal::StoreLast;
 
 int FlowDecoder::NextSlow(FlowStep* step) {
+  // The TIP a pending MODE.Exec waited for: the mode changes there, and the
+  // packets after the TIP are read at once (PeekAfterIp()).
+  auto take_mode_tip = [&]() -> int {
+    ctl_ = Ctl::kNone;
+    ApplyPendingMode();
+    const int err = PeekAfterIp();
+    if (err != 0) synced_ = false;
+    return err;
+  };
   for (;;) {
-    if (event_head_ < events_.size()) {
-      step->kind = FlowStep::kEvent;
-      step->event = events_[event_head_++];
-      if (event_head_ == events_.size()) {
-        events_.clear();
-        event_head_ = 0;
-      }
-      return 0;
-    }
+    if (TakeQueuedEvent(step)) return 0;
     if (deferred_error_ != 0) {
       const int err = deferred_error_;
       deferred_error_ = 0;
@@ -64,12 +65,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
             // The TIP a MODE.Exec waits for (libipt pt_qry_decode_tip_pgd
             // gives the event bound to it, the exec-mode one, and no
             // disable event): the mode changes, tracing stays disabled.
-            ctl_ = Ctl::kNone;
-            ApplyPendingMode();
-            if (const int err = PeekAfterIp()) {
-              synced_ = false;
-              return err;
-            }
+            if (const int err = take_mode_tip()) return err;
             continue;
           }
           synced_ = false;
@@ -133,12 +129,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           NoteEvent(false, 0);
           continue;
         }
-        ctl_ = Ctl::kNone;
-        ApplyPendingMode();
-        if (const int err = PeekAfterIp()) {
-          synced_ = false;
-          return err;
-        }
+        if (const int err = take_mode_tip()) return err;
         continue;
       }
     } else if (ctl_ == Ctl::kTipPgd && tnt_count_ == 0 && last_direct_ && !ctl_suppressed_ && ctl_ip_ == ip_) {

@@ -82,6 +82,19 @@ inline int FlowDecoder::PeekAfterIp() {
   return ReadAheadError(start, err);
 }
 
+// Hands out the next queued event, if any, into `step`; true if it did.
+// The queue empties with its last event.
+inline bool FlowDecoder::TakeQueuedEvent(FlowStep* step) {
+  if (event_head_ >= events_.size()) return false;
+  step->kind = FlowStep::kEvent;
+  step->event = events_[event_head_++];
+  if (event_head_ == events_.size()) {
+    events_.clear();
+    event_head_ = 0;
+  }
+  return true;
+}
+
 inline uint32_t FlowDecoder::FindAndLink() {
   const uint32_t bi = cache_->Find(ip_, mode_);
   if (link_block_ != 0 && link_ip_ == ip_ && cache_->block(link_block_ - 1).mode() == mode_)
