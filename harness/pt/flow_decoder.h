@@ -73,6 +73,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <memory>
@@ -348,6 +349,8 @@ class FlowDecoder {
   bool NoEventFor(const Packet& q) const;
   static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt(uint64_t from);
+  int NextPastStatus(Packet* q) const;
+  int FailEventQuery(const Packet& event, const Packet& q, std::string_view wanted);
   bool StartsEventQuery(const Packet& q) const;
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
   int ReadAheadAfterSync();

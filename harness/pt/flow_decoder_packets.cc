@@ -267,18 +267,9 @@ int FlowDecoder::FetchControlRest() {
           // libipt asks for the event as soon as its read-ahead stops at
           // the MODE.Exec: pt_qry_event reads on (through PAD and timing)
           // to the TIP it binds to, and a TNT first is -pte_bad_query.
-          PacketDecoder ahead = packets_;
           Packet q;
-          int err;
-          while ((err = ahead.Next(q)) == 0 && IsReadAheadStatus(q.type)) {
-          }
-          if (err == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64)) {
-            const int e = Fail(EBADMSG, fmt::format("MODE.Exec at {:#x} followed by a TNT at {:#x}, not its TIP",
-                                                    p.offset, q.offset));
-            error_offset_ = q.offset;
-            event_query_failed_ = true;
-            return e;
-          }
+          if (NextPastStatus(&q) == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64))
+            return FailEventQuery(p, q, "its TIP");
         }
         break;
       case PacketType::kModeTsx:
@@ -327,11 +318,7 @@ int FlowDecoder::FetchControlRest() {
             // event as soon as the read-ahead stops at it:
             // pt_qry_event reads on and meets a TNT or a TIP that no event
             // binds to, -pte_bad_query.
-            const int err = Fail(EBADMSG, fmt::format("{} at {:#x} followed by {} at {:#x}, not its FUP",
-                                                      PacketName(p.type), p.offset, PacketName(q.type), q.offset));
-            error_offset_ = q.offset;
-            event_query_failed_ = true;
-            return err;
+            return FailEventQuery(p, q, "its FUP");
           } else {
             if (BindsToFup(q)) {
               // libipt queues both on the FUP binding (pt_evq_enqueue,
@@ -442,18 +429,8 @@ int FlowDecoder::FetchControlRest() {
           // the MWAIT; it waits for a FUP, so pt_qry_event reads on (through
           // PAD and timing), and a TNT or a TIP that no event binds to is
           // -pte_bad_query, failing the branch before.
-          PacketDecoder ahead = packets_;
           Packet q;
-          int err;
-          while ((err = ahead.Next(q)) == 0 && IsReadAheadStatus(q.type)) {
-          }
-          if (err == 0 && NoEventFor(q)) {
-            const int e = Fail(EBADMSG, fmt::format("MWAIT at {:#x} followed by {} at {:#x}, not its FUP", p.offset,
-                                                    PacketName(q.type), q.offset));
-            error_offset_ = q.offset;
-            event_query_failed_ = true;
-            return e;
-          }
+          if (NextPastStatus(&q) == 0 && NoEventFor(q)) return FailEventQuery(p, q, "its FUP");
         }
         // Bound to the next FUP (above), and reported there, with its IP
         // (libipt pt_qry_decode_mwait queues it on evb_fup; an OVF or a
@@ -494,6 +471,30 @@ int FlowDecoder::FetchControlRest() {
         break;
     }
   }
+}
+
+// The packet libipt's read-ahead stops at from the decoder's position
+// (pt_qry_read_ahead: through PAD and timing), into *q, the decoder not
+// moved; 0, or the error Next() met first.
+int FlowDecoder::NextPastStatus(Packet* q) const {
+  PacketDecoder ahead = packets_;
+  int err;
+  while ((err = ahead.Next(*q)) == 0 && IsReadAheadStatus(q->type)) {
+  }
+  return err;
+}
+
+// The event query for `event` (an event packet libipt asks about as soon as
+// its read-ahead stops there: pt_qry_event) read on to `q`, a packet no
+// event binds to: -pte_bad_query, which fails the branch before `event`.
+// The error is EBADMSG at q's offset; `wanted` names what the event waits
+// for ("its FUP", "its TIP").
+int FlowDecoder::FailEventQuery(const Packet& event, const Packet& q, std::string_view wanted) {
+  const int err = Fail(EBADMSG, fmt::format("{} at {:#x} followed by {} at {:#x}, not {}", PacketName(event.type),
+                                            event.offset, PacketName(q.type), q.offset, wanted));
+  error_offset_ = q.offset;
+  event_query_failed_ = true;
+  return err;
 }
 
 // libipt's query decoder signals the event packet after a TNT once the

@@ -376,11 +376,8 @@ int FlowDecoder::Resolve(uint32_t block) {
 int FlowDecoder::BranchPastAsync(const Insn& x) {
   if (have_unread_ || mode_pending_ || fup_pending_ || tnt_count_ != 0) return kNotPast;
   const bool cond = x.branch == BranchClass::kCondJump, ret = x.branch == BranchClass::kReturn;
-  PacketDecoder ahead = packets_;
   Packet q;
-  do {
-    if (ahead.Next(q) != 0) return kNotPast;
-  } while (internal::IsReadAheadStatus(q.type));
+  if (NextPastStatus(&q) != 0) return kNotPast;
   const bool tnt = q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64;
   if (tnt ? !(cond || ret) : (q.type != PacketType::kTip || cond)) return kNotPast;
   const Ctl held = ctl_;
