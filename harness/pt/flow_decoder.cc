@@ -65,6 +65,7 @@ FlowDecoder::FlowDecoder(std::span<const uint8_t> trace, const Image* image, Opt
     own_cache_ = std::make_unique<BlockCache>(image);
     cache_ = own_cache_.get();
   }
+  walk_image_ = cache_->image();
 }
 
 // A packet error at the decoder's position (out of line: ReadPacket is inlined).
@@ -92,10 +93,10 @@ int FlowDecoder::Fail(int err, std::string message) {
 // direct jump or call, a compressed return, or an indirect branch or return
 // whose TIP is held. Does exactly what NextSlow() would (which takes
 // everything else), in a small function that touches the block once; then
-// sets walk_ when Next() may take the following steps on the TNT bits left
+// turns the walk on (walk_gen_) when Next() may take the following steps on the TNT bits left
 // itself (WalkReady(), WalkStep()).
 int FlowDecoder::NextFill(FlowStep* step) {
-  walk_ = false;
+  walk_gen_ = kNoWalk;
   // (Events pending: NextSlow() empties events_ when it hands out the last.)
   if (!enabled_ || !synced_ || deferred_error_ != 0 || !events_.empty() || bound_pending_) [[unlikely]] {
     if (TakeQueuedEvent(step)) return 0;  // NextSlow()'s first move, here (about one step in ten)
@@ -105,21 +106,10 @@ int FlowDecoder::NextFill(FlowStep* step) {
   return NextFillBlock(step);
 }
 
-// NextFill() once nothing is pending: the step is a block, or NextSlow()'s.
-// (Out of line: the entry above, which hands out events and enables, saves
-// no registers for its frame; a tail call here.)
-__attribute__((noinline)) int FlowDecoder::NextFillBlock(FlowStep* step) {
-  if (tnt_count_ == 0 && ctl_ == Ctl::kNone) {
-    // NextSlow()'s first move in this state: read on to the next TNT or
-    // control packet. Errors and events go the slow way.
-    if (sticky_error_ != 0) return NextSlow(step);
-    const int err = FetchControl();
-    if (err != 0) [[unlikely]] {
-      if (err != ENODATA) sticky_error_ = err;
-      return NextSlow(step);
-    }
-    if (!events_.empty() || bound_pending_) return NextSlow(step);  // (as on entry: a PSB+ read may hold one)
-  }
+// NextFillBlock() with the packets the step needs at hand (TNT bits, or a
+// control packet), or none to be had.
+// (Inlined into NextFillBlock(); WalkRefill() has its own copy.)
+inline __attribute__((always_inline)) int FlowDecoder::NextFillHeld(FlowStep* step) {
   // (A TIP.PGD that a direct branch reached goes before the block: NextSlow().)
   if ((ctl_ != Ctl::kNone && ctl_ != Ctl::kTip &&
        (ctl_ != Ctl::kTipPgd || (tnt_count_ == 0 && last_direct_ && !ctl_suppressed_ && ctl_ip_ == ip_))) ||
@@ -198,7 +188,7 @@ __attribute__((noinline)) int FlowDecoder::NextFillBlock(FlowStep* step) {
       if (have_tnt) {  // compressed
         --tnt_count_;
         PopReturn(blk, bi);
-        walk_ = WalkReady();
+        SetWalk(WalkReady());
         return 0;
       }
       [[fallthrough]];
@@ -226,7 +216,7 @@ __attribute__((noinline)) int FlowDecoder::NextFillBlock(FlowStep* step) {
       link_block_ = bi + 1;
       link_k_ = 1;
       link_ip_ = ip_;
-      walk_ = WalkReady();
+      SetWalk(WalkReady());
       return 0;
     }
   }
@@ -242,8 +232,26 @@ __attribute__((noinline)) int FlowDecoder::NextFillBlock(FlowStep* step) {
     link_k_ = static_cast<uint8_t>(taken);
     link_ip_ = ip_;
   }
-  walk_ = WalkReady();
+  SetWalk(WalkReady());
   return 0;
+}
+
+// NextFill() once nothing is pending: the step is a block, or NextSlow()'s.
+// (Out of line: the entry above, which hands out events and enables, saves
+// no registers for its frame; a tail call here.)
+__attribute__((noinline)) int FlowDecoder::NextFillBlock(FlowStep* step) {
+  if (tnt_count_ == 0 && ctl_ == Ctl::kNone) {
+    // NextSlow()'s first move in this state: read on to the next TNT or
+    // control packet. Errors and events go the slow way.
+    if (sticky_error_ != 0) return NextSlow(step);
+    const int err = FetchControl();
+    if (err != 0) [[unlikely]] {
+      if (err != ENODATA) sticky_error_ = err;
+      return NextSlow(step);
+    }
+    if (!events_.empty() || bound_pending_) return NextSlow(step);  // (as on entry: a PSB+ read may hold one)
+  }
+  return NextFillHeld(step);
 }
 
 // Tracing disabled, nothing pending: NextSlow()'s first move, inline for
@@ -267,6 +275,9 @@ int FlowDecoder::Enable(FlowStep* step) {
     synced_ = false;
     return err;
   }
+  // (The walk as after a fast step: NextFill() would take the next block
+  // as it does.)
+  SetWalk(WalkReady() && !cache_->Stale());
   return 0;
 }
 
@@ -280,22 +291,25 @@ bool FlowDecoder::WalkReady() const {
          enabled_ && synced_;
 }
 
-// Next() with walk_ set and TNT bits at hand, for a block that is not a
+// Next() with the walk on and TNT bits at hand, for a block that is not a
 // conditional branch along a known link: a direct jump or call, or a
 // compressed return, exactly as NextFill() takes them, looking the block up
 // in the cache where no link or a failed guess leads to it; anything else
 // (a block that is not fast, another branch) is NextFill()'s.
 int FlowDecoder::WalkStep(FlowStep* step) {
-  uint32_t h = hint_;
-  if (h - 1 >= cache_->count() || cache_->block(h - 1).ip != ip_) {
-    // No link, or a guess (the last target) that fails: the cache lookup
-    // NextFill() would make, and the link it fills in.
-    if (mode_ == ExecMode::kInvalid || cache_->Stale()) return NextFill(step);
-    h = FindAndLink() + 1;
-  }
+  const uint32_t h = hint_;
+  if (h - 1 < cache_->count() && cache_->block(h - 1).ip == ip_) return WalkStepAt(step, h);
+  // No link, or a guess (the last target) that fails: the cache lookup
+  // NextFill() would make, and the link it fills in.
+  if (mode_ == ExecMode::kInvalid || cache_->Stale()) return NextFill(step);
+  return WalkStepAt(step, FindAndLink() + 1);
+}
+
+// WalkStep() for block h (index + 1), whose IP is ip_.
+__attribute__((noinline)) int FlowDecoder::WalkStepAt(FlowStep* step, uint32_t h) {
   const uint32_t bi = h - 1;
   const Block& b = cache_->block(bi);
-  if (b.ip != ip_ || !b.fast_in(mode_)) return NextFill(step);
+  if (!b.fast_in(mode_)) return NextFill(step);
   const BranchClass branch = b.branch();
   if (branch == BranchClass::kDirectJump || branch == BranchClass::kDirectCall) {
     if (steps_without_packet_ >= options_.max_steps_without_packet) return NextFill(step);
@@ -319,6 +333,25 @@ int FlowDecoder::WalkStep(FlowStep* step) {
   }
   StepBlock(step, b);
   return 0;
+}
+
+// Next() with the walk on and no TNT bits left: NextFillBlock()'s first
+// move, reading on to the next TNT or control packet (NextFill()'s entry
+// tests hold: WalkReady() did when the walk began, and nothing since has
+// read a packet). With TNT bits then, and the state still WalkReady(), the
+// walk goes on (Next()'s step); else NextFillBlock() goes on from there.
+int FlowDecoder::WalkRefill(FlowStep* step) {
+  if (ctl_ != Ctl::kNone || sticky_error_ != 0) return NextFill(step);
+  walk_gen_ = kNoWalk;
+  const int err = FetchControl();
+  if (err != 0) [[unlikely]] {
+    if (err != ENODATA) sticky_error_ = err;
+    return NextSlow(step);
+  }
+  if (!events_.empty() || bound_pending_) return NextSlow(step);
+  if (tnt_count_ == 0 || !WalkReady()) [[unlikely]] return NextFillHeld(step);
+  SetWalk(true);
+  return WalkCondJump(step);
 }
 
 // The block's last instruction has no known successor (`err`): it is not

@@ -40,7 +40,7 @@
 // dropped when the image changes (Image::generation()). On the TNT bits of
 // a packet Next() takes conditional branches, compressed returns, direct
 // jumps and calls along the cache's successor links with a few tests each
-// (walk_), reading no packet.
+// (walk_gen_), reading no packet.
 //
 // Errors (Next returns them; the decoder then needs a SyncForward()):
 //   ENOTCONN  not synchronized (no SyncForward/SyncSet succeeded)
@@ -251,25 +251,13 @@ class FlowDecoder {
 
   // The next block or event. 0, or an errno (see the top of the file).
   // (Inline: most blocks are conditional branches on TNT bits at hand,
-  // taken here along the cache's links; see walk_.)
+  // taken here along the cache's links; see walk_gen_.)
   int Next(FlowStep* step) {
     // (An image changed since the walk began — Image::generation() — goes
     // to NextFill(), which drops the cache: its blocks are the old code's.)
-    if (walk_ && tnt_count_ != 0 && !cache_->Stale()) [[likely]] {
-      const uint32_t h = hint_;
-      // (h - 1 wraps for 0. A cache emptied meanwhile — the image changed,
-      // through a decoder sharing it — fails the IP check or the bound.)
-      if (h - 1 < cache_->count()) [[likely]] {
-        const Block& b = cache_->block(h - 1);
-        if (b.ip == ip_ && b.fast_in_ending(mode_, BranchClass::kCondJump)) [[likely]] {
-          const uint32_t k = TakeCondJump(b);
-          Follow(b.next[k], h, static_cast<uint8_t>(k));
-          last_direct_ = false;
-          StepBlock<true>(step, b);
-          return 0;
-        }
-      }
-      return WalkStep(step);
+    if (walk_image_->generation() == walk_gen_) [[likely]] {
+      if (tnt_count_ != 0) [[likely]] return WalkCondJump(step);
+      return WalkRefill(step);
     }
     return NextFill(step);
   }
@@ -326,6 +314,30 @@ class FlowDecoder {
   // fall-through link — or, if that block is gone, guesses b's last target
   // (next[1]), to be corrected if wrong. internal/flow_decoder_inline.h.
   void PopReturn(const Block& b, uint32_t bi);
+  // Next() with the walk on and TNT bits at hand: a conditional branch along
+  // a known link here, anything else WalkStep()'s.
+  int WalkCondJump(FlowStep* step) {
+    const uint32_t h = hint_;
+    // (h - 1 wraps for 0. A cache emptied meanwhile — the image changed,
+    // through a decoder sharing it — fails the IP check or the bound.)
+    if (h - 1 < cache_->count()) [[likely]] {
+      const Block& b = cache_->block(h - 1);
+      if (b.ip == ip_) [[likely]] {
+        if (b.fast_in_ending(mode_, BranchClass::kCondJump)) [[likely]] {
+          const uint32_t k = TakeCondJump(b);
+          Follow(b.next[k], h, static_cast<uint8_t>(k));
+          last_direct_ = false;
+          StepBlock<true>(step, b);
+          return 0;
+        }
+        return WalkStepAt(step, h);
+      }
+    }
+    return WalkStep(step);
+  }
+  // The walk on (walk_gen_) or off: on only where WalkReady() and the cache
+  // is not stale.
+  void SetWalk(bool on) { walk_gen_ = on ? walk_image_->generation() : kNoWalk; }
   // Makes `step` the whole cache block `b`, at time_ (kCondJump: as StoreLast()).
   template <bool kCondJump = false>
   void StepBlock(FlowStep* step, const Block& b) const {
@@ -366,9 +378,12 @@ class FlowDecoder {
   int Resolve(uint32_t block);
   int NextFill(FlowStep* step);
   int NextFillBlock(FlowStep* step);
+  int NextFillHeld(FlowStep* step);
+  int WalkRefill(FlowStep* step);
   int Enable(FlowStep* step);
   bool WalkReady() const;
   int WalkStep(FlowStep* step);
+  int WalkStepAt(FlowStep* step, uint32_t h);
   int NextSlow(FlowStep* step);
   int CutAtError(FlowBlock* out, const Block& b, int err);
   // (Inline: an unbound event with none held changes nothing.)
@@ -490,10 +505,17 @@ class FlowDecoder {
 
   // Set after a fast step (NextFill()) when the state lets the next steps
   // take the TNT bits at hand without reading a packet (WalkReady()): Next()
-  // then takes conditional branches inline, and WalkStep() direct jumps,
-  // calls and compressed returns, along known links, exactly as NextFill()
-  // would one by one. Cleared by every other path (NextFill() first thing).
-  bool walk_ = false;
+  // then takes conditional branches inline, WalkStep() direct jumps, calls
+  // and compressed returns, along known links, and WalkRefill() reads the
+  // next TNT when the bits run out, exactly as NextFill() would one by one.
+  // Cleared by every other path (NextFill() first thing).
+  // The walk is on while walk_gen_ is the image's generation (of
+  // walk_image_, the cache's image; SetWalk()): one compare in Next() both
+  // tests the flag and that the image has not changed since the walk began.
+  // kNoWalk (a generation the image never reaches): off.
+  static constexpr uint64_t kNoWalk = ~uint64_t{0};
+  const Image* walk_image_;
+  uint64_t walk_gen_ = kNoWalk;
 
   FlowTime time_;
   uint64_t tsc_base_ = 0;

@@ -126,7 +126,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   event_query_failed_ = false;
   steps_without_packet_ = 0;
   hint_ = link_block_ = 0;
-  walk_ = false;
+  walk_gen_ = kNoWalk;
   if (!psb.ok()) return psb;
   Packet p;
   if (packets_.Next(p) != 0 || p.type != PacketType::kPsb) {
