@@ -64,11 +64,23 @@ class BlockCache {
     // True if fast() and in `mode`.
     bool fast_in(ExecMode mode) const { return (last_.state & (kFastBit | 0x3)) == FastState(mode); }
     bool fast() const { return (last_.state & kFastBit) != 0; }
-    // fast_in(mode) and branch() == branch, in one compare of last_.
-    bool fast_in_ending(ExecMode mode, BranchClass branch) const {
+    // fast_in(mode) and branch() == branch, in one compare of last_:
+    // (LastState() & kEndingMask) == EndingKey(mode, branch). With
+    // kDirectMask, EndingKey(mode, kDirectJump) also takes kDirectCall.
+    static constexpr uint32_t kEndingMask = 0x1300ff00;
+    static constexpr uint32_t kDirectMask = 0x1300fe00;
+    static_assert(static_cast<uint8_t>(BranchClass::kDirectJump) == 2 &&
+                  static_cast<uint8_t>(BranchClass::kDirectCall) == 3);
+    static constexpr uint32_t EndingKey(ExecMode mode, BranchClass branch) {
+      return (static_cast<uint32_t>(FastState(mode)) << 24) | (static_cast<uint32_t>(branch) << 8);
+    }
+    uint32_t LastState() const {
       uint32_t w;
       std::memcpy(&w, &last_, sizeof w);
-      return (w & 0x1300ff00) == ((static_cast<uint32_t>(FastState(mode)) << 24) | (static_cast<uint32_t>(branch) << 8));
+      return w;
+    }
+    bool fast_in_ending(ExecMode mode, BranchClass branch) const {
+      return (LastState() & kEndingMask) == EndingKey(mode, branch);
     }
 
     uint32_t ninsn() const { return ninsn_; }

@@ -205,6 +205,12 @@ inline __attribute__((always_inline)) int FlowDecoder::NextFillHeld(FlowStep* st
         enabled_ = false;
         if (!ctl_suppressed_) ip_ = ctl_ip_;
         ctl_ = Ctl::kNone;
+        // Tracing mostly resumes after the far transfer (a system call
+        // returns there): its fall-through link, a guess checked before use.
+        hint_ = blk.next[0];
+        link_block_ = bi + 1;
+        link_k_ = 0;
+        link_ip_ = blk.end();
         if (const int err = PeekAfterIp()) [[unlikely]] return CutAtError(&out, blk, err);
         return 0;
       }
@@ -351,7 +357,7 @@ int FlowDecoder::WalkRefill(FlowStep* step) {
   if (!events_.empty() || bound_pending_) return NextSlow(step);
   if (tnt_count_ == 0 || !WalkReady()) [[unlikely]] return NextFillHeld(step);
   SetWalk(true);
-  return WalkCondJump(step);
+  return WalkInline(step);
 }
 
 // The block's last instruction has no known successor (`err`): it is not

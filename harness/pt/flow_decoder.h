@@ -196,15 +196,16 @@ inline constexpr uint32_t kRetStackSize = 64;  // the hardware's return-compress
 // Insn is written with narrow stores and read back with wide loads, a
 // store-forwarding stall on every block. Its length, branch, far kind and
 // mode are one word in both (Block::LastWord()): one load and one store.
-// kCondJump: b ends with a conditional branch (which has a target).
+// kTarget: b ends with a branch that has a target (a conditional branch, a
+// direct jump or call).
 static_assert(offsetof(Insn, branch) == offsetof(Insn, length) + 1 && offsetof(Insn, far) == offsetof(Insn, length) + 2 &&
               offsetof(Insn, mode) == offsetof(Insn, length) + 3);
-template <bool kCondJump = false>
+template <bool kTarget = false>
 inline void StoreLast(Insn& x, const BlockCache::Block& b) {
   const uint8_t length = b.last_length();
   const BranchClass branch = b.branch();
   x.ip = b.end() - length;
-  x.target = (kCondJump || branch == BranchClass::kCondJump || branch == BranchClass::kDirectJump ||
+  x.target = (kTarget || branch == BranchClass::kCondJump || branch == BranchClass::kDirectJump ||
               branch == BranchClass::kDirectCall) ? b.target() : 0;
   const uint32_t w = b.LastWord();
   std::memcpy(&x.length, &w, sizeof w);
@@ -256,7 +257,7 @@ class FlowDecoder {
     // (An image changed since the walk began — Image::generation() — goes
     // to NextFill(), which drops the cache: its blocks are the old code's.)
     if (walk_image_->generation() == walk_gen_) [[likely]] {
-      if (tnt_count_ != 0) [[likely]] return WalkCondJump(step);
+      if (tnt_count_ != 0) [[likely]] return WalkInline(step);
       return WalkRefill(step);
     }
     return NextFill(step);
@@ -314,19 +315,33 @@ class FlowDecoder {
   // fall-through link — or, if that block is gone, guesses b's last target
   // (next[1]), to be corrected if wrong. internal/flow_decoder_inline.h.
   void PopReturn(const Block& b, uint32_t bi);
-  // Next() with the walk on and TNT bits at hand: a conditional branch along
-  // a known link here, anything else WalkStep()'s.
-  int WalkCondJump(FlowStep* step) {
+  // Next() with the walk on and TNT bits at hand: a conditional branch, a
+  // direct jump or call along a known link here (as WalkStepAt()), anything
+  // else WalkStepAt()'s, or WalkStep()'s where no link leads.
+  __attribute__((always_inline)) int WalkInline(FlowStep* step) {
     const uint32_t h = hint_;
     // (h - 1 wraps for 0. A cache emptied meanwhile — the image changed,
     // through a decoder sharing it — fails the IP check or the bound.)
     if (h - 1 < cache_->count()) [[likely]] {
       const Block& b = cache_->block(h - 1);
       if (b.ip == ip_) [[likely]] {
-        if (b.fast_in_ending(mode_, BranchClass::kCondJump)) [[likely]] {
+        // (walk_key_: Block::EndingKey(mode_, kCondJump), kept by SetWalk().)
+        const uint32_t state = b.LastState();
+        if ((state & Block::kEndingMask) == walk_key_) [[likely]] {
           const uint32_t k = TakeCondJump(b);
           Follow(b.next[k], h, static_cast<uint8_t>(k));
           last_direct_ = false;
+          StepBlock<true>(step, b);
+          return 0;
+        }
+        if ((state & Block::kDirectMask) == walk_key_ + kDirectKeyDelta &&
+            steps_without_packet_ < options_.max_steps_without_packet) {
+          const uint64_t target = b.target();
+          if (b.branch() == BranchClass::kDirectCall && target != b.end()) PushReturn(b.end(), h - 1);
+          ++steps_without_packet_;
+          ip_ = target;
+          Follow(b.next[1], h, 1);
+          last_direct_ = true;
           StepBlock<true>(step, b);
           return 0;
         }
@@ -337,9 +352,16 @@ class FlowDecoder {
   }
   // The walk on (walk_gen_) or off: on only where WalkReady() and the cache
   // is not stale.
-  void SetWalk(bool on) { walk_gen_ = on ? walk_image_->generation() : kNoWalk; }
-  // Makes `step` the whole cache block `b`, at time_ (kCondJump: as StoreLast()).
-  template <bool kCondJump = false>
+  // (mode_ does not change while the walk is on: every path that turns it on
+  // does so last, and the walk's own steps keep the mode.)
+  void SetWalk(bool on) {
+    walk_gen_ = on ? walk_image_->generation() : kNoWalk;
+    walk_key_ = Block::EndingKey(mode_, BranchClass::kCondJump);
+  }
+  static constexpr uint32_t kDirectKeyDelta =
+      Block::EndingKey(ExecMode::k64Bit, BranchClass::kDirectJump) - Block::EndingKey(ExecMode::k64Bit, BranchClass::kCondJump);
+  // Makes `step` the whole cache block `b`, at time_ (kTarget: as StoreLast()).
+  template <bool kTarget = false>
   void StepBlock(FlowStep* step, const Block& b) const {
     FlowBlock& out = step->block;
     step->kind = FlowStep::kBlock;
@@ -349,7 +371,7 @@ class FlowDecoder {
     out.mode = b.mode();
     out.truncated = false;
     out.lengths = cache_->lengths(b);
-    internal::StoreLast<kCondJump>(out.last, b);
+    internal::StoreLast<kTarget>(out.last, b);
     out.time = time_;
   }
   int ReadPacket(Packet* p);
@@ -357,6 +379,7 @@ class FlowDecoder {
   int FetchControl();
   int FetchControlRest();
   int TakeTnt(const Packet& p);
+  int TakeTntField(uint64_t field);
   int TakeIpControl(const Packet& p);
   bool NoEventFor(const Packet& q) const;
   static bool BindsToFup(const Packet& q);
@@ -412,6 +435,7 @@ class FlowDecoder {
   void ApplyPendingMode();
   void Timing(const Packet& p);
   void TimingCyc(const Packet& p);
+  void AddCycles(uint64_t cycles);
   Result<uint64_t> Start(Result<uint64_t> psb);
 
   PacketDecoder packets_;
@@ -439,8 +463,13 @@ class FlowDecoder {
   uint32_t ret_top_ = 0, ret_count_ = 0;
   // A call pushes its return address `ret` (the IP after the call) and the
   // calling block (a cache index) onto the return-compression ring; a full
-  // ring drops its oldest entry (SDM §33.4.2.1). internal/flow_decoder_inline.h.
-  void PushReturn(uint64_t ret, uint32_t block);
+  // ring drops its oldest entry (SDM §33.4.2.1).
+  void PushReturn(uint64_t ret, uint32_t block) {
+    ret_top_ = (ret_top_ + 1) % internal::kRetStackSize;
+    retstack_[ret_top_] = ret;
+    ret_block_[ret_top_] = block;
+    ret_count_ += ret_count_ < internal::kRetStackSize ? 1 : 0;  // (an add, not a branch: calls nest unpredictably)
+  }
   uint64_t tnt_bits_ = 0;  // the next bit is bit tnt_count_-1
   uint32_t tnt_count_ = 0;
   LastIp last_ip_;
@@ -516,6 +545,7 @@ class FlowDecoder {
   static constexpr uint64_t kNoWalk = ~uint64_t{0};
   const Image* walk_image_;
   uint64_t walk_gen_ = kNoWalk;
+  uint32_t walk_key_ = 0;  // Block::EndingKey(mode_, kCondJump) while the walk is on
 
   FlowTime time_;
   uint64_t tsc_base_ = 0;

@@ -46,7 +46,11 @@ void FlowDecoder::QueueMwait(bool bound, uint64_t ip) {
 inline void FlowDecoder::TimingCyc(const Packet& p) {
   // (The common CYC of one or two bytes: opcode[7:3], then bits 7:1 of the
   // one extension byte — Packet::cyc() without its general unpacking.)
-  const uint64_t cycles = p.payload < 0x100 ? (uint64_t{p.opcode} >> 3) | ((p.payload >> 1) << 5) : p.cyc();
+  AddCycles(p.payload < 0x100 ? (uint64_t{p.opcode} >> 3) | ((p.payload >> 1) << 5) : p.cyc());
+}
+
+// A CYC packet's cycles.
+inline void FlowDecoder::AddCycles(uint64_t cycles) {
   time_.cyc += cycles;
   cyc_since_ += cycles;
   if (options_.max_nonturbo_ratio != 0 && time_.cbr != 0 && tsc_base_ != 0) {
@@ -91,9 +95,14 @@ void FlowDecoder::Timing(const Packet& p) {
 
 // A TNT packet read by FetchControl(): its bits are at hand.
 inline int FlowDecoder::TakeTnt(const Packet& p) {
-  // (Packet::tnt_bits() and tnt_size() with the field read and its stop bit
-  // found once; the decoder returns no TNT without one.)
-  const uint64_t field = p.type == PacketType::kTnt8 ? uint64_t{p.opcode} >> 1 : p.payload;
+  return TakeTntField(p.type == PacketType::kTnt8 ? uint64_t{p.opcode} >> 1 : p.payload);
+}
+
+// TakeTnt() for the TNT field (Packet::tnt_field(): the bits and the stop
+// bit above them).
+inline int FlowDecoder::TakeTntField(uint64_t field) {
+  // (Packet::tnt_bits() and tnt_size() with the stop bit found once; the
+  // decoder returns no TNT without one.)
   const unsigned n = static_cast<unsigned>(std::bit_width(field)) - 1;
   // As libipt's query decoder, look past the TNT at once: a bad packet
   // there fails the branch that fetched the TNT.
@@ -145,6 +154,33 @@ inline __attribute__((always_inline)) int FlowDecoder::TakeIpControl(const Packe
 // are taken here; any other goes back (Unread()) to FetchControlRest(), which takes
 // every packet — two functions, so that this one keeps few registers.
 int FlowDecoder::FetchControl() {
+  // The commonest packets straight from their bytes where the packet decoder
+  // would take them on its fast path (PacketDecoder::FastBytes()): CYC of
+  // one or two bytes (SDM §33.4.2.14: opcode[1:0] = 11b, Exp = bit 2,
+  // Cycle Counter[4:0] = bits 7:3; an extension byte's bit 0 is its Exp,
+  // bits 7:1 the next 7 bits) and TNT-8 (bit 0 clear; not 00h PAD, 02h).
+  while (!have_unread_) {
+    const uint8_t* const q = packets_.FastBytes();
+    if (q == nullptr) break;
+    const uint8_t b = q[0];
+    if ((b & 3) == 3) {
+      if ((b & 4) == 0) {
+        packets_.Skip(1);
+        AddCycles(b >> 3);
+      } else if ((q[1] & 1) == 0) {
+        packets_.Skip(2);
+        AddCycles((uint64_t{b} >> 3) | (uint64_t{q[1]} >> 1 << 5));
+      } else {
+        break;
+      }
+      continue;
+    }
+    if ((b & 1) == 0 && b > 2) {
+      packets_.Skip(1);
+      return TakeTntField(b >> 1);
+    }
+    break;
+  }
   Packet p;  // (out of the loop: ReadPacket() writes all of it; no zeroing per packet)
   for (;;) {
     if (const int err = ReadPacket(&p)) return err;

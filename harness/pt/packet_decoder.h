@@ -116,6 +116,14 @@ class PacketDecoder {
   //             a CYC whose count does not fit 64 bits (a 9th extension byte)
   int Next(Packet& packet) noexcept;
 
+  // For a caller that decodes the commonest packets itself (the flow
+  // decoder's CYC and TNT-8): the bytes at offset() where Next() takes its
+  // fast path — synchronized, outside a PEBS block, at least 9 bytes
+  // readable — else null. Skip(n) then moves past the n-byte packet there
+  // that the caller decoded (as Next() would have).
+  const uint8_t* FastBytes() const { return pos_ < fast_end_ ? pos_ : nullptr; }
+  void Skip(unsigned n) { pos_ += n; }
+
   // Next(Packet&) as a Result: the packet, or the errno with the call
   // "pt::PacketDecoder::Next(offset=0x...)" naming the offset.
   Result<Packet> Next();

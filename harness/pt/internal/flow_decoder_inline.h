@@ -52,13 +52,6 @@ inline __attribute__((always_inline)) int FlowDecoder::ReadPacket(Packet* p) {
   return 0;
 }
 
-inline void FlowDecoder::PushReturn(uint64_t ret, uint32_t block) {
-  ret_top_ = (ret_top_ + 1) % internal::kRetStackSize;
-  retstack_[ret_top_] = ret;
-  ret_block_[ret_top_] = block;
-  ret_count_ += ret_count_ < internal::kRetStackSize ? 1 : 0;  // (an add, not a branch: calls nest unpredictably)
-}
-
 // After an IP packet has been used, read on to the next TNT or control
 // packet at once, as libipt's query decoder does: a bad packet right after
 // a TIP fails the branch that took the TIP. The end of the trace does not.
