@@ -287,16 +287,6 @@ int FlowDecoder::Enable(FlowStep* step) {
   return 0;
 }
 
-// After a fast step: whether the steps NextFill() would take next while
-// they need no packet — conditional branches and compressed returns on the
-// TNT bits at hand, direct jumps and calls between them — may be taken by
-// Next() and WalkStep() with no more than the block's own tests (NextFill()'s
-// conditions for a fast step that do not change while no packet is read).
-bool FlowDecoder::WalkReady() const {
-  return events_.empty() && !bound_pending_ && deferred_error_ == 0 && (ctl_ == Ctl::kNone || ctl_ == Ctl::kTip) &&
-         enabled_ && synced_;
-}
-
 // Next() with the walk on and TNT bits at hand, for a block that is not a
 // conditional branch along a known link: a direct jump or call, or a
 // compressed return, exactly as NextFill() takes them, looking the block up
@@ -341,14 +331,16 @@ __attribute__((noinline)) int FlowDecoder::WalkStepAt(FlowStep* step, uint32_t h
   return 0;
 }
 
-// Next() with the walk on and no TNT bits left: NextFillBlock()'s first
-// move, reading on to the next TNT or control packet (NextFill()'s entry
-// tests hold: WalkReady() did when the walk began, and nothing since has
-// read a packet). With TNT bits then, and the state still WalkReady(), the
-// walk goes on (Next()'s step); else NextFillBlock() goes on from there.
+// Next() with the walk on and no TNT bits left: NextFillBlock()'s moves
+// (NextFill()'s entry tests hold: WalkReady() did when the walk began, and
+// nothing since has read a packet) — with no control packet held, reading
+// on to the next TNT or control packet. With TNT bits then, and the state
+// still WalkReady(), the walk goes on (Next()'s step); else NextFillBlock()
+// goes on from there.
 int FlowDecoder::WalkRefill(FlowStep* step) {
-  if (ctl_ != Ctl::kNone || sticky_error_ != 0) return NextFill(step);
   walk_gen_ = kNoWalk;
+  if (ctl_ != Ctl::kNone) return NextFillHeld(step);  // (NextFillBlock()'s move for a held control packet)
+  if (sticky_error_ != 0) return NextSlow(step);      // (and for a held error)
   const int err = FetchControl();
   if (err != 0) [[unlikely]] {
     if (err != ENODATA) sticky_error_ = err;

@@ -253,7 +253,7 @@ class FlowDecoder {
   // The next block or event. 0, or an errno (see the top of the file).
   // (Inline: most blocks are conditional branches on TNT bits at hand,
   // taken here along the cache's links; see walk_gen_.)
-  int Next(FlowStep* step) {
+  __attribute__((always_inline)) int Next(FlowStep* step) {
     // (An image changed since the walk began — Image::generation() — goes
     // to NextFill(), which drops the cache: its blocks are the old code's.)
     if (walk_image_->generation() == walk_gen_) [[likely]] {
@@ -313,8 +313,21 @@ class FlowDecoder {
   // A compressed return from `b` (block index bi), its TNT bit taken: pops
   // the return address into ip_ and follows the calling block's
   // fall-through link — or, if that block is gone, guesses b's last target
-  // (next[1]), to be corrected if wrong. internal/flow_decoder_inline.h.
-  void PopReturn(const Block& b, uint32_t bi);
+  // (next[1]), to be corrected if wrong.
+  void PopReturn(const Block& b, uint32_t bi) {
+    ip_ = retstack_[ret_top_];
+    const uint32_t call = ret_block_[ret_top_];
+    ret_top_ = (ret_top_ + internal::kRetStackSize - 1) % internal::kRetStackSize;
+    --ret_count_;
+    if (call < cache_->count() && cache_->block(call).end() == ip_) {
+      Follow(cache_->block(call).next[0], call + 1, 0);
+    } else {
+      hint_ = b.next[1];
+      link_block_ = bi + 1;
+      link_k_ = 1;
+      link_ip_ = ip_;
+    }
+  }
   // Next() with the walk on and TNT bits at hand: a conditional branch, a
   // direct jump or call along a known link here (as WalkStepAt()), anything
   // else WalkStepAt()'s, or WalkStep()'s where no link leads.
@@ -345,6 +358,14 @@ class FlowDecoder {
           StepBlock<true>(step, b);
           return 0;
         }
+        if ((state & Block::kEndingMask) == walk_key_ + kReturnKeyDelta &&
+            ((tnt_bits_ >> (tnt_count_ - 1)) & 1) != 0 && ret_count_ != 0) {  // a compressed return
+          --tnt_count_;
+          PopReturn(b, h - 1);
+          last_direct_ = false;
+          StepBlock(step, b);
+          return 0;
+        }
         return WalkStepAt(step, h);
       }
     }
@@ -360,6 +381,8 @@ class FlowDecoder {
   }
   static constexpr uint32_t kDirectKeyDelta =
       Block::EndingKey(ExecMode::k64Bit, BranchClass::kDirectJump) - Block::EndingKey(ExecMode::k64Bit, BranchClass::kCondJump);
+  static constexpr uint32_t kReturnKeyDelta =
+      Block::EndingKey(ExecMode::k64Bit, BranchClass::kReturn) - Block::EndingKey(ExecMode::k64Bit, BranchClass::kCondJump);
   // Makes `step` the whole cache block `b`, at time_ (kTarget: as StoreLast()).
   template <bool kTarget = false>
   void StepBlock(FlowStep* step, const Block& b) const {
@@ -379,8 +402,9 @@ class FlowDecoder {
   int FetchControl();
   int FetchControlRest();
   int TakeTnt(const Packet& p);
-  int TakeTntField(uint64_t field);
+  int TakeTntField(uint64_t field, bool quiet = false);
   int TakeIpControl(const Packet& p);
+  int TakeIpControl(PacketType type, uint8_t ipbytes, uint64_t payload, uint64_t offset);
   bool NoEventFor(const Packet& q) const;
   static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt(uint64_t from);
@@ -398,13 +422,22 @@ class FlowDecoder {
   int ReadAheadError(uint64_t start, int err);
   int CheckAhead(uint64_t* next = nullptr);
   bool QuietAfterTnt() const;
+  bool QuietAtAGlance(const uint8_t* r) const;
   int Resolve(uint32_t block);
   int NextFill(FlowStep* step);
   int NextFillBlock(FlowStep* step);
   int NextFillHeld(FlowStep* step);
   int WalkRefill(FlowStep* step);
   int Enable(FlowStep* step);
-  bool WalkReady() const;
+  // After a fast step: whether the steps NextFill() would take next while
+  // they need no packet — conditional branches and compressed returns on the
+  // TNT bits at hand, direct jumps and calls between them — may be taken by
+  // Next() and WalkStep() with no more than the block's own tests (NextFill()'s
+  // conditions for a fast step that do not change while no packet is read).
+  bool WalkReady() const {
+    return events_.empty() && !bound_pending_ && deferred_error_ == 0 && (ctl_ == Ctl::kNone || ctl_ == Ctl::kTip) &&
+           enabled_ && synced_;
+  }
   int WalkStep(FlowStep* step);
   int WalkStepAt(FlowStep* step, uint32_t h);
   int NextSlow(FlowStep* step);
@@ -436,6 +469,8 @@ class FlowDecoder {
   void Timing(const Packet& p);
   void TimingCyc(const Packet& p);
   void AddCycles(uint64_t cycles);
+  void TimingTsc(uint64_t tsc);
+  void TimingMtc(uint8_t ctc);
   Result<uint64_t> Start(Result<uint64_t> psb);
 
   PacketDecoder packets_;

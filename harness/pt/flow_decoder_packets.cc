@@ -59,28 +59,38 @@ inline void FlowDecoder::AddCycles(uint64_t cycles) {
   }
 }
 
+// TSC: its value.
+inline void FlowDecoder::TimingTsc(uint64_t tsc) {
+  tsc_base_ = tsc;
+  time_.tsc = tsc_mtc_ = tsc_base_;
+  cyc_since_ = 0;
+}
+
+// MTC: its CTC payload.
+inline void FlowDecoder::TimingMtc(uint8_t ctc) {
+  if (options_.tsc_ctc_ratio_n != 0 && have_tma_) {
+    // CTC[N+7:N] (N = mtc_period): advance by the 8-bit difference.
+    const unsigned n = options_.mtc_period;
+    const uint64_t last = (last_mtc_ctc_ >> n) & 0xff;
+    const uint64_t delta = (uint64_t{ctc} - last) & 0xff;
+    last_mtc_ctc_ += delta << n;
+    tsc_mtc_ += ((delta << n) * options_.tsc_ctc_ratio_n) / std::max<uint32_t>(1, options_.tsc_ctc_ratio_d);
+    time_.tsc = std::max(time_.tsc, tsc_mtc_);
+    cyc_since_ = 0;
+  }
+}
+
 void FlowDecoder::Timing(const Packet& p) {
   switch (p.type) {
     case PacketType::kTsc:
-      tsc_base_ = p.tsc();
-      time_.tsc = tsc_mtc_ = tsc_base_;
-      cyc_since_ = 0;
+      TimingTsc(p.tsc());
       break;
     case PacketType::kTma:
       last_mtc_ctc_ = p.tma_ctc();
       have_tma_ = true;
       break;
     case PacketType::kMtc:
-      if (options_.tsc_ctc_ratio_n != 0 && have_tma_) {
-        // CTC[N+7:N] (N = mtc_period): advance by the 8-bit difference.
-        const unsigned n = options_.mtc_period;
-        const uint64_t last = (last_mtc_ctc_ >> n) & 0xff;
-        const uint64_t delta = (uint64_t{p.mtc_ctc()} - last) & 0xff;
-        last_mtc_ctc_ += delta << n;
-        tsc_mtc_ += ((delta << n) * options_.tsc_ctc_ratio_n) / std::max<uint32_t>(1, options_.tsc_ctc_ratio_d);
-        time_.tsc = std::max(time_.tsc, tsc_mtc_);
-        cyc_since_ = 0;
-      }
+      TimingMtc(p.mtc_ctc());
       break;
     case PacketType::kCyc:
       TimingCyc(p);
@@ -93,6 +103,27 @@ void FlowDecoder::Timing(const Packet& p) {
   }
 }
 
+// Whether QuietAfterTnt() holds for the packets from `r` on, decided from
+// their first bytes for the commonest case: a TNT-8 or a TIP (where its scan
+// stops), alone or after a CYC of one or two bytes, each with 9 bytes
+// readable (as the scan requires; PacketDecoder::FastAt()). False: not
+// known (QuietAfterTnt() decides).
+inline bool FlowDecoder::QuietAtAGlance(const uint8_t* r) const {
+  if (!packets_.FastAt(r)) return false;
+  uint8_t c = r[0];
+  if ((c & 3) == 3) {  // CYC
+    if ((c & 4) != 0) {
+      if ((r[1] & 1) != 0) return false;  // (longer than 2 bytes)
+      r += 2;
+    } else {
+      r += 1;
+    }
+    if (!packets_.FastAt(r)) return false;
+    c = r[0];
+  }
+  return ((c & 1) == 0 && c > 2) || (c & 0x1f) == 0x0d;  // TNT-8, TIP
+}
+
 // A TNT packet read by FetchControl(): its bits are at hand.
 inline int FlowDecoder::TakeTnt(const Packet& p) {
   return TakeTntField(p.type == PacketType::kTnt8 ? uint64_t{p.opcode} >> 1 : p.payload);
@@ -100,7 +131,8 @@ inline int FlowDecoder::TakeTnt(const Packet& p) {
 
 // TakeTnt() for the TNT field (Packet::tnt_field(): the bits and the stop
 // bit above them).
-inline int FlowDecoder::TakeTntField(uint64_t field) {
+// `quiet`: QuietAfterTnt() is known to hold.
+inline int FlowDecoder::TakeTntField(uint64_t field, bool quiet) {
   // (Packet::tnt_bits() and tnt_size() with the stop bit found once; the
   // decoder returns no TNT without one.)
   const unsigned n = static_cast<unsigned>(std::bit_width(field)) - 1;
@@ -110,7 +142,7 @@ inline int FlowDecoder::TakeTntField(uint64_t field) {
   // the TNT itself, -pte_no_enable. Nor for an indirect branch with TNT bits
   // held: its query fails at the TNT, tnt_held_.)
   // (QuietAfterTnt(): the common case where both checks pass, at a glance.)
-  const bool query = enabled_ && !tnt_held_ && !QuietAfterTnt();
+  const bool query = enabled_ && !tnt_held_ && !quiet && !QuietAfterTnt();
   uint64_t after_timing = 0;  // where CheckAhead()'s scan stopped: EventQueryAfterTnt() goes on there
   if (query) {
     if (const int err = CheckAhead(&after_timing)) return err;
@@ -133,15 +165,21 @@ inline int FlowDecoder::TakeTntField(uint64_t field) {
 
 // A TIP, TIP.PGE or TIP.PGD read by FetchControl(): the control packet held.
 inline __attribute__((always_inline)) int FlowDecoder::TakeIpControl(const Packet& p) {
-  if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad IP packet");
-  ctl_ = p.type == PacketType::kTip ? Ctl::kTip : p.type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
-  if (fup_pending_ && p.type != PacketType::kTipPge) [[unlikely]] {  // the TIP of an earlier FUP
+  return TakeIpControl(p.type, p.ipbytes(), p.payload, p.offset);
+}
+
+// TakeIpControl() for the packet's fields: type, IPBytes, IP payload, offset.
+inline __attribute__((always_inline)) int FlowDecoder::TakeIpControl(PacketType type, uint8_t ipbytes,
+                                                                     uint64_t payload, uint64_t offset) {
+  if (!last_ip_.UpdateInline(ipbytes, payload)) return Fail(EBADMSG, "bad IP packet");
+  ctl_ = type == PacketType::kTip ? Ctl::kTip : type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
+  if (fup_pending_ && type != PacketType::kTipPge) [[unlikely]] {  // the TIP of an earlier FUP
     fup_pending_ = false;
     ctl_ = ctl_ == Ctl::kTip ? Ctl::kAsync : Ctl::kAsyncDisable;
   }
-  ctl_suppressed_ = p.ipbytes() == 0;
+  ctl_suppressed_ = ipbytes == 0;
   ctl_ip_ = last_ip_.raw();
-  ctl_offset_ = p.offset;
+  ctl_offset_ = offset;
   steps_without_packet_ = 0;
   if (ctl_ != Ctl::kTip) NoteEvent(false, 0);  // (libipt: a TIP alone is no event)
   return 0;
@@ -158,7 +196,8 @@ int FlowDecoder::FetchControl() {
   // would take them on its fast path (PacketDecoder::FastBytes()): CYC of
   // one or two bytes (SDM §33.4.2.14: opcode[1:0] = 11b, Exp = bit 2,
   // Cycle Counter[4:0] = bits 7:3; an extension byte's bit 0 is its Exp,
-  // bits 7:1 the next 7 bits) and TNT-8 (bit 0 clear; not 00h PAD, 02h).
+  // bits 7:1 the next 7 bits), TSC (19h, a 7-byte TSC), MTC (59h, a CTC
+  // byte), TNT-8 (bit 0 clear; not 00h PAD, 02h) and the IP packets below.
   while (!have_unread_) {
     const uint8_t* const q = packets_.FastBytes();
     if (q == nullptr) break;
@@ -175,9 +214,33 @@ int FlowDecoder::FetchControl() {
       }
       continue;
     }
+    if (b == internal::kOpcTsc || b == internal::kOpcMtc) {
+      uint64_t raw;
+      std::memcpy(&raw, q + 1, sizeof raw);
+      if (b == internal::kOpcTsc) {
+        packets_.Skip(8);
+        TimingTsc(raw & 0x00ffffffffffffff);
+      } else {
+        packets_.Skip(2);
+        TimingMtc(static_cast<uint8_t>(raw));
+      }
+      continue;
+    }
     if ((b & 1) == 0 && b > 2) {
       packets_.Skip(1);
-      return TakeTntField(b >> 1);
+      return TakeTntField(b >> 1, QuietAtAGlance(q + 1));
+    }
+    // TIP (opcode[4:0] 0Dh), TIP.PGE (11h), TIP.PGD (01h) whose IPBytes
+    // (opcode[7:5]) are not reserved (101b, 111b): the packet decoder's
+    // tables give the size and the IP payload's bytes.
+    const uint8_t op = b & 0x1f;
+    if ((op == 0x0d || op == 0x11 || op == 0x01) && ((b >> 5) & 5) != 5) {
+      const uint64_t offset = packets_.offset();
+      uint64_t raw;
+      std::memcpy(&raw, q + 1, sizeof raw);
+      packets_.Skip(internal::kFast.size[b]);
+      const PacketType type = op == 0x0d ? PacketType::kTip : op == 0x11 ? PacketType::kTipPge : PacketType::kTipPgd;
+      return TakeIpControl(type, static_cast<uint8_t>(b >> 5), raw & internal::kFast.mask[b], offset);
     }
     break;
   }

@@ -121,7 +121,10 @@ class PacketDecoder {
   // fast path — synchronized, outside a PEBS block, at least 9 bytes
   // readable — else null. Skip(n) then moves past the n-byte packet there
   // that the caller decoded (as Next() would have).
+  // FastAt(p): the same for the position p (9 bytes readable there), for a
+  // caller that looks further ahead.
   const uint8_t* FastBytes() const { return pos_ < fast_end_ ? pos_ : nullptr; }
+  bool FastAt(const uint8_t* p) const { return p < fast_end_; }
   void Skip(unsigned n) { pos_ += n; }
 
   // Next(Packet&) as a Result: the packet, or the errno with the call

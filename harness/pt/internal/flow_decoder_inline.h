@@ -35,8 +35,8 @@ inline bool OpensReadAheadStatus(std::span<const uint8_t> trace, uint64_t at) {
   return b0 == 0x02 && at + 1 < trace.size() && trace[at + 1] == 0x73;       // TMA
 }
 
-// StoreLast() and kRetStackSize: flow_decoder.h (Next() inlines the one, the
-// return stack's arrays are sized by the other).
+// StoreLast(), kRetStackSize, PushReturn() and PopReturn(): flow_decoder.h
+// (Next() inlines them; the return stack's arrays are sized by kRetStackSize).
 
 }  // namespace internal
 
@@ -61,7 +61,7 @@ inline __attribute__((always_inline)) int FlowDecoder::ReadPacket(Packet* p) {
 // (pt_qry_event), so a bad packet after it fails that branch too
 // (ReadAheadPastEventPacket()). (Inline: the fast path reads on after every
 // TIP, TIP.PGD and TIP.PGE.)
-inline int FlowDecoder::PeekAfterIp() {
+inline __attribute__((always_inline)) int FlowDecoder::PeekAfterIp() {
   if (tnt_count_ != 0 || ctl_ != Ctl::kNone || sticky_error_ != 0) return 0;
   const uint64_t start = have_unread_ ? unread_.offset : packets_.offset();
   const int err = FetchControl();
@@ -95,21 +95,6 @@ inline uint32_t FlowDecoder::FindAndLink() {
   link_block_ = 0;
   hint_ = bi + 1;
   return bi;
-}
-
-inline void FlowDecoder::PopReturn(const Block& b, uint32_t bi) {
-  ip_ = retstack_[ret_top_];
-  const uint32_t call = ret_block_[ret_top_];
-  ret_top_ = (ret_top_ + internal::kRetStackSize - 1) % internal::kRetStackSize;
-  --ret_count_;
-  if (call < cache_->count() && cache_->block(call).end() == ip_) {
-    Follow(cache_->block(call).next[0], call + 1, 0);
-  } else {
-    hint_ = b.next[1];
-    link_block_ = bi + 1;
-    link_k_ = 1;
-    link_ip_ = ip_;
-  }
 }
 
 }  // namespace perftest::pt
