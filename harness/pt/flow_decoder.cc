@@ -195,13 +195,15 @@ inline __attribute__((always_inline)) int FlowDecoder::NextFillHeld(FlowStep* st
     default: {  // the held TIP: indirect jump/call, return, far transfer
       if (branch == BranchClass::kIndirectCall) PushReturn(blk.end(), bi);
       if (ctl_ == Ctl::kTipPgd) {  // tracing stops here (TakeTip())
-        // (Queue(), built in place: no 80-byte temporary to copy.)
-        FlowEvent& e = events_.emplace_back();
-        e.type = FlowEvent::Type::kDisabled;
-        e.ip_suppressed = ctl_suppressed_;
-        e.ip = ctl_ip_;
-        e.offset = ctl_offset_;
-        e.time = time_;
+        // (Queue(), built in place field by field: no temporary to copy,
+        // no zeroing first. FlowEvent's fields in order: type,
+        // ip_suppressed, payload_bytes, mode, ip, from, payload, offset, time.)
+        static_assert(offsetof(FlowEvent, ip) < offsetof(FlowEvent, from) &&
+                      offsetof(FlowEvent, from) < offsetof(FlowEvent, payload) &&
+                      offsetof(FlowEvent, payload) < offsetof(FlowEvent, offset) &&
+                      offsetof(FlowEvent, offset) < offsetof(FlowEvent, time) && sizeof(FlowEvent) <= 72);
+        events_.emplace_back(FlowEvent::Type::kDisabled, ctl_suppressed_, uint8_t{0}, ExecMode::k64Bit, ctl_ip_,
+                             uint64_t{0}, uint64_t{0}, ctl_offset_, time_);
         enabled_ = false;
         if (!ctl_suppressed_) ip_ = ctl_ip_;
         ctl_ = Ctl::kNone;
