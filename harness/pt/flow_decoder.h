@@ -400,6 +400,7 @@ class FlowDecoder {
   int ReadPacket(Packet* p);
   void Unread(const Packet& p);
   int FetchControl();
+  int FetchControlPackets();
   int FetchControlRest();
   int TakeTnt(const Packet& p);
   int TakeTntField(uint64_t field, bool quiet = false);

@@ -49,37 +49,6 @@ inline void FlowDecoder::TimingCyc(const Packet& p) {
   AddCycles(p.payload < 0x100 ? (uint64_t{p.opcode} >> 3) | ((p.payload >> 1) << 5) : p.cyc());
 }
 
-// A CYC packet's cycles.
-inline void FlowDecoder::AddCycles(uint64_t cycles) {
-  time_.cyc += cycles;
-  cyc_since_ += cycles;
-  if (options_.max_nonturbo_ratio != 0 && time_.cbr != 0 && tsc_base_ != 0) {
-    const uint64_t est = tsc_mtc_ + cyc_since_ * options_.max_nonturbo_ratio / time_.cbr;
-    time_.tsc = std::max(time_.tsc, est);
-  }
-}
-
-// TSC: its value.
-inline void FlowDecoder::TimingTsc(uint64_t tsc) {
-  tsc_base_ = tsc;
-  time_.tsc = tsc_mtc_ = tsc_base_;
-  cyc_since_ = 0;
-}
-
-// MTC: its CTC payload.
-inline void FlowDecoder::TimingMtc(uint8_t ctc) {
-  if (options_.tsc_ctc_ratio_n != 0 && have_tma_) {
-    // CTC[N+7:N] (N = mtc_period): advance by the 8-bit difference.
-    const unsigned n = options_.mtc_period;
-    const uint64_t last = (last_mtc_ctc_ >> n) & 0xff;
-    const uint64_t delta = (uint64_t{ctc} - last) & 0xff;
-    last_mtc_ctc_ += delta << n;
-    tsc_mtc_ += ((delta << n) * options_.tsc_ctc_ratio_n) / std::max<uint32_t>(1, options_.tsc_ctc_ratio_d);
-    time_.tsc = std::max(time_.tsc, tsc_mtc_);
-    cyc_since_ = 0;
-  }
-}
-
 void FlowDecoder::Timing(const Packet& p) {
   switch (p.type) {
     case PacketType::kTsc:
@@ -103,64 +72,9 @@ void FlowDecoder::Timing(const Packet& p) {
   }
 }
 
-// Whether QuietAfterTnt() holds for the packets from `r` on, decided from
-// their first bytes for the commonest case: a TNT-8 or a TIP (where its scan
-// stops), alone or after a CYC of one or two bytes, each with 9 bytes
-// readable (as the scan requires; PacketDecoder::FastAt()). False: not
-// known (QuietAfterTnt() decides).
-inline bool FlowDecoder::QuietAtAGlance(const uint8_t* r) const {
-  if (!packets_.FastAt(r)) return false;
-  uint8_t c = r[0];
-  if ((c & 3) == 3) {  // CYC
-    if ((c & 4) != 0) {
-      if ((r[1] & 1) != 0) return false;  // (longer than 2 bytes)
-      r += 2;
-    } else {
-      r += 1;
-    }
-    if (!packets_.FastAt(r)) return false;
-    c = r[0];
-  }
-  return ((c & 1) == 0 && c > 2) || (c & 0x1f) == 0x0d;  // TNT-8, TIP
-}
-
 // A TNT packet read by FetchControl(): its bits are at hand.
 inline int FlowDecoder::TakeTnt(const Packet& p) {
   return TakeTntField(p.type == PacketType::kTnt8 ? uint64_t{p.opcode} >> 1 : p.payload);
-}
-
-// TakeTnt() for the TNT field (Packet::tnt_field(): the bits and the stop
-// bit above them).
-// `quiet`: QuietAfterTnt() is known to hold.
-inline int FlowDecoder::TakeTntField(uint64_t field, bool quiet) {
-  // (Packet::tnt_bits() and tnt_size() with the stop bit found once; the
-  // decoder returns no TNT without one.)
-  const unsigned n = static_cast<unsigned>(std::bit_width(field)) - 1;
-  // As libipt's query decoder, look past the TNT at once: a bad packet
-  // there fails the branch that fetched the TNT.
-  // (Not while tracing is disabled: libipt then queries nothing and reports
-  // the TNT itself, -pte_no_enable. Nor for an indirect branch with TNT bits
-  // held: its query fails at the TNT, tnt_held_.)
-  // (QuietAfterTnt(): the common case where both checks pass, at a glance.)
-  const bool query = enabled_ && !tnt_held_ && !quiet && !QuietAfterTnt();
-  uint64_t after_timing = 0;  // where CheckAhead()'s scan stopped: EventQueryAfterTnt() goes on there
-  if (query) {
-    if (const int err = CheckAhead(&after_timing)) return err;
-  }
-  tnt_bits_ = field & ~(uint64_t{1} << n);
-  tnt_count_ = n;
-  steps_without_packet_ = 0;
-  if (query) {
-    if (const int err = EventQueryAfterTnt(after_timing)) [[unlikely]] {
-      // It fails the branch that takes the TNT's last bit: that branch
-      // finds no bit, and the error.
-      // (The bits go oldest first, from bit tnt_count_ - 1 down.)
-      tnt_bits_ >>= 1;
-      if (--tnt_count_ == 0) return err;
-      sticky_error_ = err;
-    }
-  }
-  return 0;
 }
 
 // A TIP, TIP.PGE or TIP.PGD read by FetchControl(): the control packet held.
@@ -168,82 +82,12 @@ inline __attribute__((always_inline)) int FlowDecoder::TakeIpControl(const Packe
   return TakeIpControl(p.type, p.ipbytes(), p.payload, p.offset);
 }
 
-// TakeIpControl() for the packet's fields: type, IPBytes, IP payload, offset.
-inline __attribute__((always_inline)) int FlowDecoder::TakeIpControl(PacketType type, uint8_t ipbytes,
-                                                                     uint64_t payload, uint64_t offset) {
-  if (!last_ip_.UpdateInline(ipbytes, payload)) return Fail(EBADMSG, "bad IP packet");
-  ctl_ = type == PacketType::kTip ? Ctl::kTip : type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
-  if (fup_pending_ && type != PacketType::kTipPge) [[unlikely]] {  // the TIP of an earlier FUP
-    fup_pending_ = false;
-    ctl_ = ctl_ == Ctl::kTip ? Ctl::kAsync : Ctl::kAsyncDisable;
-  }
-  ctl_suppressed_ = ipbytes == 0;
-  ctl_ip_ = last_ip_.raw();
-  ctl_offset_ = offset;
-  steps_without_packet_ = 0;
-  if (ctl_ != Ctl::kTip) NoteEvent(false, 0);  // (libipt: a TIP alone is no event)
-  return 0;
-}
-
-// Reads packets up to the next TNT or control packet (TIP, TIP.PGE,
-// TIP.PGD, asynchronous FUP with its TIP/TIP.PGD, OVF), queueing events and
-// timing on the way. Precondition: no TNT bits and no control packet held.
-// The packets of the fast path (CYC, MTC, TSC, TNT, TIP, TIP.PGE, TIP.PGD)
-// are taken here; any other goes back (Unread()) to FetchControlRest(), which takes
-// every packet — two functions, so that this one keeps few registers.
-int FlowDecoder::FetchControl() {
-  // The commonest packets straight from their bytes where the packet decoder
-  // would take them on its fast path (PacketDecoder::FastBytes()): CYC of
-  // one or two bytes (SDM §33.4.2.14: opcode[1:0] = 11b, Exp = bit 2,
-  // Cycle Counter[4:0] = bits 7:3; an extension byte's bit 0 is its Exp,
-  // bits 7:1 the next 7 bits), TSC (19h, a 7-byte TSC), MTC (59h, a CTC
-  // byte), TNT-8 (bit 0 clear; not 00h PAD, 02h) and the IP packets below.
-  while (!have_unread_) {
-    const uint8_t* const q = packets_.FastBytes();
-    if (q == nullptr) break;
-    const uint8_t b = q[0];
-    if ((b & 3) == 3) {
-      if ((b & 4) == 0) {
-        packets_.Skip(1);
-        AddCycles(b >> 3);
-      } else if ((q[1] & 1) == 0) {
-        packets_.Skip(2);
-        AddCycles((uint64_t{b} >> 3) | (uint64_t{q[1]} >> 1 << 5));
-      } else {
-        break;
-      }
-      continue;
-    }
-    if (b == internal::kOpcTsc || b == internal::kOpcMtc) {
-      uint64_t raw;
-      std::memcpy(&raw, q + 1, sizeof raw);
-      if (b == internal::kOpcTsc) {
-        packets_.Skip(8);
-        TimingTsc(raw & 0x00ffffffffffffff);
-      } else {
-        packets_.Skip(2);
-        TimingMtc(static_cast<uint8_t>(raw));
-      }
-      continue;
-    }
-    if ((b & 1) == 0 && b > 2) {
-      packets_.Skip(1);
-      return TakeTntField(b >> 1, QuietAtAGlance(q + 1));
-    }
-    // TIP (opcode[4:0] 0Dh), TIP.PGE (11h), TIP.PGD (01h) whose IPBytes
-    // (opcode[7:5]) are not reserved (101b, 111b): the packet decoder's
-    // tables give the size and the IP payload's bytes.
-    const uint8_t op = b & 0x1f;
-    if ((op == 0x0d || op == 0x11 || op == 0x01) && ((b >> 5) & 5) != 5) {
-      const uint64_t offset = packets_.offset();
-      uint64_t raw;
-      std::memcpy(&raw, q + 1, sizeof raw);
-      packets_.Skip(internal::kFast.size[b]);
-      const PacketType type = op == 0x0d ? PacketType::kTip : op == 0x11 ? PacketType::kTipPge : PacketType::kTipPgd;
-      return TakeIpControl(type, static_cast<uint8_t>(b >> 5), raw & internal::kFast.mask[b], offset);
-    }
-    break;
-  }
+// FetchControl() (internal/flow_decoder_inline.h) past the packets it takes
+// from their bytes: the packets of the fast path (CYC, MTC, TSC, TNT, TIP,
+// TIP.PGE, TIP.PGD) are taken here; any other goes back (Unread()) to
+// FetchControlRest(), which takes every packet — two functions, so that
+// this one keeps few registers.
+int FlowDecoder::FetchControlPackets() {
   Packet p;  // (out of the loop: ReadPacket() writes all of it; no zeroing per packet)
   for (;;) {
     if (const int err = ReadPacket(&p)) return err;
