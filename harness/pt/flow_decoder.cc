@@ -1,15 +1,17 @@
 // FlowDecoder (flow_decoder.h), in five files by responsibility:
 //   flow_decoder.cc            event names, construction, errors, and the fast
 //                              path behind the inline Next(): NextFill() (a
-//                              cached block with nothing pending), WalkStep()
+//                              cached block with nothing pending), WalkStep(),
+//                              WalkRefill()
 //   flow_decoder_slow.cc       NextSlow(): events, enable/disable, asynchronous
 //                              events, overflow, cache misses; Resolve(), TakeTip()
 //   flow_decoder_packets.cc    packets to control state, events and timing
-//                              (FetchControl, Queue, Timing)
+//                              (FetchControlPackets, Queue, Timing)
 //   flow_decoder_lookahead.cc  libipt's read-ahead rules: which packet error
 //                              fails which branch (CheckAhead, PeekAfterIp, ...)
 //   flow_decoder_sync.cc       SyncForward/SyncSet and the PSB+
-// internal/flow_decoder_inline.h holds what several of them inline.
+// internal/flow_decoder_inline.h holds what several of them inline (among it
+// FetchControl(), the packets read straight from their bytes).
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -93,8 +95,8 @@ int FlowDecoder::Fail(int err, std::string message) {
 // direct jump or call, a compressed return, or an indirect branch or return
 // whose TIP is held. Does exactly what NextSlow() would (which takes
 // everything else), in a small function that touches the block once; then
-// turns the walk on (walk_gen_) when Next() may take the following steps on the TNT bits left
-// itself (WalkReady(), WalkStep()).
+// turns the walk on (walk_gen_) when Next() may take the following steps on
+// the TNT bits left itself (WalkReady(), WalkInline()).
 int FlowDecoder::NextFill(FlowStep* step) {
   walk_gen_ = kNoWalk;
   // (Events pending: NextSlow() empties events_ when it hands out the last.)
@@ -289,11 +291,12 @@ int FlowDecoder::Enable(FlowStep* step) {
   return 0;
 }
 
-// Next() with the walk on and TNT bits at hand, for a block that is not a
-// conditional branch along a known link: a direct jump or call, or a
-// compressed return, exactly as NextFill() takes them, looking the block up
-// in the cache where no link or a failed guess leads to it; anything else
-// (a block that is not fast, another branch) is NextFill()'s.
+// Next() with the walk on and TNT bits at hand where no link leads (or a
+// guess failed): the block looked up in the cache, and the link filled in,
+// as NextFill() does; then WalkStepAt(): a conditional branch, a direct jump
+// or call, or a compressed return, exactly as NextFill() takes them;
+// anything else (a block that is not fast, another branch, a return whose
+// bit is not taken) is NextFill()'s.
 int FlowDecoder::WalkStep(FlowStep* step) {
   const uint32_t h = hint_;
   if (h - 1 < cache_->count() && cache_->block(h - 1).ip == ip_) return WalkStepAt(step, h);

@@ -40,7 +40,9 @@
 // dropped when the image changes (Image::generation()). On the TNT bits of
 // a packet Next() takes conditional branches, compressed returns, direct
 // jumps and calls along the cache's successor links with a few tests each
-// (walk_gen_), reading no packet.
+// (walk_gen_), reading no packet; when the bits run out it reads on to the
+// next TNT (WalkRefill()), taking the commonest packets (TNT, CYC, MTC,
+// TSC, TIP) straight from their bytes (FetchControl()).
 //
 // Errors (Next returns them; the decoder then needs a SyncForward()):
 //   ENOTCONN  not synchronized (no SyncForward/SyncSet succeeded)
@@ -329,8 +331,9 @@ class FlowDecoder {
     }
   }
   // Next() with the walk on and TNT bits at hand: a conditional branch, a
-  // direct jump or call along a known link here (as WalkStepAt()), anything
-  // else WalkStepAt()'s, or WalkStep()'s where no link leads.
+  // direct jump or call, or a compressed return along a known link here (as
+  // WalkStepAt()), anything else WalkStepAt()'s, or WalkStep()'s where no
+  // link leads.
   __attribute__((always_inline)) int WalkInline(FlowStep* step) {
     const uint32_t h = hint_;
     // (h - 1 wraps for 0. A cache emptied meanwhile — the image changed,
@@ -568,12 +571,13 @@ class FlowDecoder {
   bool last_direct_ = false;  // the last block ended with a direct jump or call
   uint32_t steps_without_packet_ = 0;
 
-  // Set after a fast step (NextFill()) when the state lets the next steps
-  // take the TNT bits at hand without reading a packet (WalkReady()): Next()
-  // then takes conditional branches inline, WalkStep() direct jumps, calls
-  // and compressed returns, along known links, and WalkRefill() reads the
-  // next TNT when the bits run out, exactly as NextFill() would one by one.
-  // Cleared by every other path (NextFill() first thing).
+  // On after a fast step (NextFill(), Enable()) when the state lets the
+  // next steps take the TNT bits at hand without reading a packet
+  // (WalkReady()): Next() then takes conditional branches, direct jumps,
+  // calls and compressed returns along known links inline (WalkInline()),
+  // WalkStepAt() and WalkStep() the same where no link leads, and
+  // WalkRefill() reads on when the bits run out, exactly as NextFill()
+  // would one by one. Off on every other path (NextFill() first thing).
   // The walk is on while walk_gen_ is the image's generation (of
   // walk_image_, the cache's image; SetWalk()): one compare in Next() both
   // tests the flag and that the image has not changed since the walk began.

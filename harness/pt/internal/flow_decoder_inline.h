@@ -170,7 +170,8 @@ inline __attribute__((always_inline)) int FlowDecoder::FetchControl() {
   // one or two bytes (SDM §33.4.2.14: opcode[1:0] = 11b, Exp = bit 2,
   // Cycle Counter[4:0] = bits 7:3; an extension byte's bit 0 is its Exp,
   // bits 7:1 the next 7 bits), TSC (19h, a 7-byte TSC), MTC (59h, a CTC
-  // byte), TNT-8 (bit 0 clear; not 00h PAD, 02h) and the IP packets below.
+  // byte), TNT-8 (bit 0 clear; not 00h PAD, 02h), TNT-64 (02h A3h) and the
+  // IP packets below.
   while (!have_unread_) {
     const uint8_t* const q = packets_.FastBytes();
     if (q == nullptr) break;
@@ -202,6 +203,14 @@ inline __attribute__((always_inline)) int FlowDecoder::FetchControl() {
     if ((b & 1) == 0 && b > 2) {
       packets_.Skip(1);
       return TakeTntField(b >> 1, QuietAtAGlance(q + 1));
+    }
+    if (b == internal::kOpcExt && q[1] == internal::kExtTnt64) {  // TNT-64: 6 payload bytes
+      uint64_t raw;  // (bytes 1..8 of the 9 readable: the payload is bytes 2..7)
+      std::memcpy(&raw, q + 1, sizeof raw);
+      const uint64_t field = (raw >> 8) & 0xffffffffffff;
+      if (field == 0) break;  // (no stop bit: the packet decoder's error)
+      packets_.Skip(8);
+      return TakeTntField(field, QuietAtAGlance(q + 8));
     }
     // TIP (opcode[4:0] 0Dh), TIP.PGE (11h), TIP.PGD (01h) whose IPBytes
     // (opcode[7:5]) are not reserved (101b, 111b): the packet decoder's
