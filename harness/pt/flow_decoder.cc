@@ -197,15 +197,17 @@ inline __attribute__((always_inline)) int FlowDecoder::NextFillHeld(FlowStep* st
     default: {  // the held TIP: indirect jump/call, return, far transfer
       if (branch == BranchClass::kIndirectCall) PushReturn(blk.end(), bi);
       if (ctl_ == Ctl::kTipPgd) {  // tracing stops here (TakeTip())
-        // (Queue(), built in place field by field: no temporary to copy,
-        // no zeroing first. FlowEvent's fields in order: type,
-        // ip_suppressed, payload_bytes, mode, ip, from, payload, offset, time.)
-        static_assert(offsetof(FlowEvent, ip) < offsetof(FlowEvent, from) &&
-                      offsetof(FlowEvent, from) < offsetof(FlowEvent, payload) &&
-                      offsetof(FlowEvent, payload) < offsetof(FlowEvent, offset) &&
-                      offsetof(FlowEvent, offset) < offsetof(FlowEvent, time) && sizeof(FlowEvent) <= 72);
-        events_.emplace_back(FlowEvent::Type::kDisabled, ctl_suppressed_, uint8_t{0}, ExecMode::k64Bit, ctl_ip_,
-                             uint64_t{0}, uint64_t{0}, ctl_offset_, time_);
+        // (Queue(), built in place: emplace_back() of a value that converts
+        // to the event makes the element the conversion's result, every
+        // field written once — no zeroing first, no temporary to copy.)
+        struct Disabled {
+          const FlowDecoder& d;
+          operator FlowEvent() const {
+            return FlowEvent{.type = FlowEvent::Type::kDisabled, .ip_suppressed = d.ctl_suppressed_,
+                             .ip = d.ctl_ip_, .offset = d.ctl_offset_, .time = d.time_};
+          }
+        };
+        events_.emplace_back(Disabled{*this});
         enabled_ = false;
         if (!ctl_suppressed_) ip_ = ctl_ip_;
         ctl_ = Ctl::kNone;
