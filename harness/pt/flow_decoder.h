@@ -61,7 +61,8 @@
 //             execution mode (MODE.Exec CS.L=1 CS.D=1), a mid-flow PSB+ whose
 //             MODE.Exec contradicts the mode (where the flow reaches its
 //             FUP), an event packet where an indirect branch with TNT bits
-//             cached needs its TIP, or more than
+//             cached needs its TIP, a 7th asynchronous FUP or MODE.Exec
+//             waiting for one TIP (libipt's event queue holds 6), or more than
 //             max_steps_without_packet blocks without a packet (a loop)
 //   others    a packet error, as PacketDecoder::Next (EILSEQ, EBADMSG,
 //             EMSGSIZE) at error_offset()
@@ -350,6 +351,7 @@ class FlowDecoder {
   static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt(uint64_t from);
   int NextPastStatus(Packet* q) const;
+  int NextPastModeQuery(Packet* q) const;
   int FailEventQuery(const Packet& event, const Packet& q, std::string_view wanted);
   bool StartsEventQuery(const Packet& q) const;
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
@@ -394,7 +396,7 @@ class FlowDecoder {
   int FailPacket(int err);
   void Queue(const FlowEvent& e);  // at time_
   void QueueMwait(bool bound, uint64_t ip);
-  void ApplyPendingMode();
+  void ApplyPendingMode(bool ip_suppressed = false);
   void Timing(const Packet& p);
   void TimingCyc(const Packet& p);
   Result<uint64_t> Start(Result<uint64_t> psb);
@@ -468,8 +470,22 @@ class FlowDecoder {
   FlowEvent mwait_event_;  // the held MWAIT's event (QueueMwait)
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
-  bool fup_behind_ = false;   // another one read while fup_pending_: libipt keeps the TIP for it (BeyondControl)
-  uint64_t fup_behind_ip_ = 0;  // its IP: an asynchronous branch from there to the same TIP (NextSlow)
+  // libipt queues the events bound to the next TIP in order on evb_tip (an
+  // asynchronous branch per FUP, an exec-mode event per MODE.Exec) and
+  // hands them out one at a time, the TIP consumed with the last:
+  // fups_behind_, the IPs of the FUPs read after the first while it waits
+  // (each an asynchronous branch from there to the same TIP; NextSlow);
+  // mode_at_, how many of the group's FUPs came before the pending
+  // MODE.Exec (0: before the first, whose event then binds to the TIP's IP).
+  // libipt's event queue holds 6 events per binding (pt_evq_enqueue keeps
+  // a gap in its 8 slots): a 7th for the TIP is -pte_nomem (FailTipQueueFull).
+  std::vector<uint64_t> fups_behind_;
+  uint32_t mode_at_ = 0;
+  static constexpr size_t kTipQueueMax = 6;
+  bool TipQueueFull() const { return 1 + fups_behind_.size() + (mode_pending_ ? 1 : 0) > kTipQueueMax; }
+  int FailTipQueueFull(const Packet& fup);
+  bool AsyncModeFirst() const { return mode_pending_ && mode_at_ == 0 && ctl_ == Ctl::kAsync && !ctl_suppressed_; }
+  uint64_t AsyncBindIp() const { return AsyncModeFirst() ? ctl_ip_ : ctl_from_; }
   bool have_unread_ = false;
   uint32_t psb_events_ = 0;  // events of the last PSB+ at its PSBEND (ReadPsbPlus)
   Packet unread_;

@@ -260,8 +260,8 @@ TEST(FlowDecoder, EventAfterTheLastTntBitIsReadAtThatBit) {
 // FUP after FUP with no TIP: libipt's read-ahead after the jump's TIP takes
 // each FUP as an asynchronous branch waiting for a TIP (pt_qry_decode_fup),
 // and the 7th finds its event queue full (pt_evq_enqueue: 6 per binding):
-// -pte_nomem, the jump not reported. Ours: the second FUP where a TIP was
-// due, EBADMSG, failing the same jump (testing/libipt_flow.h SameFlowError
+// -pte_nomem, the jump not reported. Ours: the 7th FUP, EBADMSG, failing
+// the same jump (FailTipQueueFull; testing/libipt_flow.h SameFlowError
 // takes -pte_nomem as EBADMSG). (Corpus divergences compiled_noretcomp seed 1,
 // corruptions 3 and 6, at code base 0x555f69273da0, and seed 2 at
 // 0x555961cb3d10: a dropped byte left "CYC, FUP" repeating.)

@@ -284,6 +284,34 @@ __attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, 
   return 0;
 }
 
+// The packet a MODE.Exec's event query stops at (after the MODE.Exec just
+// read): libipt asks for the event as soon as its read-ahead stops at the
+// MODE.Exec, and pt_qry_event decodes on — the exec-mode event waits on
+// evb_tip — through PAD and timing, FUPs with an IP (each queues an
+// asynchronous branch on evb_tip: pt_qry_decode_fup) and further
+// MODE.Execs, up to a packet that gives it an event or fails it: a TNT there
+// is -pte_bad_query. 0 and that packet in *q, or a packet error.
+int FlowDecoder::NextPastModeQuery(Packet* q) const {
+  PacketDecoder ahead = packets_;
+  int err;
+  while ((err = ahead.Next(*q)) == 0) {
+    if (internal::IsReadAheadStatus(q->type) || q->type == PacketType::kModeExec) continue;
+    if (q->type == PacketType::kFup && q->ipbytes() != 0 && !mwait_held_) continue;
+    break;
+  }
+  return err;
+}
+
+// An asynchronous FUP that finds libipt's queue for the next TIP full
+// (pt_qry_decode_fup -> pt_evq_enqueue: -pte_nomem, in the read-ahead that
+// decodes it): EBADMSG at the FUP.
+int FlowDecoder::FailTipQueueFull(const Packet& fup) {
+  const int err = Fail(EBADMSG, fmt::format("FUP at {:#x}: the {}th event waiting for a TIP (libipt's event queue "
+                                            "holds {})", fup.offset, kTipQueueMax + 1, kTipQueueMax));
+  error_offset_ = fup.offset;
+  return err;
+}
+
 // Whether the held control packet cannot be what a near branch (conditional,
 // return, near indirect) needs, as libipt's pt_insn_next binds events:
 //   - an asynchronous FUP+TIP/TIP.PGD belongs to its FUP IP, not to a branch
@@ -333,9 +361,9 @@ int FlowDecoder::ReadAheadEos(uint64_t* at) const {
 // -pte_eos), else the trace does not fit (-pte_bad_query).
 __attribute__((noinline, cold)) int FlowDecoder::BeyondControl(const Insn& x) {
   uint64_t at = 0;
-  // (A second asynchronous FUP waits for the same TIP: libipt's TIP stays,
-  // and the branch's query meets it.)
-  const int end = have_unread_ || (IsAsync(ctl_) && fup_behind_) ? 0 : ReadAheadEnd(&at);
+  // (Another asynchronous FUP or a MODE.Exec waits for the same TIP:
+  // libipt's TIP stays, and the branch's query meets it.)
+  const int end = have_unread_ || (IsAsync(ctl_) && (!fups_behind_.empty() || mode_pending_)) ? 0 : ReadAheadEnd(&at);
   if (end == ENODATA || end == EMSGSIZE)
     return Fail(ENODATA, fmt::format("{} at {:#x}: the trace ends after the {} at {:#x}", BranchClassName(x.branch),
                                      x.ip, IsAsync(ctl_) ? "FUP" : "TIP.PGD", ctl_offset_));

@@ -203,8 +203,10 @@ int FlowDecoder::FetchControlRest() {
         }
         // (While an earlier one waits, the TIP binds to that first: libipt
         // queues both on evb_tip, and keeps the TIP for this one.)
-        fup_behind_ = fup_pending_;
-        fup_behind_ip_ = last_ip_.raw();
+        if (fup_pending_) {
+          fups_behind_.push_back(last_ip_.raw());
+          if (TipQueueFull()) return FailTipQueueFull(p);
+        }
         if (!fup_pending_) {
           ctl_from_ = last_ip_.raw();
           ctl_offset_ = p.offset;
@@ -228,6 +230,11 @@ int FlowDecoder::FetchControlRest() {
             mode_pending_ = true;
             pending_mode_ = q.exec_mode();
             pending_mode_offset_ = q.offset;
+            mode_at_ = static_cast<uint32_t>(fups_behind_.size()) + 1;
+            // (Its event query meets a TNT first: as the case below.)
+            if (Packet r; enabled_ && NextPastModeQuery(&r) == 0 &&
+                          (r.type == PacketType::kTnt8 || r.type == PacketType::kTnt64))
+              return FailEventQuery(q, r, "its TIP");
             continue;
           }
           if (q.type == PacketType::kTsc || q.type == PacketType::kTma || q.type == PacketType::kMtc ||
@@ -235,11 +242,11 @@ int FlowDecoder::FetchControlRest() {
             Timing(q);
             continue;
           }
-          if (q.type == PacketType::kFup && q.ipbytes() != 0 && !fup_behind_) {
-            // A second one: libipt queues it behind the first on evb_tip.
+          if (q.type == PacketType::kFup && q.ipbytes() != 0) {
+            // Another one: libipt queues it behind the first on evb_tip.
             if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
-            fup_behind_ = true;
-            fup_behind_ip_ = last_ip_.raw();
+            fups_behind_.push_back(last_ip_.raw());
+            if (TipQueueFull()) return FailTipQueueFull(q);
             continue;
           }
           if (q.type == PacketType::kTipPge || q.type == PacketType::kFup || q.type == PacketType::kOvf)
@@ -262,13 +269,14 @@ int FlowDecoder::FetchControlRest() {
         mode_pending_ = true;
         pending_mode_ = p.exec_mode();
         pending_mode_offset_ = p.offset;
+        mode_at_ = fup_pending_ ? static_cast<uint32_t>(fups_behind_.size()) + 1 : 0;
         NoteEvent(false, 0);  // (libipt: an event, bound to the next TIP)
         if (enabled_ && !have_unread_) {
           // libipt asks for the event as soon as its read-ahead stops at
           // the MODE.Exec: pt_qry_event reads on (through PAD and timing)
           // to the TIP it binds to, and a TNT first is -pte_bad_query.
           Packet q;
-          if (NextPastStatus(&q) == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64))
+          if (NextPastModeQuery(&q) == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64))
             return FailEventQuery(p, q, "its TIP");
         }
         break;
@@ -375,7 +383,8 @@ int FlowDecoder::FetchControlRest() {
         // waiting for its TIP or TIP.PGD.
         mwait_held_ = false;
         mode_pending_ = false;
-        fup_pending_ = fup_behind_ = false;
+        fup_pending_ = false;
+        fups_behind_.clear();
         Packet q;
         for (;;) {
           if (const int err = ReadPacket(&q)) {

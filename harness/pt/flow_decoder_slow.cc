@@ -102,12 +102,48 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       return Fail(EBADMSG, fmt::format("TIP.PGE at {:#x} while tracing is enabled", ctl_offset_));
     }
     if (ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) {
-      if (ip_ == ctl_from_) {
+      if (ctl_ == Ctl::kAsync && mode_pending_ && mode_at_ == 0 && (ctl_suppressed_ || ip_ == ctl_ip_)) [[unlikely]] {
+        // A MODE.Exec read before the asynchronous FUP(s): libipt's
+        // exec-mode event comes off evb_tip first, bound to the TIP's IP
+        // (pt_qry_decode_tip, pt_qry_event_tip; pt_insn_check_ip_event
+        // holds it until the flow gets there): the mode changes there,
+        // before the asynchronous branch behind it.
+        ApplyPendingMode();
+        continue;
+      }
+      if (ip_ == ctl_from_ && !AsyncModeFirst()) {
+        if (mode_pending_ && mode_at_ == 0) ApplyPendingMode(ctl_ == Ctl::kAsyncDisable);  // (BranchPastAsync)
         if (ctl_ == Ctl::kAsyncDisable) {
           Queue(FlowEvent{.type = FlowEvent::Type::kAsyncDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
                           .from = ip_, .offset = ctl_offset_});
           enabled_ = false;
           ctl_ = Ctl::kNone;
+          // A MODE.Exec read right after the FUP: its exec-mode event comes
+          // next off evb_tip, the IP suppressed (pt_qry_event_tip_pgd).
+          if (mode_pending_ && mode_at_ == 1) ApplyPendingMode(true);
+          if (!fups_behind_.empty()) [[unlikely]] {
+            // Another asynchronous FUP waits for the TIP.PGD: libipt hands
+            // out its disable event next (pt_qry_decode_tip_pgd), while
+            // tracing is disabled — rejected at its IP (pt_insn_event:
+            // -pte_bad_context); elsewhere pt_insn_next has no enable
+            // (-pte_no_enable), or, the TIP.PGD gone with that last event on
+            // evb_tip, the status of the read-ahead past it (-pte_eos, a
+            // packet error there).
+            const std::string what = fmt::format("asynchronous FUP (IP {:#x}) waits for the TIP.PGD at {:#x} that "
+                                                 "disabled tracing", fups_behind_.front(), ctl_offset_);
+            const bool last = fups_behind_.size() == 1 && !(mode_pending_ && mode_at_ > 1);
+            uint64_t at = 0;
+            const int end = fups_behind_.front() != ip_ && last ? ReadAheadEos(&at) : 0;
+            if (end == 0 || end == ENODATA) {
+              deferred_error_ = Fail(end == 0 ? EBADMSG : ENODATA, end == 0 ? what : what + ", then the end of the trace");
+            } else {
+              deferred_error_ = Fail(end, fmt::format("{} at offset {:#x} (after the {})",
+                                                      PacketDecoder::ErrorDescription(end), at, what));
+              error_offset_ = at;
+            }
+            fups_behind_.clear();
+            continue;
+          }
           if (const int err = PeekAfterIp()) {
             synced_ = false;
             return err;
@@ -120,12 +156,15 @@ int FlowDecoder::NextSlow(FlowStep* step) {
         }
         Queue(FlowEvent{.type = FlowEvent::Type::kAsyncBranch, .ip = ctl_ip_, .from = ip_, .offset = ctl_offset_});
         ip_ = ctl_ip_;
-        if (fup_behind_) [[unlikely]] {
-          // A second asynchronous FUP waits for the same TIP: libipt's TIP
+        if (mode_at_ != 0) --mode_at_;  // (a MODE.Exec behind this FUP: one FUP fewer before it)
+        if (!fups_behind_.empty()) [[unlikely]] {
+          // Another asynchronous FUP waits for the same TIP: libipt's TIP
           // stays (pt_qry_decode_tip consumes it with the last event on
-          // evb_tip), an asynchronous branch from that FUP's IP to it.
-          fup_behind_ = false;
-          ctl_from_ = fup_behind_ip_;
+          // evb_tip), an asynchronous branch from that FUP's IP to it — after
+          // a MODE.Exec read before that FUP, whose exec-mode event binds to
+          // the TIP's IP, where the flow is now.
+          ctl_from_ = fups_behind_.front();
+          fups_behind_.erase(fups_behind_.begin());
           NoteEvent(false, 0);
           continue;
         }
@@ -182,12 +221,13 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     out.lengths = cache_->lengths(*b);
     out.time = time_;
 
-    if ((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && ctl_from_ > b->ip && ctl_from_ < b->end()) {
+    if ((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && AsyncBindIp() > b->ip && AsyncBindIp() < b->end()) {
       // The event is inside this block: run up to it.
+      const uint64_t at = AsyncBindIp();
       uint64_t x = b->ip;
       uint32_t i = 0;
-      while (x < ctl_from_) x += out.lengths[i++];
-      if (x == ctl_from_) {
+      while (x < at) x += out.lengths[i++];
+      if (x == at) {
         out.ninsn = i;
         out.end_ip = x;
         out.truncated = true;
@@ -374,7 +414,13 @@ int FlowDecoder::Resolve(uint32_t block) {
 // taken: ip_ set), kRetry (TNT bits fetched: resolve the branch again), an
 // error, or kNotPast (another packet next: BeyondControl()).
 int FlowDecoder::BranchPastAsync(const Insn& x) {
-  if (have_unread_ || mode_pending_ || fup_pending_ || tnt_count_ != 0) return kNotPast;
+  if (mode_pending_ && mode_at_ == 0 && (ctl_ == Ctl::kAsyncDisable || ctl_suppressed_)) {
+    // A MODE.Exec read before the FUP: its exec-mode event came first off
+    // evb_tip with the IP suppressed (pt_qry_event_tip_pgd), and went at
+    // once; the FUP's event, the last, let the TIP go.
+    ApplyPendingMode(ctl_ == Ctl::kAsyncDisable);
+  }
+  if (have_unread_ || mode_pending_ || fup_pending_ || !fups_behind_.empty() || tnt_count_ != 0) return kNotPast;
   const bool cond = x.branch == BranchClass::kCondJump, ret = x.branch == BranchClass::kReturn;
   Packet q;
   if (NextPastStatus(&q) != 0) return kNotPast;
@@ -589,12 +635,14 @@ int FlowDecoder::CutAtBoundFailure(FlowStep* step, const Block& b, uint32_t at) 
 
 // A MODE.Exec read before a TIP, FUP+TIP or TIP.PGE takes effect at its
 // target (ip_): an event when the mode changes.
-void FlowDecoder::ApplyPendingMode() {
+// (ip_suppressed: libipt gives the event no IP — bound to a TIP.PGD.)
+void FlowDecoder::ApplyPendingMode(bool ip_suppressed) {
   if (!mode_pending_) return;
   mode_pending_ = false;
   if (pending_mode_ == mode_) return;
   mode_ = pending_mode_;
-  Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .mode = mode_, .ip = ip_, .offset = pending_mode_offset_});
+  Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .ip_suppressed = ip_suppressed, .mode = mode_,
+                  .ip = ip_suppressed ? 0 : ip_, .offset = pending_mode_offset_});
 }
 
 }  // namespace perftest::pt
