@@ -75,6 +75,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <memory>
@@ -351,7 +352,7 @@ class FlowDecoder {
   static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt(uint64_t from);
   int NextPastStatus(Packet* q) const;
-  int NextPastModeQuery(Packet* q) const;
+  int NextPastModeQuery(Packet* q, bool fup_waiting) const;
   int FailEventQuery(const Packet& event, const Packet& q, std::string_view wanted);
   bool StartsEventQuery(const Packet& q) const;
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
@@ -479,10 +480,19 @@ class FlowDecoder {
   // MODE.Exec (0: before the first, whose event then binds to the TIP's IP).
   // libipt's event queue holds 6 events per binding (pt_evq_enqueue keeps
   // a gap in its 8 slots): a 7th for the TIP is -pte_nomem (FailTipQueueFull).
+  // tip_status_: a PIP or VMCS read while an asynchronous FUP waits
+  // (pt_qry_decode_pip, _vmcs: an async-paging/-vmcs event on evb_tip,
+  // bound to the TIP's IP), with the number of the group's FUPs before it:
+  // it goes right after that FUP's asynchronous branch (ReleaseTipStatus).
   std::vector<uint64_t> fups_behind_;
   uint32_t mode_at_ = 0;
+  std::vector<std::pair<uint32_t, FlowEvent>> tip_status_;
+  size_t mode_status_ = 0;  // the entries of tip_status_ read before the pending MODE.Exec
   static constexpr size_t kTipQueueMax = 6;
-  bool TipQueueFull() const { return 1 + fups_behind_.size() + (mode_pending_ ? 1 : 0) > kTipQueueMax; }
+  bool TipQueueFull() const {
+    return 1 + fups_behind_.size() + tip_status_.size() + (mode_pending_ ? 1 : 0) > kTipQueueMax;
+  }
+  void ReleaseTipStatus(bool ip_suppressed);
   int FailTipQueueFull(const Packet& fup);
   bool AsyncModeFirst() const { return mode_pending_ && mode_at_ == 0 && ctl_ == Ctl::kAsync && !ctl_suppressed_; }
   uint64_t AsyncBindIp() const { return AsyncModeFirst() ? ctl_ip_ : ctl_from_; }

@@ -33,8 +33,8 @@ using flow_test::kCondRet;
 using flow_test::PsbPlus;
 
 // What comes between the PSB+ (starting the flow at kBase) and the TIP: a
-// FUP at `ip` ('F'), a MODE.Exec to 32-bit mode ('M'), a TNT-8 with one
-// taken bit ('T').
+// FUP at `ip` ('F'), a MODE.Exec to 32-bit mode ('M'), a PIP ('P'), a VMCS
+// ('V'), a TNT-8 with one taken bit ('T').
 struct Item {
   char kind;
   uint64_t ip = 0;
@@ -43,7 +43,11 @@ struct Item {
 std::string Name(PacketType ctl, const std::vector<Item>& items) {
   std::string name(PacketName(ctl));
   for (const Item& it : items)
-    name += it.kind == 'F' ? fmt::format(" FUP({:#x})", it.ip) : it.kind == 'M' ? " MODE.Exec" : " TNT";
+    name += it.kind == 'F'   ? fmt::format(" FUP({:#x})", it.ip)
+            : it.kind == 'M' ? " MODE.Exec"
+            : it.kind == 'P' ? " PIP"
+            : it.kind == 'V' ? " VMCS"
+                             : " TNT";
   return name;
 }
 
@@ -57,6 +61,10 @@ std::vector<uint8_t> Trace(const std::vector<Item>& items, PacketType ctl, uint6
       (void)enc.NextIp(PacketType::kFup, it.ip);
     } else if (it.kind == 'M') {
       (void)enc.Next(make::ModeExec(ExecMode::k32Bit));
+    } else if (it.kind == 'P') {
+      (void)enc.Next(make::Pip(0x1000, false));
+    } else if (it.kind == 'V') {
+      (void)enc.Next(make::Vmcs(0x5000));
     } else {
       (void)enc.Next(make::Tnt8(1, 1));
     }
@@ -82,7 +90,8 @@ Image TwoBlocks() {
 }
 
 // The flow (instructions, errors) is pt_insn_next's, and the asynchronous
-// branch, async-disabled and exec-mode events come in libipt's order.
+// branch, async-disabled, exec-mode, paging and VMCS events come in
+// libipt's order.
 // (libipt also reports the PSB+'s MODE.Exec, and one that does not change
 // the mode; we report a change only: the test's MODE.Exec is the only one
 // that changes it.)
@@ -99,7 +108,8 @@ void ExpectAsLibipt(const std::vector<uint8_t>& trace, const Image& image) {
         skip_psb_mode = false;
         continue;
       }
-      if (t == T::kAsyncBranch || t == T::kAsyncDisabled || t == T::kExecMode) out.emplace_back(FlowEventName(t));
+      if (t == T::kAsyncBranch || t == T::kAsyncDisabled || t == T::kExecMode || t == T::kPaging || t == T::kVmcs)
+        out.emplace_back(FlowEventName(t));
     }
     return out;
   };
@@ -225,6 +235,40 @@ TEST(FlowDecoder, ModeExecKeepsItsPlaceAmongAsyncFups) {
   const flow_test::Walk w = flow_test::Decode(Trace({{'M'}, {'F', kJz}}, PacketType::kTip, kTarget, true), image);
   EXPECT_EQ(w.ips, std::vector<uint64_t>{kBase});
   EXPECT_EQ(w.err, EBADMSG);
+}
+
+// A PIP or VMCS read while an asynchronous FUP waits for its TIP: libipt
+// queues it on evb_tip behind that FUP (pt_qry_decode_pip, _vmcs: an
+// async-paging/-vmcs event when an asynchronous branch is queued), bound to
+// the TIP's IP (pt_qry_event_tip; suppressed for a TIP.PGD). So the TIP
+// stays while it waits: a branch before an unreached FUP's IP meets the TIP
+// (-pte_bad_query), not the packets after it; the event goes right after
+// that FUP's asynchronous branch; its event query reads on through FUPs to
+// a TNT (-pte_bad_query; after the PSB+ before the first instruction); and
+// it counts towards the 6 events the queue holds. We reported it at once,
+// and let the branch take the packets after the TIP.
+TEST(FlowDecoder, PipAfterAnAsyncFupWaitsForItsTip) {
+  const Image image = TwoBlocks();
+  const uint64_t kJz = kBase + 1, kAfterJz = kBase + 3, kMidInsn = kTarget + 1;
+  ExpectAllAsLibipt(
+      {
+          {{'F', kJz}, {'P'}},
+          {{'F', kJz}, {'V'}},
+          {{'F', kMidInsn}, {'P'}},
+          {{'F', kMidInsn}, {'V'}},
+          {{'F', kJz}, {'F', kJz}, {'P'}},
+          {{'F', kJz}, {'P'}, {'F', kJz}},
+          {{'F', kJz}, {'P'}, {'M'}},
+          {{'F', kJz}, {'M'}, {'P'}},
+          {{'F', kJz}, {'F', kAfterJz}, {'P'}},
+          {{'F', kJz}, {'P'}, {'T'}},
+          {{'F', kMidInsn}, {'P'}, {'T'}, {'F', kJz}},
+          {{'F', kJz}, {'F', kJz}, {'F', kJz}, {'F', kJz}, {'F', kJz}, {'P'}},
+          {{'F', kJz}, {'F', kJz}, {'F', kJz}, {'F', kJz}, {'F', kJz}, {'F', kJz}, {'P'}},
+          {{'F', kJz}, {'P'}, {'P'}, {'P'}, {'P'}, {'P'}},
+          {{'F', kJz}, {'V'}, {'F', kJz}, {'V'}, {'F', kJz}, {'V'}},
+      },
+      image);
 }
 
 }  // namespace

@@ -231,8 +231,9 @@ int FlowDecoder::FetchControlRest() {
             pending_mode_ = q.exec_mode();
             pending_mode_offset_ = q.offset;
             mode_at_ = static_cast<uint32_t>(fups_behind_.size()) + 1;
+            mode_status_ = tip_status_.size();
             // (Its event query meets a TNT first: as the case below.)
-            if (Packet r; enabled_ && NextPastModeQuery(&r) == 0 &&
+            if (Packet r; enabled_ && NextPastModeQuery(&r, true) == 0 &&
                           (r.type == PacketType::kTnt8 || r.type == PacketType::kTnt64))
               return FailEventQuery(q, r, "its TIP");
             continue;
@@ -270,13 +271,14 @@ int FlowDecoder::FetchControlRest() {
         pending_mode_ = p.exec_mode();
         pending_mode_offset_ = p.offset;
         mode_at_ = fup_pending_ ? static_cast<uint32_t>(fups_behind_.size()) + 1 : 0;
+        mode_status_ = tip_status_.size();
         NoteEvent(false, 0);  // (libipt: an event, bound to the next TIP)
         if (enabled_ && !have_unread_) {
           // libipt asks for the event as soon as its read-ahead stops at
           // the MODE.Exec: pt_qry_event reads on (through PAD and timing)
           // to the TIP it binds to, and a TNT first is -pte_bad_query.
           Packet q;
-          if (NextPastModeQuery(&q) == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64))
+          if (NextPastModeQuery(&q, fup_pending_) == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64))
             return FailEventQuery(p, q, "its TIP");
         }
         break;
@@ -385,6 +387,7 @@ int FlowDecoder::FetchControlRest() {
         mode_pending_ = false;
         fup_pending_ = false;
         fups_behind_.clear();
+        tip_status_.clear();
         Packet q;
         for (;;) {
           if (const int err = ReadPacket(&q)) {
@@ -416,6 +419,17 @@ int FlowDecoder::FetchControlRest() {
         break;
       case PacketType::kPip:
       case PacketType::kVmcs:
+        if (fup_pending_) [[unlikely]] {  // (bound to the asynchronous branch's TIP: tip_status_)
+          tip_status_.emplace_back(static_cast<uint32_t>(fups_behind_.size()) + 1, StatusEvent(p));
+          tip_status_.back().second.time = time_;
+          if (TipQueueFull()) return FailTipQueueFull(p);
+          // (Its event query makes no event here and reads on: a TNT
+          // before the TIP fails it, as a MODE.Exec's.)
+          if (Packet q; enabled_ && !have_unread_ && NextPastModeQuery(&q, true) == 0 &&
+                        (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64))
+            return FailEventQuery(p, q, "its TIP");
+          break;
+        }
         NoteEvent(false, 0);
         Queue(StatusEvent(p));
         break;

@@ -120,7 +120,11 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           ctl_ = Ctl::kNone;
           // A MODE.Exec read right after the FUP: its exec-mode event comes
           // next off evb_tip, the IP suppressed (pt_qry_event_tip_pgd).
-          if (mode_pending_ && mode_at_ == 1) ApplyPendingMode(true);
+          if (!tip_status_.empty()) {
+            ReleaseTipStatus(true);  // (and such a MODE.Exec among the PIPs and VMCSs there)
+          } else if (mode_pending_ && mode_at_ == 1) {
+            ApplyPendingMode(true);
+          }
           if (!fups_behind_.empty()) [[unlikely]] {
             // Another asynchronous FUP waits for the TIP.PGD: libipt hands
             // out its disable event next (pt_qry_decode_tip_pgd), while
@@ -131,7 +135,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
             // packet error there).
             const std::string what = fmt::format("asynchronous FUP (IP {:#x}) waits for the TIP.PGD at {:#x} that "
                                                  "disabled tracing", fups_behind_.front(), ctl_offset_);
-            const bool last = fups_behind_.size() == 1 && !(mode_pending_ && mode_at_ > 1);
+            const bool last = fups_behind_.size() == 1 && !(mode_pending_ && mode_at_ > 1) && tip_status_.empty();
             uint64_t at = 0;
             const int end = fups_behind_.front() != ip_ && last ? ReadAheadEos(&at) : 0;
             if (end == 0 || end == ENODATA) {
@@ -142,6 +146,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
               error_offset_ = at;
             }
             fups_behind_.clear();
+            tip_status_.clear();
             continue;
           }
           if (const int err = PeekAfterIp()) {
@@ -156,6 +161,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
         }
         Queue(FlowEvent{.type = FlowEvent::Type::kAsyncBranch, .ip = ctl_ip_, .from = ip_, .offset = ctl_offset_});
         ip_ = ctl_ip_;
+        if (!tip_status_.empty()) ReleaseTipStatus(false);  // (a MODE.Exec among them too; below otherwise)
         if (mode_at_ != 0) --mode_at_;  // (a MODE.Exec behind this FUP: one FUP fewer before it)
         if (!fups_behind_.empty()) [[unlikely]] {
           // Another asynchronous FUP waits for the same TIP: libipt's TIP
@@ -420,7 +426,9 @@ int FlowDecoder::BranchPastAsync(const Insn& x) {
     // once; the FUP's event, the last, let the TIP go.
     ApplyPendingMode(ctl_ == Ctl::kAsyncDisable);
   }
-  if (have_unread_ || mode_pending_ || fup_pending_ || !fups_behind_.empty() || tnt_count_ != 0) return kNotPast;
+  if (have_unread_ || mode_pending_ || fup_pending_ || !fups_behind_.empty() || !tip_status_.empty() ||
+      tnt_count_ != 0)
+    return kNotPast;
   const bool cond = x.branch == BranchClass::kCondJump, ret = x.branch == BranchClass::kReturn;
   Packet q;
   if (NextPastStatus(&q) != 0) return kNotPast;

@@ -115,6 +115,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   mode_pending_ = false;
   fup_pending_ = false;
   fups_behind_.clear();
+  tip_status_.clear();
   // No execution mode until a MODE.Exec gives one (libipt pt_insn_reset:
   // ptem_unknown; the PSB+ has one as a rule).
   mode_ = ExecMode::kInvalid;
@@ -160,9 +161,9 @@ int FlowDecoder::ReadAheadAfterSync() {
   uint64_t at = 0;
   const int end = ReadAheadEos(&at);
   if (end == 0 && enabled_) {
-    // A MODE.Exec the read-ahead stops at: its event query comes before the
-    // first instruction (pt_insn_start), and fails at a TNT
-    // (NextPastModeQuery()).
+    // A MODE.Exec the read-ahead stops at (or a PIP or VMCS after a FUP):
+    // its event query comes before the first instruction (pt_insn_start),
+    // and fails at a TNT (NextPastModeQuery()).
     PacketDecoder ahead = packets_;
     Packet m;
     // (The read-ahead decodes a FUP with an IP: an asynchronous branch queued
@@ -173,7 +174,13 @@ int FlowDecoder::ReadAheadAfterSync() {
       if (m.type == PacketType::kFup && ++fups > kTipQueueMax) return FailTipQueueFull(m);  // (the sync fails)
     }
     Packet q;
-    if (m.type == PacketType::kModeExec && !have_unread_ && NextPastModeQuery(&q) == 0 &&
+    const bool queried = m.type == PacketType::kModeExec ||
+                         (fups != 0 && (m.type == PacketType::kPip || m.type == PacketType::kVmcs));
+    if (queried && fups >= kTipQueueMax) {  // (its event the 7th for the TIP)
+      deferred_error_ = FailTipQueueFull(m);
+      return 0;
+    }
+    if (queried && !have_unread_ && NextPastModeQuery(&q, false) == 0 &&
         (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64)) {
       deferred_error_ = FailEventQuery(m, q, "its TIP");
       event_query_failed_ = false;  // (an error held for the first Next(), not FetchControl()'s)
