@@ -271,5 +271,31 @@ TEST(FlowDecoder, PipAfterAnAsyncFupWaitsForItsTip) {
       image);
 }
 
+// An OVF while an asynchronous FUP waits for its TIP, right after a TIP to
+// an address without code: libipt's read-ahead after the TIP decodes the
+// FUP and stops at the OVF, an event packet; its instruction decoder takes
+// that event before it decodes at the TIP's target, and the OVF drops the
+// waiting asynchronous branch with the event queue (pt_qry_decode_ovf):
+// the flow resumes at the FUP after the OVF. We failed the FUP there
+// (EBADMSG, held while the flow went on) and then found no code at the TIP's
+// target (ENXIO). (Corpus divergence compiled_o0_overflow seed 5,
+// corruption 5, at 0x55d6163a5db0 with PERFTEST_PT_CORPUS_SEEDS=6: a
+// dropped byte range left TIP, FUP, CYC, OVF, FUP.)
+TEST(FlowDecoder, OverflowDropsTheAsyncFupWaitingForItsTip) {
+  const Image image = flow_test::NopJmpRax();
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, 0x402000);  // the jump's target: no code there
+  (void)enc.NextIp(PacketType::kFup, 0x402010);
+  (void)enc.Next(make::Cyc(3));
+  (void)enc.Next(make::Ovf());
+  (void)enc.Next(make::Fup(IpBytes::kSext48, kBase));
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_eos);
+  const flow_test::Walk w = flow_test::Decode(enc.bytes(), image);
+  EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase, kBase + 1, kBase}));
+  EXPECT_EQ(w.err, ENODATA);
+  EXPECT_EQ(std::count(w.events.begin(), w.events.end(), FlowEvent::Type::kOverflow), 1);
+}
+
 }  // namespace
 }  // namespace perftest::pt

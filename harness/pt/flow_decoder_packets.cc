@@ -250,10 +250,13 @@ int FlowDecoder::FetchControlRest() {
             if (TipQueueFull()) return FailTipQueueFull(q);
             continue;
           }
-          if (q.type == PacketType::kTipPge || q.type == PacketType::kFup || q.type == PacketType::kOvf)
+          if (q.type == PacketType::kTipPge || q.type == PacketType::kFup)
             return Fail(EBADMSG, fmt::format("FUP at {:#x} followed by {} at {:#x}, not TIP or TIP.PGD", p.offset,
                                              PacketName(q.type), q.offset));
-          // An event packet, or a PSB+ (libipt's read-ahead decodes the PSB
+          // An OVF (libipt's event query for it drops the waiting
+          // asynchronous branches with its event queue: pt_qry_decode_ovf,
+          // before the flow goes on at the TIP before: kOvf below), an
+          // event packet, or a PSB+ (libipt's read-ahead decodes the PSB
           // and its header without touching the queued asynchronous branch:
           // pt_qry_decode_psb), or a TNT (libipt's read-ahead decoded the
           // FUP, nothing waiting for one: the branches take the TNT's bits,
