@@ -81,7 +81,14 @@
 // a TraceStop while tracing is enabled fails where its event goes
 // (pt_insn_process_stop, -pte_bad_context). Also modelled by hand: a second
 // asynchronous FUP before the TIP branches from its IP to the same TIP
-// (pt_qry_decode_tip keeps the TIP for it).
+// (pt_qry_decode_tip keeps the TIP for it). Round 3: by hand, libipt's
+// whole queue of events bound to a TIP (any number of asynchronous FUPs, a
+// MODE.Exec, PIP or VMCS among them in its place, 6 at most:
+// flow_decoder_async_queue_test.cc); at PERFTEST_PT_CORPUS_SEEDS=6 and 10
+// (new seeds; 16 divergences, dispatch_* and compiled_o0_overflow): that
+// libipt's length decoder sizes two-byte group opcodes with an undefined
+// ModRM (a corrupted TIP into a PTWRITE past its F3: 0F AE E0), and that an
+// OVF drops an asynchronous FUP waiting for its TIP.
 #include <gtest/gtest.h>
 
 #include <algorithm>
