@@ -378,9 +378,9 @@ class FlowDecoder {
   void NoteEvent(bool bound, uint64_t ip, bool ptwrite = false) {
     if (bound || bound_pending_) NoteEventHeld(bound, ip, ptwrite);
   }
-  void NoteEventHeld(bool bound, uint64_t ip, bool ptwrite, bool fails = false);
+  void NoteEventHeld(bool bound, uint64_t ip, bool ptwrite, bool fails = false, uint8_t binds = 0);
   static constexpr uint32_t kNoFail = ~uint32_t{0};
-  uint32_t ReachBound(const Block& b, uint32_t from);
+  uint32_t ReachBound(const Block& b, uint32_t from, uint32_t stop = kNoFail);
   int CheckBound(const Block& b);
   int FailStatusUpdate(uint64_t ip);
   int CutAtBoundFailure(FlowStep* step, const Block& b, uint32_t at);
@@ -456,11 +456,18 @@ class FlowDecoder {
   // bound_from_: the instruction of the block in hand after the last PTW let
   // go there (CheckBound goes on from it).
   static constexpr uint64_t kUnbound = ~uint64_t{0};
+  // ptwrite: the event binds to an instruction — a PTW's to the PTWRITE at
+  // its IP or the next one; with `binds` 1 or 2 a PIP's or VMCS's (while
+  // enabled, not for an asynchronous branch) to the next MOV CR3 / VMPTRLD,
+  // VMLAUNCH, VMRESUME or far branch (pt_insn_binds_to_pip, _vmcs).
   struct Held {
     uint64_t ip;
     bool ptwrite;
     bool fails;
+    uint8_t binds = 0;
   };
+  bool BindsHeld(const Block& b, uint32_t i, uint64_t x, uint8_t binds) const;
+  bool AsyncHeldBack() const;
   std::vector<Held> bound_;
   uint32_t bound_from_ = 0;
   uint64_t bad_mode_offset_ = 0;

@@ -399,7 +399,7 @@ __attribute__((noinline, cold)) int FlowDecoder::BeyondControl(const Insn& x) {
   uint64_t at = 0;
   // (Another asynchronous FUP, a MODE.Exec, PIP or VMCS waits for the same
   // TIP: libipt's TIP stays, and the branch's query meets it.)
-  const int end = have_unread_ || (IsAsync(ctl_) && (!fups_behind_.empty() || mode_pending_ || !tip_status_.empty())) ? 0 : ReadAheadEnd(&at);
+  const int end = have_unread_ || (IsAsync(ctl_) && (!fups_behind_.empty() || mode_pending_ || !tip_status_.empty() || AsyncHeldBack())) ? 0 : ReadAheadEnd(&at);
   if (end == ENODATA || end == EMSGSIZE)
     return Fail(ENODATA, fmt::format("{} at {:#x}: the trace ends after the {} at {:#x}", BranchClassName(x.branch),
                                      x.ip, IsAsync(ctl_) ? "FUP" : "TIP.PGD", ctl_offset_));

@@ -433,7 +433,9 @@ int FlowDecoder::FetchControlRest() {
             return FailEventQuery(p, q, "its TIP");
           break;
         }
-        NoteEvent(false, 0);
+        // libipt holds a PIP's or VMCS's event while tracing is enabled
+        // until an instruction it binds to (pt_insn_check_insn_event).
+        NoteEventHeld(false, 0, true, false, p.type == PacketType::kPip ? 1 : 2);
         Queue(StatusEvent(p));
         break;
       case PacketType::kTraceStop:
@@ -631,11 +633,11 @@ bool FlowDecoder::NoEventFor(const Packet& q) const {
 // binds to `ip`.
 // (NoteEvent() calls this only when an event binds or one is held:
 // bound_pending_ is !bound_.empty() at all times.)
-void FlowDecoder::NoteEventHeld(bool bound, uint64_t ip, bool ptwrite, bool fails) {
+void FlowDecoder::NoteEventHeld(bool bound, uint64_t ip, bool ptwrite, bool fails, uint8_t binds) {
   if (!enabled_) {  // (libipt takes events at once while tracing is disabled)
     bound_.clear();
   } else if (!bound_.empty() || bound || ptwrite || fails) {
-    bound_.push_back(Held{.ip = bound ? ip : kUnbound, .ptwrite = ptwrite, .fails = fails});
+    bound_.push_back(Held{.ip = bound ? ip : kUnbound, .ptwrite = ptwrite, .fails = fails, .binds = binds});
   }
   bound_pending_ = !bound_.empty();
   bound_wall_ = bound_.size() >= 2;

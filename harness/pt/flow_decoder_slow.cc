@@ -102,7 +102,8 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       return Fail(EBADMSG, fmt::format("TIP.PGE at {:#x} while tracing is enabled", ctl_offset_));
     }
     if (ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) {
-      if (ctl_ == Ctl::kAsync && mode_pending_ && mode_at_ == 0 && (ctl_suppressed_ || ip_ == ctl_ip_)) [[unlikely]] {
+      if (ctl_ == Ctl::kAsync && mode_pending_ && mode_at_ == 0 && (ctl_suppressed_ || ip_ == ctl_ip_) &&
+          !AsyncHeldBack()) [[unlikely]] {
         // A MODE.Exec read before the asynchronous FUP(s): libipt's
         // exec-mode event comes off evb_tip first, bound to the TIP's IP
         // (pt_qry_decode_tip, pt_qry_event_tip; pt_insn_check_ip_event
@@ -111,7 +112,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
         ApplyPendingMode();
         continue;
       }
-      if (ip_ == ctl_from_ && !AsyncModeFirst()) {
+      if (ip_ == ctl_from_ && !AsyncModeFirst() && !AsyncHeldBack()) {
         if (mode_pending_ && mode_at_ == 0) ApplyPendingMode(ctl_ == Ctl::kAsyncDisable);  // (BranchPastAsync)
         if (ctl_ == Ctl::kAsyncDisable) {
           Queue(FlowEvent{.type = FlowEvent::Type::kAsyncDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
@@ -207,13 +208,28 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     // make the compiler load the block's fields again after each.
     const Block blk = cache_->block(bi);
     const Block* const b = &blk;
+    bool async_blocked = false;  // (an asynchronous event in this block that libipt holds back)
     // Start loading both possible successors while this block is handled:
     // the walk is bound by these loads.
     cache_->Prefetch(b->next[0]);
     cache_->Prefetch(b->next[1]);
     bound_from_ = 0;  // (CheckBound() goes on from here: not from an earlier block's instruction)
     if (bound_pending_) [[unlikely]] {
-      if (const uint32_t at = ReachBound(*b, 0); at != kNoFail) return CutAtBoundFailure(step, *b, at);
+      // (Up to an asynchronous event inside the block: libipt takes it at
+      // its instruction only if no event before it is held then.)
+      uint32_t async_at = kNoFail;
+      if (IsAsync(ctl_) && AsyncBindIp() > b->ip && AsyncBindIp() < b->end()) {
+        const uint8_t* lengths = cache_->lengths(*b);
+        uint64_t x = b->ip;
+        uint32_t i = 0;
+        while (x < AsyncBindIp()) x += lengths[i++];
+        if (x == AsyncBindIp()) async_at = i;
+      }
+      if (const uint32_t at = ReachBound(*b, 0, async_at); at != kNoFail) return CutAtBoundFailure(step, *b, at);
+      if (async_at != kNoFail && bound_pending_) {
+        if (const uint32_t at = ReachBound(*b, async_at); at != kNoFail) return CutAtBoundFailure(step, *b, at);
+        async_blocked = true;
+      }
     }
     if (b->ninsn() == 0) [[unlikely]] {
       synced_ = false;
@@ -227,7 +243,8 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     out.lengths = cache_->lengths(*b);
     out.time = time_;
 
-    if ((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && AsyncBindIp() > b->ip && AsyncBindIp() < b->end()) {
+    if ((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && !async_blocked && AsyncBindIp() > b->ip &&
+        AsyncBindIp() < b->end()) {
       // The event is inside this block: run up to it.
       const uint64_t at = AsyncBindIp();
       uint64_t x = b->ip;
@@ -427,7 +444,7 @@ int FlowDecoder::BranchPastAsync(const Insn& x) {
     ApplyPendingMode(ctl_ == Ctl::kAsyncDisable);
   }
   if (have_unread_ || mode_pending_ || fup_pending_ || !fups_behind_.empty() || !tip_status_.empty() ||
-      tnt_count_ != 0)
+      tnt_count_ != 0 || AsyncHeldBack())
     return kNotPast;
   const bool cond = x.branch == BranchClass::kCondJump, ret = x.branch == BranchClass::kReturn;
   Packet q;
@@ -554,7 +571,9 @@ int FlowDecoder::TakeTip(uint64_t*) {
 // Returns the instruction at which an event that fails goes (Held::fails;
 // libipt looks at the events at an IP before it decodes the instruction
 // there: 0 also for a block with no instruction), or kNoFail.
-uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from) {
+// `stop`: at that instruction only the events bound to its IP go (as
+// libipt looks at them before it decodes the instruction there).
+uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from, uint32_t stop) {
   const uint8_t* lengths = cache_->lengths(b);
   size_t head = 0;
   uint32_t fail_at = kNoFail;
@@ -569,9 +588,9 @@ uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from) {
         break;
       }
     }
+    if (i == stop) break;
     if (fail_at == kNoFail && i < b.ninsn() && head < bound_.size() && bound_[head].ptwrite &&
-        (bound_[head].ip == x ||
-         (bound_[head].ip == kUnbound && i + 1 == b.ninsn() && b.branch() == BranchClass::kPtwrite))) {
+        (bound_[head].ip == x || (bound_[head].ip == kUnbound && BindsHeld(b, i, x, bound_[head].binds)))) {
       ++head;
       bound_from_ = i + 1;
     }
@@ -588,6 +607,45 @@ uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from) {
   return fail_at;
 }
 
+// Whether libipt still holds an event read before the asynchronous
+// branch's that the flow has not reached (bound_: the first is bound to
+// another IP or to an instruction): it has not asked for the asynchronous
+// branch's event yet, so that is not taken, and its TIP stays
+// (pt_insn_check_ip_event, pt_qry_decode_tip).
+bool FlowDecoder::AsyncHeldBack() const {
+  if (!bound_pending_) return false;
+  const Held& h = bound_.front();
+  return h.ptwrite || (h.ip != kUnbound && h.ip != ip_);
+}
+
+// Whether a held event waiting for an instruction (Held::ptwrite, unbound)
+// binds to instruction `i` of `b` (at `x`): a PTW's to a PTWRITE (which
+// ends a block); a PIP's to MOV CR3, a VMCS's to VMPTRLD, both to
+// VMLAUNCH, VMRESUME and far branches (libipt pt_insn_binds_to_pip,
+// pt_insn_binds_to_vmcs).
+bool FlowDecoder::BindsHeld(const Block& b, uint32_t i, uint64_t x, uint8_t binds) const {
+  const bool last = i + 1 == b.ninsn();
+  if (binds == 0) return last && b.branch() == BranchClass::kPtwrite;
+  if (last && b.branch() == BranchClass::kFarTransfer) return true;
+  const std::span<const uint8_t> c = image_->Read(x);
+  size_t n = 0;
+  bool p66 = false, pf3 = false;
+  for (; n < c.size() && n < 14; ++n) {
+    const uint8_t v = c[n];
+    if (v == 0x66) p66 = true;
+    else if (v == 0xf3) pf3 = true;
+    else if (!(v == 0x67 || v == 0xf0 || v == 0xf2 || v == 0x2e || v == 0x36 || v == 0x3e || v == 0x26 ||
+               v == 0x64 || v == 0x65))
+      break;
+  }
+  if (b.mode() == ExecMode::k64Bit && n < c.size() && (c[n] & 0xf0) == 0x40) ++n;  // REX
+  if (n + 2 >= c.size() || c[n] != 0x0f) return false;
+  const uint8_t op = c[n + 1], modrm = c[n + 2], reg = (modrm >> 3) & 7;
+  if (op == 0x01 && (modrm == 0xc2 || modrm == 0xc3)) return true;  // VMLAUNCH, VMRESUME
+  if (binds == 1) return op == 0x22 && reg == 3;                      // MOV CR3, r
+  return op == 0xc7 && reg == 6 && (modrm >> 6) != 3 && !p66 && !pf3;  // VMPTRLD m64
+}
+
 // The branch that ends `b` needs a packet: libipt's query fails while it
 // holds an event that the flow has not reached and another event waits
 // behind it (NoteEvent).
@@ -598,7 +656,9 @@ int FlowDecoder::CheckBound(const Block& b) {
   return Fail(EBADMSG, fmt::format("{} at {:#x}: its packet lies behind an event, and the event before that one "
                                    "is bound to {}, which the flow has not reached",
                                    BranchClassName(b.branch()), b.last().ip,
-                                   held.ip == kUnbound ? std::string("the next PTWRITE")
+                                   held.ip == kUnbound ? std::string(held.binds == 0   ? "the next PTWRITE"
+                                                                     : held.binds == 1 ? "the next MOV CR3 or far branch"
+                                                                                       : "the next VMPTRLD or far branch")
                                                        : fmt::format("IP {:#x}", held.ip)));
 }
 
