@@ -339,5 +339,26 @@ TEST(FlowDecoder, PipBeforeAnAsyncFupHoldsItUntilItsInstruction) {
   }
 }
 
+// A MODE.Exec at the end of the trace, after a TIP.PGE to an address
+// without code: libipt asks for its event before it decodes at the target,
+// and the event query reads to the end of the trace (pt_qry_event:
+// -pte_eos). We decoded at the target first (ENXIO). (Corpus divergence
+// exit_tnt64 seed 12, corruption 5, at 0x555555559923 with
+// PERFTEST_PT_CORPUS_SEEDS=16: a dropped byte range left TIP.PGE, CYC,
+// MODE.Exec. After a TIP instead we fail one instruction later than libipt,
+// the declared pt.libipt.error_point.)
+TEST(FlowDecoder, ModeExecAtTheEndFailsBeforeTheNextInstruction) {
+  const Image image = flow_test::NopJmpRax();
+  PacketEncoder enc;
+  PsbPlus(enc, std::nullopt);
+  (void)enc.NextIp(PacketType::kTipPge, 0x402000);  // no code there
+  (void)enc.Next(make::Cyc(3));
+  (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+  ExpectSameFlowAsLibipt(enc.bytes(), image, -pte_eos);
+  const flow_test::Walk w = flow_test::Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, ENODATA);
+  EXPECT_TRUE(w.ips.empty());
+}
+
 }  // namespace
 }  // namespace perftest::pt

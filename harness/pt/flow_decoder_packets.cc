@@ -281,8 +281,16 @@ int FlowDecoder::FetchControlRest() {
           // the MODE.Exec: pt_qry_event reads on (through PAD and timing)
           // to the TIP it binds to, and a TNT first is -pte_bad_query.
           Packet q;
-          if (NextPastModeQuery(&q, fup_pending_) == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64))
+          const int end = NextPastModeQuery(&q, fup_pending_);
+          if (end == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64))
             return FailEventQuery(p, q, "its TIP");
+          if (end == ENODATA) {
+            // It reads to the end of the trace (-pte_eos): the flow ends
+            // before the next instruction.
+            const int err = Fail(ENODATA, fmt::format("MODE.Exec at {:#x}: the trace ends before its TIP", p.offset));
+            event_query_failed_ = true;
+            return err;
+          }
         }
         break;
       case PacketType::kModeTsx:

@@ -80,6 +80,11 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       // At the end of the trace, or before a bad packet, walk on to the
       // next branch that needs a packet (as libipt does); the error comes then.
       const int err = FetchControl();
+      if (err == ENODATA && event_query_failed_) [[unlikely]] {  // (a MODE.Exec's event query at the end)
+        event_query_failed_ = false;
+        synced_ = false;
+        return err;
+      }
       if (err != 0 && err != ENODATA) sticky_error_ = err;
       if (event_head_ < events_.size()) continue;
     }
