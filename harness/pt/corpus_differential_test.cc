@@ -87,8 +87,15 @@
 // flow_decoder_async_queue_test.cc); at PERFTEST_PT_CORPUS_SEEDS=6 and 10
 // (new seeds; 16 divergences, dispatch_* and compiled_o0_overflow): that
 // libipt's length decoder sizes two-byte group opcodes with an undefined
-// ModRM (a corrupted TIP into a PTWRITE past its F3: 0F AE E0), and that an
-// OVF drops an asynchronous FUP waiting for its TIP.
+// ModRM (a corrupted TIP into a PTWRITE past its F3: 0F AE E0), that an
+// OVF drops an asynchronous FUP waiting for its TIP, and (SEEDS=16) that a
+// MODE.Exec whose event query reads to the end of the trace ends the flow
+// before the next instruction. Also by hand: a standalone PIP/VMCS while
+// enabled is held until its instruction (MOV CR3, VMPTRLD, VMLAUNCH,
+// VMRESUME, far branch). Left open (SEEDS=16 LAYOUTS=4, dispatch_everything
+// seed 12, corruption 6): a PTW or EXSTOP with IP=1 whose FUP comes after
+// an event reported at once (PWRE): libipt gives that FUP to it (evb_fup),
+// we take it as an asynchronous FUP.
 #include <gtest/gtest.h>
 
 #include <algorithm>
