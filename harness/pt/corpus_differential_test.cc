@@ -81,7 +81,21 @@
 // a TraceStop while tracing is enabled fails where its event goes
 // (pt_insn_process_stop, -pte_bad_context). Also modelled by hand: a second
 // asynchronous FUP before the TIP branches from its IP to the same TIP
-// (pt_qry_decode_tip keeps the TIP for it).
+// (pt_qry_decode_tip keeps the TIP for it). Round 3: by hand, libipt's
+// whole queue of events bound to a TIP (any number of asynchronous FUPs, a
+// MODE.Exec, PIP or VMCS among them in its place, 6 at most:
+// flow_decoder_async_queue_test.cc); at PERFTEST_PT_CORPUS_SEEDS=6 and 10
+// (new seeds; 16 divergences, dispatch_* and compiled_o0_overflow): that
+// libipt's length decoder sizes two-byte group opcodes with an undefined
+// ModRM (a corrupted TIP into a PTWRITE past its F3: 0F AE E0), that an
+// OVF drops an asynchronous FUP waiting for its TIP, and (SEEDS=16) that a
+// MODE.Exec whose event query reads to the end of the trace ends the flow
+// before the next instruction. Also by hand: a standalone PIP/VMCS while
+// enabled is held until its instruction (MOV CR3, VMPTRLD, VMLAUNCH,
+// VMRESUME, far branch). Left open (SEEDS=16 LAYOUTS=4, dispatch_everything
+// seed 12, corruption 6): a PTW or EXSTOP with IP=1 whose FUP comes after
+// an event reported at once (PWRE): libipt gives that FUP to it (evb_fup),
+// we take it as an asynchronous FUP.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -63,7 +63,8 @@
 //             execution mode (MODE.Exec CS.L=1 CS.D=1), a mid-flow PSB+ whose
 //             MODE.Exec contradicts the mode (where the flow reaches its
 //             FUP), an event packet where an indirect branch with TNT bits
-//             cached needs its TIP, or more than
+//             cached needs its TIP, a 7th asynchronous FUP or MODE.Exec
+//             waiting for one TIP (libipt's event queue holds 6), or more than
 //             max_steps_without_packet blocks without a packet (a loop)
 //   others    a packet error, as PacketDecoder::Next (EILSEQ, EBADMSG,
 //             EMSGSIZE) at error_offset()
@@ -76,6 +77,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <memory>
@@ -413,6 +415,7 @@ class FlowDecoder {
   static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt(uint64_t from);
   int NextPastStatus(Packet* q) const;
+  int NextPastModeQuery(Packet* q, bool fup_waiting) const;
   int FailEventQuery(const Packet& event, const Packet& q, std::string_view wanted);
   bool StartsEventQuery(const Packet& q) const;
   int ReadPsbPlus(uint64_t psb_offset, bool at_sync);
@@ -450,9 +453,9 @@ class FlowDecoder {
   void NoteEvent(bool bound, uint64_t ip, bool ptwrite = false) {
     if (bound || bound_pending_) NoteEventHeld(bound, ip, ptwrite);
   }
-  void NoteEventHeld(bool bound, uint64_t ip, bool ptwrite, bool fails = false);
+  void NoteEventHeld(bool bound, uint64_t ip, bool ptwrite, bool fails = false, uint8_t binds = 0);
   static constexpr uint32_t kNoFail = ~uint32_t{0};
-  uint32_t ReachBound(const Block& b, uint32_t from);
+  uint32_t ReachBound(const Block& b, uint32_t from, uint32_t stop = kNoFail);
   int CheckBound(const Block& b);
   int FailStatusUpdate(uint64_t ip);
   int CutAtBoundFailure(FlowStep* step, const Block& b, uint32_t at);
@@ -469,7 +472,7 @@ class FlowDecoder {
   int FailPacket(int err);
   void Queue(const FlowEvent& e);  // at time_
   void QueueMwait(bool bound, uint64_t ip);
-  void ApplyPendingMode();
+  void ApplyPendingMode(bool ip_suppressed = false);
   void Timing(const Packet& p);
   void TimingCyc(const Packet& p);
   void AddCycles(uint64_t cycles);
@@ -536,11 +539,18 @@ class FlowDecoder {
   // bound_from_: the instruction of the block in hand after the last PTW let
   // go there (CheckBound goes on from it).
   static constexpr uint64_t kUnbound = ~uint64_t{0};
+  // ptwrite: the event binds to an instruction — a PTW's to the PTWRITE at
+  // its IP or the next one; with `binds` 1 or 2 a PIP's or VMCS's (while
+  // enabled, not for an asynchronous branch) to the next MOV CR3 / VMPTRLD,
+  // VMLAUNCH, VMRESUME or far branch (pt_insn_binds_to_pip, _vmcs).
   struct Held {
     uint64_t ip;
     bool ptwrite;
     bool fails;
+    uint8_t binds = 0;
   };
+  bool BindsHeld(const Block& b, uint32_t i, uint64_t x, uint8_t binds) const;
+  bool AsyncHeldBack() const;
   std::vector<Held> bound_;
   uint32_t bound_from_ = 0;
   uint64_t bad_mode_offset_ = 0;
@@ -551,8 +561,31 @@ class FlowDecoder {
   FlowEvent mwait_event_;  // the held MWAIT's event (QueueMwait)
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
-  bool fup_behind_ = false;   // another one read while fup_pending_: libipt keeps the TIP for it (BeyondControl)
-  uint64_t fup_behind_ip_ = 0;  // its IP: an asynchronous branch from there to the same TIP (NextSlow)
+  // libipt queues the events bound to the next TIP in order on evb_tip (an
+  // asynchronous branch per FUP, an exec-mode event per MODE.Exec) and
+  // hands them out one at a time, the TIP consumed with the last:
+  // fups_behind_, the IPs of the FUPs read after the first while it waits
+  // (each an asynchronous branch from there to the same TIP; NextSlow);
+  // mode_at_, how many of the group's FUPs came before the pending
+  // MODE.Exec (0: before the first, whose event then binds to the TIP's IP).
+  // libipt's event queue holds 6 events per binding (pt_evq_enqueue keeps
+  // a gap in its 8 slots): a 7th for the TIP is -pte_nomem (FailTipQueueFull).
+  // tip_status_: a PIP or VMCS read while an asynchronous FUP waits
+  // (pt_qry_decode_pip, _vmcs: an async-paging/-vmcs event on evb_tip,
+  // bound to the TIP's IP), with the number of the group's FUPs before it:
+  // it goes right after that FUP's asynchronous branch (ReleaseTipStatus).
+  std::vector<uint64_t> fups_behind_;
+  uint32_t mode_at_ = 0;
+  std::vector<std::pair<uint32_t, FlowEvent>> tip_status_;
+  size_t mode_status_ = 0;  // the entries of tip_status_ read before the pending MODE.Exec
+  static constexpr size_t kTipQueueMax = 6;
+  bool TipQueueFull() const {
+    return 1 + fups_behind_.size() + tip_status_.size() + (mode_pending_ ? 1 : 0) > kTipQueueMax;
+  }
+  void ReleaseTipStatus(bool ip_suppressed);
+  int FailTipQueueFull(const Packet& fup);
+  bool AsyncModeFirst() const { return mode_pending_ && mode_at_ == 0 && ctl_ == Ctl::kAsync && !ctl_suppressed_; }
+  uint64_t AsyncBindIp() const { return AsyncModeFirst() ? ctl_ip_ : ctl_from_; }
   bool have_unread_ = false;
   uint32_t psb_events_ = 0;  // events of the last PSB+ at its PSBEND (ReadPsbPlus)
   Packet unread_;

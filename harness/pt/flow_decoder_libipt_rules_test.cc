@@ -94,6 +94,30 @@ TEST(FlowDecoder, UndefinedEncodingsAreWalkedAsLibiptDoes) {
   ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {0x401000, 0x401001, 0x401003, 0x401007, 0x401009});
 }
 
+// Two-byte opcodes of a group whose ModRM leaves them undefined: libipt's
+// length decoder sizes them by ModRM (and imm8 where the opcode has one),
+// as pt_insn_next walks them. (Corpus case dispatch_overflow seed 5,
+// corruption 1, at 0x7f0000100000 and at 0x7ffff7fe1230: a corrupted TIP
+// into the middle of a PTWRITE, at REX.W 0F AE E0 without its F3; we
+// failed there, EILSEQ.)
+TEST(FlowDecoder, UndefinedTwoByteGroupEncodingsAreWalkedAsLibiptDoes) {
+  const std::vector<std::vector<uint8_t>> insns = {
+      {0x48, 0x0f, 0xae, 0xe0}, {0x0f, 0xae, 0xc8}, {0x0f, 0xc7, 0xc8}, {0x0f, 0x00, 0xf8},
+      {0x0f, 0xba, 0xc0, 0x01}, {0x0f, 0x71, 0xc0, 0x01}, {0x0f, 0x73, 0xc8, 0x01}, {0x0f, 0x01, 0xff}};
+  std::vector<uint8_t> code;
+  std::vector<uint64_t> ips;
+  for (const std::vector<uint8_t>& insn : insns) {
+    ips.push_back(kBase + code.size());
+    code.insert(code.end(), insn.begin(), insn.end());
+  }
+  code.push_back(0xc3);
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, code).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, ips);
+}
+
 // A TIP that suppresses the IP for an indirect jump: libipt reads ahead
 // after the TIP before it looks at the IP, so an unknown opcode right after
 // it is the error (-pte_bad_opc), not the missing IP.
@@ -260,8 +284,8 @@ TEST(FlowDecoder, EventAfterTheLastTntBitIsReadAtThatBit) {
 // FUP after FUP with no TIP: libipt's read-ahead after the jump's TIP takes
 // each FUP as an asynchronous branch waiting for a TIP (pt_qry_decode_fup),
 // and the 7th finds its event queue full (pt_evq_enqueue: 6 per binding):
-// -pte_nomem, the jump not reported. Ours: the second FUP where a TIP was
-// due, EBADMSG, failing the same jump (testing/libipt_flow.h SameFlowError
+// -pte_nomem, the jump not reported. Ours: the 7th FUP, EBADMSG, failing
+// the same jump (FailTipQueueFull; testing/libipt_flow.h SameFlowError
 // takes -pte_nomem as EBADMSG). (Corpus divergences compiled_noretcomp seed 1,
 // corruptions 3 and 6, at code base 0x555f69273da0, and seed 2 at
 // 0x555961cb3d10: a dropped byte left "CYC, FUP" repeating.)

@@ -284,6 +284,70 @@ __attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, 
   return 0;
 }
 
+// The packet the event query for a MODE.Exec (or for a PIP or VMCS while
+// an asynchronous FUP waits: `fup_waiting`) stops at, after that packet:
+// libipt asks for the event as soon as its read-ahead stops at the packet,
+// and pt_qry_event decodes on while the packets make no event — the
+// exec-mode (async-paging, async-vmcs) event waits on evb_tip — through PAD
+// and timing, FUPs with an IP (each queues an asynchronous branch on
+// evb_tip: pt_qry_decode_fup), further MODE.Execs, and PIPs and VMCSs once
+// a FUP waits (pt_qry_decode_pip, _vmcs), up to a packet that gives it an
+// event or fails it: a TNT there is -pte_bad_query. 0 and that packet in
+// *q, or a packet error.
+int FlowDecoder::NextPastModeQuery(Packet* q, bool fup_waiting) const {
+  PacketDecoder ahead = packets_;
+  int err;
+  while ((err = ahead.Next(*q)) == 0) {
+    if (internal::IsReadAheadStatus(q->type) || q->type == PacketType::kModeExec) continue;
+    if (q->type == PacketType::kFup && q->ipbytes() != 0 && !mwait_held_) {
+      fup_waiting = true;
+      continue;
+    }
+    if ((q->type == PacketType::kPip || q->type == PacketType::kVmcs) && fup_waiting) continue;
+    break;
+  }
+  return err;
+}
+
+// An asynchronous FUP that finds libipt's queue for the next TIP full
+// (pt_qry_decode_fup -> pt_evq_enqueue: -pte_nomem, in the read-ahead that
+// decodes it): EBADMSG at the FUP.
+int FlowDecoder::FailTipQueueFull(const Packet& fup) {
+  const int err = Fail(EBADMSG, fmt::format("{} at {:#x}: the {}th event waiting for a TIP (libipt's event queue "
+                                            "holds {})", PacketName(fup.type), fup.offset, kTipQueueMax + 1,
+                                            kTipQueueMax));
+  error_offset_ = fup.offset;
+  return err;
+}
+
+// The PIPs and VMCSs read after the asynchronous FUP whose branch (or
+// disable) was just taken and before the next FUP: libipt hands out their
+// async-paging/-vmcs events next, at the TIP's IP (where the flow is), or
+// with the IP suppressed for a TIP.PGD (pt_qry_event_tip, _tip_pgd) — and
+// a MODE.Exec read among them (mode_at_ 1) in its place.
+void FlowDecoder::ReleaseTipStatus(bool ip_suppressed) {
+  const bool mode_here = mode_pending_ && mode_at_ == 1;
+  size_t kept = 0, released = 0;
+  for (size_t i = 0; i < tip_status_.size(); ++i) {
+    if (mode_here && i == mode_status_) ApplyPendingMode(ip_suppressed);
+    auto [fups, e] = tip_status_[i];
+    if (--fups != 0) {
+      tip_status_[kept++] = {fups, e};
+      continue;
+    }
+    e.ip_suppressed = ip_suppressed;
+    e.ip = ip_suppressed ? 0 : ip_;
+    events_.push_back(e);
+    ++released;
+  }
+  tip_status_.resize(kept);
+  if (mode_here) {
+    ApplyPendingMode(ip_suppressed);  // (after them all)
+  } else if (mode_pending_) {
+    mode_status_ -= std::min(mode_status_, released);
+  }
+}
+
 // Whether the held control packet cannot be what a near branch (conditional,
 // return, near indirect) needs, as libipt's pt_insn_next binds events:
 //   - an asynchronous FUP+TIP/TIP.PGD belongs to its FUP IP, not to a branch
@@ -333,9 +397,9 @@ int FlowDecoder::ReadAheadEos(uint64_t* at) const {
 // -pte_eos), else the trace does not fit (-pte_bad_query).
 __attribute__((noinline, cold)) int FlowDecoder::BeyondControl(const Insn& x) {
   uint64_t at = 0;
-  // (A second asynchronous FUP waits for the same TIP: libipt's TIP stays,
-  // and the branch's query meets it.)
-  const int end = have_unread_ || (IsAsync(ctl_) && fup_behind_) ? 0 : ReadAheadEnd(&at);
+  // (Another asynchronous FUP, a MODE.Exec, PIP or VMCS waits for the same
+  // TIP: libipt's TIP stays, and the branch's query meets it.)
+  const int end = have_unread_ || (IsAsync(ctl_) && (!fups_behind_.empty() || mode_pending_ || !tip_status_.empty() || AsyncHeldBack())) ? 0 : ReadAheadEnd(&at);
   if (end == ENODATA || end == EMSGSIZE)
     return Fail(ENODATA, fmt::format("{} at {:#x}: the trace ends after the {} at {:#x}", BranchClassName(x.branch),
                                      x.ip, IsAsync(ctl_) ? "FUP" : "TIP.PGD", ctl_offset_));

@@ -146,8 +146,10 @@ int FlowDecoder::FetchControlRest() {
         }
         // (While an earlier one waits, the TIP binds to that first: libipt
         // queues both on evb_tip, and keeps the TIP for this one.)
-        fup_behind_ = fup_pending_;
-        fup_behind_ip_ = last_ip_.raw();
+        if (fup_pending_) {
+          fups_behind_.push_back(last_ip_.raw());
+          if (TipQueueFull()) return FailTipQueueFull(p);
+        }
         if (!fup_pending_) {
           ctl_from_ = last_ip_.raw();
           ctl_offset_ = p.offset;
@@ -171,6 +173,12 @@ int FlowDecoder::FetchControlRest() {
             mode_pending_ = true;
             pending_mode_ = q.exec_mode();
             pending_mode_offset_ = q.offset;
+            mode_at_ = static_cast<uint32_t>(fups_behind_.size()) + 1;
+            mode_status_ = tip_status_.size();
+            // (Its event query meets a TNT first: as the case below.)
+            if (Packet r; enabled_ && NextPastModeQuery(&r, true) == 0 &&
+                          (r.type == PacketType::kTnt8 || r.type == PacketType::kTnt64))
+              return FailEventQuery(q, r, "its TIP");
             continue;
           }
           if (q.type == PacketType::kTsc || q.type == PacketType::kTma || q.type == PacketType::kMtc ||
@@ -178,17 +186,20 @@ int FlowDecoder::FetchControlRest() {
             Timing(q);
             continue;
           }
-          if (q.type == PacketType::kFup && q.ipbytes() != 0 && !fup_behind_) {
-            // A second one: libipt queues it behind the first on evb_tip.
+          if (q.type == PacketType::kFup && q.ipbytes() != 0) {
+            // Another one: libipt queues it behind the first on evb_tip.
             if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
-            fup_behind_ = true;
-            fup_behind_ip_ = last_ip_.raw();
+            fups_behind_.push_back(last_ip_.raw());
+            if (TipQueueFull()) return FailTipQueueFull(q);
             continue;
           }
-          if (q.type == PacketType::kTipPge || q.type == PacketType::kFup || q.type == PacketType::kOvf)
+          if (q.type == PacketType::kTipPge || q.type == PacketType::kFup)
             return Fail(EBADMSG, fmt::format("FUP at {:#x} followed by {} at {:#x}, not TIP or TIP.PGD", p.offset,
                                              PacketName(q.type), q.offset));
-          // An event packet, or a PSB+ (libipt's read-ahead decodes the PSB
+          // An OVF (libipt's event query for it drops the waiting
+          // asynchronous branches with its event queue: pt_qry_decode_ovf,
+          // before the flow goes on at the TIP before: kOvf below), an
+          // event packet, or a PSB+ (libipt's read-ahead decodes the PSB
           // and its header without touching the queued asynchronous branch:
           // pt_qry_decode_psb), or a TNT (libipt's read-ahead decoded the
           // FUP, nothing waiting for one: the branches take the TNT's bits,
@@ -205,14 +216,24 @@ int FlowDecoder::FetchControlRest() {
         mode_pending_ = true;
         pending_mode_ = p.exec_mode();
         pending_mode_offset_ = p.offset;
+        mode_at_ = fup_pending_ ? static_cast<uint32_t>(fups_behind_.size()) + 1 : 0;
+        mode_status_ = tip_status_.size();
         NoteEvent(false, 0);  // (libipt: an event, bound to the next TIP)
         if (enabled_ && !have_unread_) {
           // libipt asks for the event as soon as its read-ahead stops at
           // the MODE.Exec: pt_qry_event reads on (through PAD and timing)
           // to the TIP it binds to, and a TNT first is -pte_bad_query.
           Packet q;
-          if (NextPastStatus(&q) == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64))
+          const int end = NextPastModeQuery(&q, fup_pending_);
+          if (end == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64))
             return FailEventQuery(p, q, "its TIP");
+          if (end == ENODATA) {
+            // It reads to the end of the trace (-pte_eos): the flow ends
+            // before the next instruction.
+            const int err = Fail(ENODATA, fmt::format("MODE.Exec at {:#x}: the trace ends before its TIP", p.offset));
+            event_query_failed_ = true;
+            return err;
+          }
         }
         break;
       case PacketType::kModeTsx:
@@ -318,7 +339,9 @@ int FlowDecoder::FetchControlRest() {
         // waiting for its TIP or TIP.PGD.
         mwait_held_ = false;
         mode_pending_ = false;
-        fup_pending_ = fup_behind_ = false;
+        fup_pending_ = false;
+        fups_behind_.clear();
+        tip_status_.clear();
         Packet q;
         for (;;) {
           if (const int err = ReadPacket(&q)) {
@@ -350,7 +373,20 @@ int FlowDecoder::FetchControlRest() {
         break;
       case PacketType::kPip:
       case PacketType::kVmcs:
-        NoteEvent(false, 0);
+        if (fup_pending_) [[unlikely]] {  // (bound to the asynchronous branch's TIP: tip_status_)
+          tip_status_.emplace_back(static_cast<uint32_t>(fups_behind_.size()) + 1, StatusEvent(p));
+          tip_status_.back().second.time = time_;
+          if (TipQueueFull()) return FailTipQueueFull(p);
+          // (Its event query makes no event here and reads on: a TNT
+          // before the TIP fails it, as a MODE.Exec's.)
+          if (Packet q; enabled_ && !have_unread_ && NextPastModeQuery(&q, true) == 0 &&
+                        (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64))
+            return FailEventQuery(p, q, "its TIP");
+          break;
+        }
+        // libipt holds a PIP's or VMCS's event while tracing is enabled
+        // until an instruction it binds to (pt_insn_check_insn_event).
+        NoteEventHeld(false, 0, true, false, p.type == PacketType::kPip ? 1 : 2);
         Queue(StatusEvent(p));
         break;
       case PacketType::kTraceStop:
@@ -548,11 +584,11 @@ bool FlowDecoder::NoEventFor(const Packet& q) const {
 // binds to `ip`.
 // (NoteEvent() calls this only when an event binds or one is held:
 // bound_pending_ is !bound_.empty() at all times.)
-void FlowDecoder::NoteEventHeld(bool bound, uint64_t ip, bool ptwrite, bool fails) {
+void FlowDecoder::NoteEventHeld(bool bound, uint64_t ip, bool ptwrite, bool fails, uint8_t binds) {
   if (!enabled_) {  // (libipt takes events at once while tracing is disabled)
     bound_.clear();
   } else if (!bound_.empty() || bound || ptwrite || fails) {
-    bound_.push_back(Held{.ip = bound ? ip : kUnbound, .ptwrite = ptwrite, .fails = fails});
+    bound_.push_back(Held{.ip = bound ? ip : kUnbound, .ptwrite = ptwrite, .fails = fails, .binds = binds});
   }
   bound_pending_ = !bound_.empty();
   bound_wall_ = bound_.size() >= 2;

@@ -80,6 +80,11 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       // At the end of the trace, or before a bad packet, walk on to the
       // next branch that needs a packet (as libipt does); the error comes then.
       const int err = FetchControl();
+      if (err == ENODATA && event_query_failed_) [[unlikely]] {  // (a MODE.Exec's event query at the end)
+        event_query_failed_ = false;
+        synced_ = false;
+        return err;
+      }
       if (err != 0 && err != ENODATA) sticky_error_ = err;
       if (event_head_ < events_.size()) continue;
     }
@@ -102,12 +107,54 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       return Fail(EBADMSG, fmt::format("TIP.PGE at {:#x} while tracing is enabled", ctl_offset_));
     }
     if (ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) {
-      if (ip_ == ctl_from_) {
+      if (ctl_ == Ctl::kAsync && mode_pending_ && mode_at_ == 0 && (ctl_suppressed_ || ip_ == ctl_ip_) &&
+          !AsyncHeldBack()) [[unlikely]] {
+        // A MODE.Exec read before the asynchronous FUP(s): libipt's
+        // exec-mode event comes off evb_tip first, bound to the TIP's IP
+        // (pt_qry_decode_tip, pt_qry_event_tip; pt_insn_check_ip_event
+        // holds it until the flow gets there): the mode changes there,
+        // before the asynchronous branch behind it.
+        ApplyPendingMode();
+        continue;
+      }
+      if (ip_ == ctl_from_ && !AsyncModeFirst() && !AsyncHeldBack()) {
+        if (mode_pending_ && mode_at_ == 0) ApplyPendingMode(ctl_ == Ctl::kAsyncDisable);  // (BranchPastAsync)
         if (ctl_ == Ctl::kAsyncDisable) {
           Queue(FlowEvent{.type = FlowEvent::Type::kAsyncDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
                           .from = ip_, .offset = ctl_offset_});
           enabled_ = false;
           ctl_ = Ctl::kNone;
+          // A MODE.Exec read right after the FUP: its exec-mode event comes
+          // next off evb_tip, the IP suppressed (pt_qry_event_tip_pgd).
+          if (!tip_status_.empty()) {
+            ReleaseTipStatus(true);  // (and such a MODE.Exec among the PIPs and VMCSs there)
+          } else if (mode_pending_ && mode_at_ == 1) {
+            ApplyPendingMode(true);
+          }
+          if (!fups_behind_.empty()) [[unlikely]] {
+            // Another asynchronous FUP waits for the TIP.PGD: libipt hands
+            // out its disable event next (pt_qry_decode_tip_pgd), while
+            // tracing is disabled — rejected at its IP (pt_insn_event:
+            // -pte_bad_context); elsewhere pt_insn_next has no enable
+            // (-pte_no_enable), or, the TIP.PGD gone with that last event on
+            // evb_tip, the status of the read-ahead past it (-pte_eos, a
+            // packet error there).
+            const std::string what = fmt::format("asynchronous FUP (IP {:#x}) waits for the TIP.PGD at {:#x} that "
+                                                 "disabled tracing", fups_behind_.front(), ctl_offset_);
+            const bool last = fups_behind_.size() == 1 && !(mode_pending_ && mode_at_ > 1) && tip_status_.empty();
+            uint64_t at = 0;
+            const int end = fups_behind_.front() != ip_ && last ? ReadAheadEos(&at) : 0;
+            if (end == 0 || end == ENODATA) {
+              deferred_error_ = Fail(end == 0 ? EBADMSG : ENODATA, end == 0 ? what : what + ", then the end of the trace");
+            } else {
+              deferred_error_ = Fail(end, fmt::format("{} at offset {:#x} (after the {})",
+                                                      PacketDecoder::ErrorDescription(end), at, what));
+              error_offset_ = at;
+            }
+            fups_behind_.clear();
+            tip_status_.clear();
+            continue;
+          }
           if (const int err = PeekAfterIp()) {
             synced_ = false;
             return err;
@@ -120,12 +167,16 @@ int FlowDecoder::NextSlow(FlowStep* step) {
         }
         Queue(FlowEvent{.type = FlowEvent::Type::kAsyncBranch, .ip = ctl_ip_, .from = ip_, .offset = ctl_offset_});
         ip_ = ctl_ip_;
-        if (fup_behind_) [[unlikely]] {
-          // A second asynchronous FUP waits for the same TIP: libipt's TIP
+        if (!tip_status_.empty()) ReleaseTipStatus(false);  // (a MODE.Exec among them too; below otherwise)
+        if (mode_at_ != 0) --mode_at_;  // (a MODE.Exec behind this FUP: one FUP fewer before it)
+        if (!fups_behind_.empty()) [[unlikely]] {
+          // Another asynchronous FUP waits for the same TIP: libipt's TIP
           // stays (pt_qry_decode_tip consumes it with the last event on
-          // evb_tip), an asynchronous branch from that FUP's IP to it.
-          fup_behind_ = false;
-          ctl_from_ = fup_behind_ip_;
+          // evb_tip), an asynchronous branch from that FUP's IP to it — after
+          // a MODE.Exec read before that FUP, whose exec-mode event binds to
+          // the TIP's IP, where the flow is now.
+          ctl_from_ = fups_behind_.front();
+          fups_behind_.erase(fups_behind_.begin());
           NoteEvent(false, 0);
           continue;
         }
@@ -162,13 +213,28 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     // make the compiler load the block's fields again after each.
     const Block blk = cache_->block(bi);
     const Block* const b = &blk;
+    bool async_blocked = false;  // (an asynchronous event in this block that libipt holds back)
     // Start loading both possible successors while this block is handled:
     // the walk is bound by these loads.
     cache_->Prefetch(b->next[0]);
     cache_->Prefetch(b->next[1]);
     bound_from_ = 0;  // (CheckBound() goes on from here: not from an earlier block's instruction)
     if (bound_pending_) [[unlikely]] {
-      if (const uint32_t at = ReachBound(*b, 0); at != kNoFail) return CutAtBoundFailure(step, *b, at);
+      // (Up to an asynchronous event inside the block: libipt takes it at
+      // its instruction only if no event before it is held then.)
+      uint32_t async_at = kNoFail;
+      if (IsAsync(ctl_) && AsyncBindIp() > b->ip && AsyncBindIp() < b->end()) {
+        const uint8_t* lengths = cache_->lengths(*b);
+        uint64_t x = b->ip;
+        uint32_t i = 0;
+        while (x < AsyncBindIp()) x += lengths[i++];
+        if (x == AsyncBindIp()) async_at = i;
+      }
+      if (const uint32_t at = ReachBound(*b, 0, async_at); at != kNoFail) return CutAtBoundFailure(step, *b, at);
+      if (async_at != kNoFail && bound_pending_) {
+        if (const uint32_t at = ReachBound(*b, async_at); at != kNoFail) return CutAtBoundFailure(step, *b, at);
+        async_blocked = true;
+      }
     }
     if (b->ninsn() == 0) [[unlikely]] {
       synced_ = false;
@@ -182,12 +248,14 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     out.lengths = cache_->lengths(*b);
     out.time = time_;
 
-    if ((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && ctl_from_ > b->ip && ctl_from_ < b->end()) {
+    if ((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && !async_blocked && AsyncBindIp() > b->ip &&
+        AsyncBindIp() < b->end()) {
       // The event is inside this block: run up to it.
+      const uint64_t at = AsyncBindIp();
       uint64_t x = b->ip;
       uint32_t i = 0;
-      while (x < ctl_from_) x += out.lengths[i++];
-      if (x == ctl_from_) {
+      while (x < at) x += out.lengths[i++];
+      if (x == at) {
         out.ninsn = i;
         out.end_ip = x;
         out.truncated = true;
@@ -374,7 +442,15 @@ int FlowDecoder::Resolve(uint32_t block) {
 // taken: ip_ set), kRetry (TNT bits fetched: resolve the branch again), an
 // error, or kNotPast (another packet next: BeyondControl()).
 int FlowDecoder::BranchPastAsync(const Insn& x) {
-  if (have_unread_ || mode_pending_ || fup_pending_ || tnt_count_ != 0) return kNotPast;
+  if (mode_pending_ && mode_at_ == 0 && (ctl_ == Ctl::kAsyncDisable || ctl_suppressed_)) {
+    // A MODE.Exec read before the FUP: its exec-mode event came first off
+    // evb_tip with the IP suppressed (pt_qry_event_tip_pgd), and went at
+    // once; the FUP's event, the last, let the TIP go.
+    ApplyPendingMode(ctl_ == Ctl::kAsyncDisable);
+  }
+  if (have_unread_ || mode_pending_ || fup_pending_ || !fups_behind_.empty() || !tip_status_.empty() ||
+      tnt_count_ != 0 || AsyncHeldBack())
+    return kNotPast;
   const bool cond = x.branch == BranchClass::kCondJump, ret = x.branch == BranchClass::kReturn;
   Packet q;
   if (NextPastStatus(&q) != 0) return kNotPast;
@@ -500,7 +576,9 @@ int FlowDecoder::TakeTip(uint64_t*) {
 // Returns the instruction at which an event that fails goes (Held::fails;
 // libipt looks at the events at an IP before it decodes the instruction
 // there: 0 also for a block with no instruction), or kNoFail.
-uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from) {
+// `stop`: at that instruction only the events bound to its IP go (as
+// libipt looks at them before it decodes the instruction there).
+uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from, uint32_t stop) {
   const uint8_t* lengths = cache_->lengths(b);
   size_t head = 0;
   uint32_t fail_at = kNoFail;
@@ -515,9 +593,9 @@ uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from) {
         break;
       }
     }
+    if (i == stop) break;
     if (fail_at == kNoFail && i < b.ninsn() && head < bound_.size() && bound_[head].ptwrite &&
-        (bound_[head].ip == x ||
-         (bound_[head].ip == kUnbound && i + 1 == b.ninsn() && b.branch() == BranchClass::kPtwrite))) {
+        (bound_[head].ip == x || (bound_[head].ip == kUnbound && BindsHeld(b, i, x, bound_[head].binds)))) {
       ++head;
       bound_from_ = i + 1;
     }
@@ -534,6 +612,45 @@ uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from) {
   return fail_at;
 }
 
+// Whether libipt still holds an event read before the asynchronous
+// branch's that the flow has not reached (bound_: the first is bound to
+// another IP or to an instruction): it has not asked for the asynchronous
+// branch's event yet, so that is not taken, and its TIP stays
+// (pt_insn_check_ip_event, pt_qry_decode_tip).
+bool FlowDecoder::AsyncHeldBack() const {
+  if (!bound_pending_) return false;
+  const Held& h = bound_.front();
+  return h.ptwrite || (h.ip != kUnbound && h.ip != ip_);
+}
+
+// Whether a held event waiting for an instruction (Held::ptwrite, unbound)
+// binds to instruction `i` of `b` (at `x`): a PTW's to a PTWRITE (which
+// ends a block); a PIP's to MOV CR3, a VMCS's to VMPTRLD, both to
+// VMLAUNCH, VMRESUME and far branches (libipt pt_insn_binds_to_pip,
+// pt_insn_binds_to_vmcs).
+bool FlowDecoder::BindsHeld(const Block& b, uint32_t i, uint64_t x, uint8_t binds) const {
+  const bool last = i + 1 == b.ninsn();
+  if (binds == 0) return last && b.branch() == BranchClass::kPtwrite;
+  if (last && b.branch() == BranchClass::kFarTransfer) return true;
+  const std::span<const uint8_t> c = image_->Read(x);
+  size_t n = 0;
+  bool p66 = false, pf3 = false;
+  for (; n < c.size() && n < 14; ++n) {
+    const uint8_t v = c[n];
+    if (v == 0x66) p66 = true;
+    else if (v == 0xf3) pf3 = true;
+    else if (!(v == 0x67 || v == 0xf0 || v == 0xf2 || v == 0x2e || v == 0x36 || v == 0x3e || v == 0x26 ||
+               v == 0x64 || v == 0x65))
+      break;
+  }
+  if (b.mode() == ExecMode::k64Bit && n < c.size() && (c[n] & 0xf0) == 0x40) ++n;  // REX
+  if (n + 2 >= c.size() || c[n] != 0x0f) return false;
+  const uint8_t op = c[n + 1], modrm = c[n + 2], reg = (modrm >> 3) & 7;
+  if (op == 0x01 && (modrm == 0xc2 || modrm == 0xc3)) return true;  // VMLAUNCH, VMRESUME
+  if (binds == 1) return op == 0x22 && reg == 3;                      // MOV CR3, r
+  return op == 0xc7 && reg == 6 && (modrm >> 6) != 3 && !p66 && !pf3;  // VMPTRLD m64
+}
+
 // The branch that ends `b` needs a packet: libipt's query fails while it
 // holds an event that the flow has not reached and another event waits
 // behind it (NoteEvent).
@@ -544,7 +661,9 @@ int FlowDecoder::CheckBound(const Block& b) {
   return Fail(EBADMSG, fmt::format("{} at {:#x}: its packet lies behind an event, and the event before that one "
                                    "is bound to {}, which the flow has not reached",
                                    BranchClassName(b.branch()), b.last().ip,
-                                   held.ip == kUnbound ? std::string("the next PTWRITE")
+                                   held.ip == kUnbound ? std::string(held.binds == 0   ? "the next PTWRITE"
+                                                                     : held.binds == 1 ? "the next MOV CR3 or far branch"
+                                                                                       : "the next VMPTRLD or far branch")
                                                        : fmt::format("IP {:#x}", held.ip)));
 }
 
@@ -589,12 +708,14 @@ int FlowDecoder::CutAtBoundFailure(FlowStep* step, const Block& b, uint32_t at) 
 
 // A MODE.Exec read before a TIP, FUP+TIP or TIP.PGE takes effect at its
 // target (ip_): an event when the mode changes.
-void FlowDecoder::ApplyPendingMode() {
+// (ip_suppressed: libipt gives the event no IP — bound to a TIP.PGD.)
+void FlowDecoder::ApplyPendingMode(bool ip_suppressed) {
   if (!mode_pending_) return;
   mode_pending_ = false;
   if (pending_mode_ == mode_) return;
   mode_ = pending_mode_;
-  Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .mode = mode_, .ip = ip_, .offset = pending_mode_offset_});
+  Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .ip_suppressed = ip_suppressed, .mode = mode_,
+                  .ip = ip_suppressed ? 0 : ip_, .offset = pending_mode_offset_});
 }
 
 }  // namespace perftest::pt

@@ -113,7 +113,9 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   ctl_ = Ctl::kNone;
   have_unread_ = false;
   mode_pending_ = false;
-  fup_pending_ = fup_behind_ = false;
+  fup_pending_ = false;
+  fups_behind_.clear();
+  tip_status_.clear();
   // No execution mode until a MODE.Exec gives one (libipt pt_insn_reset:
   // ptem_unknown; the PSB+ has one as a rule).
   mode_ = ExecMode::kInvalid;
@@ -158,6 +160,33 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
 int FlowDecoder::ReadAheadAfterSync() {
   uint64_t at = 0;
   const int end = ReadAheadEos(&at);
+  if (end == 0 && enabled_) {
+    // A MODE.Exec the read-ahead stops at (or a PIP or VMCS after a FUP):
+    // its event query comes before the first instruction (pt_insn_start),
+    // and fails at a TNT (NextPastModeQuery()).
+    PacketDecoder ahead = packets_;
+    Packet m;
+    // (The read-ahead decodes a FUP with an IP: an asynchronous branch queued
+    // for the next TIP.)
+    size_t fups = 0;
+    while (ahead.Next(m) == 0 && (internal::IsReadAheadStatus(m.type) ||
+                                  (m.type == PacketType::kFup && m.ipbytes() != 0 && !mwait_held_))) {
+      if (m.type == PacketType::kFup && ++fups > kTipQueueMax) return FailTipQueueFull(m);  // (the sync fails)
+    }
+    Packet q;
+    const bool queried = m.type == PacketType::kModeExec ||
+                         (fups != 0 && (m.type == PacketType::kPip || m.type == PacketType::kVmcs));
+    if (queried && fups >= kTipQueueMax) {  // (its event the 7th for the TIP)
+      deferred_error_ = FailTipQueueFull(m);
+      return 0;
+    }
+    if (queried && !have_unread_ && NextPastModeQuery(&q, false) == 0 &&
+        (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64)) {
+      deferred_error_ = FailEventQuery(m, q, "its TIP");
+      event_query_failed_ = false;  // (an error held for the first Next(), not FetchControl()'s)
+      return 0;
+    }
+  }
   if (end == 0 || (end == ENODATA && psb_events_ != 0)) return 0;
   if (end == ENODATA) return Fail(ENODATA, "only PAD and timing packets follow the PSB+");
   const int err = Fail(end, fmt::format("{} at offset {:#x} after the PSB+", PacketDecoder::ErrorDescription(end), at));

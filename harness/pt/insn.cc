@@ -180,7 +180,9 @@ int InsnClassifier::Classify(std::span<const uint8_t> bytes, uint64_t ip, ExecMo
 // flow walks on as libipt's does (issue 7). Covered: the one-byte opcodes
 // that are invalid in 64-bit mode (06 07 0E 16 17 1E 1F 27 2F 37 3F 60 61
 // CE D6: 1 byte; D4/D5: with imm8; 82: as 80 /r ib; 9A/EA ptr16:32: far
-// call/jump), FE/FF with an undefined ModRM.reg or operand, and VEX (C4/C5)
+// call/jump), FE/FF with an undefined ModRM.reg or operand, two-byte
+// opcodes of a group with an undefined ModRM (0F 00, 01, 0D, 18-1F, 71-73,
+// AE, B9, BA, C7: ModRM and imm8 as their layout), and VEX (C4/C5)
 // encodings with an undefined prefix/opcode combination (ModRM, SIB,
 // displacement, and imm8 where the opcode map has one). Others stay EILSEQ.
 int InsnClassifier::ClassifyUndefined(std::span<const uint8_t> bytes, uint64_t ip, ExecMode mode, Insn* out) {
@@ -255,6 +257,21 @@ int InsnClassifier::ClassifyUndefined(std::span<const uint8_t> bytes, uint64_t i
           default: break;
         }
       }
+      break;
+    }
+    case 0x0f: {
+      // Two-byte opcodes with ModRM whose ModRM.reg or .mod leaves them
+      // undefined (groups 6, 7, 9, 15, the hint space 0F 18-1F, UD1):
+      // libipt sizes them by ModRM (+ imm8 for 0F 71-73 and 0F BA).
+      if (n + 1 >= bytes.size()) return EILSEQ;
+      const uint8_t op2 = bytes[n + 1];
+      const bool modrm_only = op2 == 0x00 || op2 == 0x01 || op2 == 0x0d || (op2 >= 0x18 && op2 <= 0x1f) ||
+                              op2 == 0xae || op2 == 0xb9 || op2 == 0xc7;
+      const bool imm8 = (op2 >= 0x71 && op2 <= 0x73) || op2 == 0xba;
+      if (!modrm_only && !imm8) return EILSEQ;
+      const size_t m = modrm_len(n + 2);
+      if (m == 0) return EILSEQ;
+      len = n + 2 + m + (imm8 ? 1 : 0);
       break;
     }
     case 0xc4: case 0xc5: {
