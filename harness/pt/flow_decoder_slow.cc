@@ -85,6 +85,10 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     }
 
     if (ctl_ == Ctl::kOverflow) {
+      if (const int err = bound_pending_ ? TakeBoundAtIp() : 0) {
+        synced_ = false;
+        return err;
+      }
       ctl_ = Ctl::kNone;
       tnt_count_ = 0;
       Queue(FlowEvent{.type = FlowEvent::Type::kOverflow, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
@@ -103,6 +107,10 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     }
     if (ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) {
       if (ip_ == ctl_from_) {
+        if (const int err = bound_pending_ ? TakeBoundAtIp() : 0) {
+          synced_ = false;
+          return err;
+        }
         if (ctl_ == Ctl::kAsyncDisable) {
           Queue(FlowEvent{.type = FlowEvent::Type::kAsyncDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
                           .from = ip_, .offset = ctl_offset_});
