@@ -90,6 +90,25 @@ int FlowDecoder::Fail(int err, std::string message) {
   return err;
 }
 
+// The flow leaves ip_ by an event before the instruction there runs (an
+// overflow, an asynchronous branch or disable at ip_): libipt's instruction
+// decoder first takes the events held for ip_ (pt_insn_check_ip_event: the
+// flow is at their IP; e.g. a mid-flow PSB+ right after the TIP.PGE there),
+// and the unbound ones behind them, as ReachBound() does at a block's first
+// instruction. Returns FailStatusUpdate()'s error if one of them fails
+// there, else 0.
+int FlowDecoder::TakeBoundAtIp() {
+  size_t head = 0;
+  bool fails = false;
+  while (!fails && head < bound_.size() && !bound_[head].ptwrite &&
+         (bound_[head].ip == ip_ || bound_[head].ip == kUnbound))
+    fails = bound_[head++].fails;
+  bound_.erase(bound_.begin(), bound_.begin() + static_cast<long>(head));
+  bound_pending_ = !bound_.empty();
+  bound_wall_ = bound_.size() >= 2;
+  return fails ? FailStatusUpdate(ip_) : 0;
+}
+
 // The common steps, with nothing pending: a block from the hint (or the
 // cache) whose branch is a conditional branch with a TNT bit at hand, a
 // direct jump or call, a compressed return, or an indirect branch or return

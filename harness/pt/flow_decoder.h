@@ -457,6 +457,7 @@ class FlowDecoder {
   static constexpr uint32_t kNoFail = ~uint32_t{0};
   uint32_t ReachBound(const Block& b, uint32_t from, uint32_t stop = kNoFail);
   int CheckBound(const Block& b);
+  int TakeBoundAtIp();
   int FailStatusUpdate(uint64_t ip);
   int CutAtBoundFailure(FlowStep* step, const Block& b, uint32_t at);
   int EventBeforeTip(const Insn& x);

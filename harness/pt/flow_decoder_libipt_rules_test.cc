@@ -831,6 +831,57 @@ TEST(FlowDecoder, OverflowDropsEventsWaitingForTheirTip) {
   }
 }
 
+// A mid-flow PSB+ right after a TIP.PGE, its FUP at the IP where tracing
+// began (nothing ran there yet): libipt's instruction decoder takes the
+// PSB+'s status updates bound to that IP (MODE.Exec) at once, the flow being
+// there (pt_insn_check_ip_event), and the CBR behind them; an overflow, an
+// asynchronous branch or an asynchronous disable there then leaves that IP
+// with nothing held. We held them for the flow to reach the IP again, and
+// the jz's query failed behind them (-pte_bad_query). Found by the flow
+// benchmark's trace with 200 functions (bench/pt_bench.cc): a SYSCALL's
+// TIP.PGE, a PSB+, then an OVF.
+TEST(FlowDecoder, PsbPlusAtTheEnableIpIsTakenBeforeAnEventLeavesIt) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (int v : {0, 1, 2}) {
+    SCOPED_TRACE(v == 0 ? "OVF" : v == 1 ? "FUP+TIP" : "FUP+TIP.PGD, TIP.PGE");
+    PacketEncoder enc;
+    PsbPlus(enc, std::nullopt);
+    (void)enc.NextIp(PacketType::kTipPge, kBase);
+    (void)enc.Next(make::Psb());
+    (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+    (void)enc.Next(make::Cbr(0x1d));
+    (void)enc.NextIp(PacketType::kFup, kBase);
+    (void)enc.Next(make::PsbEnd());
+    if (v == 0) {
+      (void)enc.Next(make::Ovf());
+      (void)enc.Next(make::Fup(IpBytes::kSext48, kBase + 1));
+    } else if (v == 1) {
+      (void)enc.NextIp(PacketType::kFup, kBase);
+      (void)enc.NextIp(PacketType::kTip, kBase + 1);
+    } else {
+      (void)enc.NextIp(PacketType::kFup, kBase);
+      (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+      (void)enc.NextIp(PacketType::kTipPge, kBase + 1);
+    }
+    (void)enc.Next(make::Tnt8(1, 1));
+    ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase + 1});
+  }
+  // A status update that contradicts the mode fails there, before the
+  // overflow (pt_insn_process_exec_mode: -pte_bad_status_update).
+  PacketEncoder enc;
+  PsbPlus(enc, std::nullopt);
+  (void)enc.NextIp(PacketType::kTipPge, kBase);
+  (void)enc.Next(make::Psb());
+  (void)enc.Next(make::ModeExec(ExecMode::k32Bit));
+  (void)enc.NextIp(PacketType::kFup, kBase);
+  (void)enc.Next(make::PsbEnd());
+  (void)enc.Next(make::Ovf());
+  (void)enc.Next(make::Fup(IpBytes::kSext48, kBase + 1));
+  (void)enc.Next(make::Tnt8(1, 1));
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_status_update, EBADMSG, {});
+}
+
 // A CBR of 0 (no core:bus ratio) in a PSB+: libipt's time update rejects it
 // (-pte_bad_packet) and the synchronization at that PSB fails; decoding
 // goes on at the next PSB. A corpus divergence, issue 7.

@@ -90,6 +90,10 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     }
 
     if (ctl_ == Ctl::kOverflow) {
+      if (const int err = bound_pending_ ? TakeBoundAtIp() : 0) {
+        synced_ = false;
+        return err;
+      }
       ctl_ = Ctl::kNone;
       tnt_count_ = 0;
       Queue(FlowEvent{.type = FlowEvent::Type::kOverflow, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
@@ -118,6 +122,10 @@ int FlowDecoder::NextSlow(FlowStep* step) {
         continue;
       }
       if (ip_ == ctl_from_ && !AsyncModeFirst() && !AsyncHeldBack()) {
+        if (const int err = bound_pending_ ? TakeBoundAtIp() : 0) {
+          synced_ = false;
+          return err;
+        }
         if (mode_pending_ && mode_at_ == 0) ApplyPendingMode(ctl_ == Ctl::kAsyncDisable);  // (BranchPastAsync)
         if (ctl_ == Ctl::kAsyncDisable) {
           Queue(FlowEvent{.type = FlowEvent::Type::kAsyncDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,

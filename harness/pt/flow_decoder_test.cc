@@ -254,6 +254,27 @@ TEST(FlowDecoder, MatchesLibiptInsnDecoder) {
   RecordProperty("instructions", static_cast<int>(insns));
 }
 
+// The benchmark's program shape (bench/pt_bench.cc: functions of ~60
+// instructions) with fewer functions: more SYSCALLs whose TIP.PGE a PSB+ and
+// then an OVF or an interrupt's FUP+TIP follow at once (the regression of
+// PsbPlusAtTheEnableIpIsTakenBeforeAnEventLeavesIt: seed 6 met it at
+// instruction 89113, where our flow failed with EBADMSG). The same flow as
+// pt_insn_next, and as the ground truth.
+TEST(FlowDecoder, MatchesLibiptAndGroundTruthWithFewFunctions) {
+  testing::FlowTrace t =
+      testing::MakeFlowTrace({.seed = 6, .insns = 90000, .functions = 200, .function_insns = 60});
+  Image image;
+  ASSERT_TRUE(image.AddBlob(t.code_base, t.code).ok());
+  testing::FlowLog ours = testing::OurInsnFlow(t.trace, image);
+  testing::FlowLog ref = testing::LibiptInsnFlow(t.trace, image);
+  ASSERT_EQ(testing::DiffFlow(ours, ref), "");
+  std::vector<uint64_t> ips;
+  for (const testing::FlowEntry& e : ours.entries)
+    if (e.kind == testing::FlowEntry::kInsn) ips.push_back(e.ip);
+  EXPECT_EQ(ours.errors, 1u);  // the end of the trace
+  EXPECT_TRUE(ips == t.executed) << ips.size() << " instructions, " << t.executed.size() << " executed";
+}
+
 // Corrupted copies (bit flips, truncation, a cut-out range): up to the first
 // error both decoders walk the same instructions; the whole streams,
 // resynchronization included, agree on most of them (counted, not required:
