@@ -463,6 +463,7 @@ class FlowDecoder {
   int EventBeforeTip(const Insn& x);
   static constexpr int kNotPast = -1, kRetry = -2;
   int BranchPastAsync(const Insn& x);
+  int CondJumpPacketError(const Insn& x, int err);
   int TakeTip(uint64_t* target);
   bool UnboundControl() const;
   int BeyondControl(const Insn& x);
@@ -562,6 +563,7 @@ class FlowDecoder {
   FlowEvent mwait_event_;  // the held MWAIT's event (QueueMwait)
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
+  bool fup_cut_ = false;  // the packet after an asynchronous FUP failed to decode (CondJumpPacketError)
   // libipt queues the events bound to the next TIP in order on evb_tip (an
   // asynchronous branch per FUP, an exec-mode event per MODE.Exec) and
   // hands them out one at a time, the TIP consumed with the last:

@@ -929,5 +929,35 @@ TEST(FlowDecoder, NoExecutionModeDecodesNoInstruction) {
   }
 }
 
+
+// A conditional branch with no TNT bit cached, and the next packet a TIP
+// cut by the end of the trace (a truncated or corrupted trace): libipt's TNT
+// query (pt_qry_cond_branch -> pt_qry_cache_tnt) knows the next packet by
+// its opcode alone (pt_df_fetch) and fails at a TIP no event binds to
+// before it decodes the TIP's IP bytes: -pte_bad_query, not the -pte_eos of
+// a packet cut by the end (pt_pkt_read_ip). Behind a TNT bit the jz takes,
+// the TIP is the ret's, and its query decodes it (-pte_eos). (Corpus
+// divergence at random code bases: ours was EMSGSIZE.)
+TEST(FlowDecoder, CondBranchFailsAtATipCutByTheEndOfTheTrace) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (int v = 0; v < 4; ++v) {
+    SCOPED_TRACE(fmt::format("variant {}", v));
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    if (v == 1) (void)enc.Next(make::Cyc(3));
+    if (v == 2) (void)enc.Next(make::Ptw(0x1234, 4, false));
+    if (v == 3) (void)enc.Next(make::Tnt8(1, 1));
+    (void)enc.NextIp(PacketType::kTip, 0x12345678);
+    std::vector<uint8_t> trace = enc.bytes();
+    trace.pop_back();  // the TIP's last IP byte
+    if (v == 3) {
+      ExpectFailsAsLibipt(trace, image, -pte_eos, EMSGSIZE, {kBase, kBase + 1});
+    } else {
+      ExpectFailsAsLibipt(trace, image, -pte_bad_query, EBADMSG, {kBase});
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

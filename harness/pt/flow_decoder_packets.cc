@@ -158,7 +158,10 @@ int FlowDecoder::FetchControlRest() {
         // exception) or TIP.PGD (tracing stopped).
         for (;;) {
           Packet q;
-          if (const int err = ReadPacket(&q)) return err;
+          if (const int err = ReadPacket(&q)) {
+            fup_cut_ = true;  // (its TIP, if that is the packet cut, binds to it)
+            return err;
+          }
           if (q.type == PacketType::kTip || q.type == PacketType::kTipPgd) {
             if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad IP packet");
             ctl_ = q.type == PacketType::kTip ? Ctl::kAsync : Ctl::kAsyncDisable;

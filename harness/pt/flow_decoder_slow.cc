@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -359,7 +360,7 @@ int FlowDecoder::Resolve(uint32_t block) {
       link(1);
       return step_without_packet();
     case BranchClass::kCondJump:
-      if (const int err = need_control()) return err;
+      if (const int err = need_control()) [[unlikely]] return CondJumpPacketError(x, err);
       if (bound_wall_) [[unlikely]] {
         if (const int err = CheckBound(b)) return err;
       }
@@ -480,6 +481,24 @@ int FlowDecoder::BranchPastAsync(const Insn& x) {
   if (tip_suppressed) return Fail(EBADMSG, fmt::format("{} at {:#x}: TIP with a suppressed IP", BranchClassName(x.branch), x.ip));
   ip_ = tip_ip;
   return 0;
+}
+
+// A conditional branch `x` with no TNT bit cached, whose fetch of the next
+// TNT or control packet failed with `err`: a TIP cut by the end of the
+// trace (EMSGSIZE) that no event binds to (no asynchronous FUP or MODE.Exec
+// before it) is libipt's -pte_bad_query, not -pte_eos — its TNT query
+// (pt_qry_cond_branch -> pt_qry_cache_tnt) knows the next packet by its
+// opcode alone (pt_df_fetch) and fails at a TIP that is not part of an
+// event before it decodes the TIP's IP bytes (pt_pkt_read_ip: -pte_eos).
+// Any other error is `err`.
+__attribute__((noinline, cold)) int FlowDecoder::CondJumpPacketError(const Insn& x, int err) {
+  if (err != EMSGSIZE || fup_pending_ || fup_cut_ || mode_pending_) return err;
+  const std::span<const uint8_t> trace = packets_.trace();
+  const uint64_t at = error_offset_;
+  if (at >= trace.size() || (trace[at] & 0x1f) != 0x0d) return err;  // (TIP: IPBytes:01101)
+  const int bad = Fail(EBADMSG, fmt::format("conditional branch at {:#x}: TIP at {:#x} where a TNT bit was needed (the TIP cut by the end of the trace)", x.ip, at));
+  error_offset_ = at;
+  return bad;
 }
 
 // An indirect branch or far transfer `x` while TNT bits are cached: libipt

@@ -114,6 +114,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   have_unread_ = false;
   mode_pending_ = false;
   fup_pending_ = false;
+  fup_cut_ = false;
   fups_behind_.clear();
   tip_status_.clear();
   // No execution mode until a MODE.Exec gives one (libipt pt_insn_reset:
