@@ -959,5 +959,35 @@ TEST(FlowDecoder, CondBranchFailsAtATipCutByTheEndOfTheTrace) {
   }
 }
 
+// The same behind an asynchronous FUP+TIP whose FUP IP the flow never
+// reaches (held: the branch's query reads the packets after the TIP): a
+// TIP, TIP.PGE or TIP.PGD cut by the end of the trace is met by the jz's
+// TNT query before its IP bytes are read (pt_qry_cache_tnt, pt_qry_will_event:
+// -pte_bad_query); ours was the end of the trace (ENODATA). Behind a TNT bit
+// the ret's query decodes a cut TIP (pt_qry_indirect_branch: -pte_eos).
+TEST(FlowDecoder, CondBranchPastHeldAsyncFailsAtACutTip) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (bool tnt : {false, true}) {
+    for (PacketType t : {PacketType::kTip, PacketType::kTipPge, PacketType::kTipPgd}) {
+      SCOPED_TRACE(fmt::format("{}{}", tnt ? "TNT, " : "", PacketName(t)));
+      PacketEncoder enc;
+      PsbPlus(enc, kBase);
+      if (tnt) (void)enc.Next(make::Tnt8(1, 1));
+      (void)enc.NextIp(PacketType::kFup, kBase + 0x100);
+      (void)enc.NextIp(PacketType::kTip, kBase + 0x200);
+      (void)enc.NextIp(t, 0x12345678);
+      std::vector<uint8_t> trace = enc.bytes();
+      trace.pop_back();  // the last IP byte
+      testing::FlowLog ours = testing::OurInsnFlow(trace, image);
+      testing::FlowLog ref = testing::LibiptInsnFlow(trace, image);
+      EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
+      const bool eos = tnt && t == PacketType::kTip;
+      const Walk w = Decode(trace, image);
+      EXPECT_EQ(w.err, eos ? ENODATA : EBADMSG);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -400,7 +400,14 @@ __attribute__((noinline, cold)) int FlowDecoder::BeyondControl(const Insn& x) {
   // (Another asynchronous FUP, a MODE.Exec, PIP or VMCS waits for the same
   // TIP: libipt's TIP stays, and the branch's query meets it.)
   const int end = have_unread_ || (IsAsync(ctl_) && (!fups_behind_.empty() || mode_pending_ || !tip_status_.empty() || AsyncHeldBack())) ? 0 : ReadAheadEnd(&at);
-  if (end == ENODATA || end == EMSGSIZE)
+  // A packet cut by the end that libipt's read-ahead stops at by its opcode
+  // (pt_df_fetch) is the branch's query's: a TIP.PGE or TIP.PGD is an event
+  // ahead (pt_qry_will_event), a TIP one that no TNT query takes
+  // (pt_qry_cache_tnt): -pte_bad_query, before their IP bytes are read; a
+  // TIP an indirect branch or a return takes is decoded (-pte_eos).
+  const uint8_t cut = end == EMSGSIZE ? packets_.trace()[at] & 0x1f : 0;
+  const bool cut_bad = cut == 0x11 || cut == 0x01 || (cut == 0x0d && x.branch == BranchClass::kCondJump);
+  if (end == ENODATA || (end == EMSGSIZE && !cut_bad))
     return Fail(ENODATA, fmt::format("{} at {:#x}: the trace ends after the {} at {:#x}", BranchClassName(x.branch),
                                      x.ip, IsAsync(ctl_) ? "FUP" : "TIP.PGD", ctl_offset_));
   return Fail(EBADMSG, IsAsync(ctl_)
