@@ -660,22 +660,14 @@ bool FlowDecoder::BindsHeld(const Block& b, uint32_t i, uint64_t x, uint8_t bind
   if (binds == 0) return last && b.branch() == BranchClass::kPtwrite;
   if (last && b.branch() == BranchClass::kFarTransfer) return true;
   const std::span<const uint8_t> c = image_->Read(x);
-  size_t n = 0;
-  bool p66 = false, pf3 = false;
-  for (; n < c.size() && n < 14; ++n) {
-    const uint8_t v = c[n];
-    if (v == 0x66) p66 = true;
-    else if (v == 0xf3) pf3 = true;
-    else if (!(v == 0x67 || v == 0xf0 || v == 0xf2 || v == 0x2e || v == 0x36 || v == 0x3e || v == 0x26 ||
-               v == 0x64 || v == 0x65))
-      break;
-  }
+  const LegacyPrefixes prefixes = ScanLegacyPrefixes(c);
+  size_t n = prefixes.count;
   if (b.mode() == ExecMode::k64Bit && n < c.size() && (c[n] & 0xf0) == 0x40) ++n;  // REX
   if (n + 2 >= c.size() || c[n] != 0x0f) return false;
   const uint8_t op = c[n + 1], modrm = c[n + 2], reg = (modrm >> 3) & 7;
   if (op == 0x01 && (modrm == 0xc2 || modrm == 0xc3)) return true;  // VMLAUNCH, VMRESUME
   if (binds == 1) return op == 0x22 && reg == 3;                      // MOV CR3, r
-  return op == 0xc7 && reg == 6 && (modrm >> 6) != 3 && !p66 && !pf3;  // VMPTRLD m64
+  return op == 0xc7 && reg == 6 && (modrm >> 6) != 3 && !prefixes.opsize && !prefixes.rep;  // VMPTRLD m64
 }
 
 // The branch that ends `b` needs a packet: libipt's query fails while it

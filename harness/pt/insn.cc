@@ -173,6 +173,19 @@ int InsnClassifier::Classify(std::span<const uint8_t> bytes, uint64_t ip, ExecMo
   return 0;
 }
 
+LegacyPrefixes ScanLegacyPrefixes(std::span<const uint8_t> bytes) {
+  LegacyPrefixes p;
+  for (; p.count < bytes.size() && p.count < 14; ++p.count) {
+    const uint8_t b = bytes[p.count];
+    if (b == 0x66) p.opsize = true;
+    else if (b == 0x67) p.addrsize = true;
+    else if (b == 0xf3) p.rep = true;
+    else if (!(b == 0xf0 || b == 0xf2 || b == 0x2e || b == 0x36 || b == 0x3e || b == 0x26 || b == 0x64 || b == 0x65))
+      break;
+  }
+  return p;
+}
+
 // ClassifyLenient's fallback: byte sequences libipt's length decoder
 // (pti-ild, as pt_insn_next walks code) accepts although they are
 // undefined, which Zydis rejects: libipt
@@ -187,17 +200,9 @@ int InsnClassifier::Classify(std::span<const uint8_t> bytes, uint64_t ip, ExecMo
 // displacement, and imm8 where the opcode map has one). Others stay EILSEQ.
 int InsnClassifier::ClassifyUndefined(std::span<const uint8_t> bytes, uint64_t ip, ExecMode mode, Insn* out) {
   const bool m64 = mode == ExecMode::k64Bit;
-  size_t n = 0;
-  bool opsize = false, addrsize = false;
-  for (; n < bytes.size() && n < 14; ++n) {
-    const uint8_t b = bytes[n];
-    if (b == 0x66) opsize = true;
-    else if (b == 0x67) addrsize = true;
-    else if (b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e || b == 0x36 || b == 0x3e || b == 0x26 ||
-             b == 0x64 || b == 0x65)
-      continue;
-    else break;
-  }
+  const LegacyPrefixes prefixes = ScanLegacyPrefixes(bytes);
+  size_t n = prefixes.count;
+  const bool opsize = prefixes.opsize, addrsize = prefixes.addrsize;
   if (m64 && n < bytes.size() && (bytes[n] & 0xf0) == 0x40) ++n;  // REX
   if (n >= bytes.size()) return EILSEQ;
   const bool addr16 = mode == ExecMode::k16Bit ? !addrsize : (!m64 && addrsize);

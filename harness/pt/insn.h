@@ -141,6 +141,18 @@ class InsnClassifier {
   ZydisDecoder decoder_[3];  // indexed by ExecMode (k16Bit, k32Bit, k64Bit)
 };
 
+// The x86 legacy prefixes at the start of `bytes` (Intel SDM Vol. 2A
+// 2.1.1: F0, F2, F3, 2E, 36, 3E, 26, 64, 65, 66, 67; at most 14, the
+// longest an instruction allows): how many, and whether 66h (operand size),
+// 67h (address size) and F3h are among them. A REX prefix is not counted.
+struct LegacyPrefixes {
+  size_t count = 0;
+  bool opsize = false;    // 66h
+  bool addrsize = false;  // 67h
+  bool rep = false;       // F3h
+};
+LegacyPrefixes ScanLegacyPrefixes(std::span<const uint8_t> bytes);
+
 // Classify() with a process-wide classifier.
 int ClassifyInsn(std::span<const uint8_t> bytes, uint64_t ip, ExecMode mode, Insn* out);
 
