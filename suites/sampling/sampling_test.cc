@@ -153,6 +153,18 @@ PERFTEST_CASE(Sampling, PeriodIoctlChangesSampling, "sampling.period_ioctl",
 
 // ------------------------------------------------------------- frequency mode
 
+// The median of the gaps between consecutive samples' PERF_SAMPLE_TIME, ns
+// (0 with fewer than two samples): the period a sampling timer really ran
+// at, whatever a few long gaps (a stalled vCPU, a throttled tick, a
+// switch-out) did.
+uint64_t MedianSampleGap(const std::vector<const SampleRecord*>& samples) {
+  std::vector<uint64_t> gaps;
+  for (size_t i = 1; i < samples.size(); ++i) gaps.push_back(*samples[i]->time - *samples[i - 1]->time);
+  if (gaps.empty()) return 0;
+  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+  return gaps[gaps.size() / 2];
+}
+
 // cpu-clock and task-clock in frequency mode: a fixed period NSEC_PER_SEC / freq.
 void Sampling::ClockFrequency(uint64_t config, uint64_t freq) {
   perf_event_attr a = SoftwareAttr(config);
@@ -161,27 +173,27 @@ void Sampling::ClockFrequency(uint64_t config, uint64_t freq) {
   a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD | PERF_SAMPLE_TIME;
   a.exclude_kernel = a.exclude_hv = 1;
   Capture c;
-  const uint64_t cpu_before = ThreadCpuNs();
   Run(a, Workload::Spin(200ms), &c, 128);
   if (testing::Test::HasFatalFailure()) return;
   const uint64_t period = 1000000000 / freq;
-  // Time the hypervisor stole is in the clock's count, but no expiry fires
-  // while the vCPU is off (hrtimer_forward_now() skips the missed ones): on
-  // the kernel the floor counts only the CPU time this thread got.
-  const uint64_t ran = exact() ? c.count : std::min(c.count, ThreadCpuNs() - cpu_before);
-  ASSERT_FALSE(c.samples.empty());
+  ASSERT_GE(c.samples.size(), 10u);
   for (const SampleRecord* s : c.samples) ASSERT_EQ(*s->period, period) << "perf_swevent_init_hrtimer(): NSEC_PER_SEC / sample_freq";
   // The hrtimer fires once per `period` ns of the clock: the sample count
-  // follows the clock's own count. It never runs ahead (one partial period
-  // at most); it may fall behind where a delayed expiry is forwarded past
-  // a missed one (hrtimer_forward_now()) or the task is switched out mid-period.
-  const uint64_t expected = ran / period;
-  EXPECT_GE(c.samples.size() + 2 + expected / 10, expected) << "count " << c.count << " ns, " << ran << " ns on CPU";
+  // never runs ahead of the clock's own count (one partial period at most).
   EXPECT_LE(c.samples.size(), c.count / period + 1) << "count " << c.count << " ns";
-  // And the rate: samples per second of clock time within 50% of sample_freq.
-  const double rate = static_cast<double>(c.samples.size()) * 1e9 / static_cast<double>(ran);
-  EXPECT_GT(rate, 0.5 * static_cast<double>(freq));
-  EXPECT_LT(rate, 1.5 * static_cast<double>(freq));
+  // And the rate, by the median gap between samples' PERF_SAMPLE_TIME: one
+  // period, give or take the timer's lateness. Not by samples over CPU
+  // time: an expiry forwarded past a missed one (hrtimer_forward_now()),
+  // a switch-out mid-period, and above all a stalled vCPU (seen on 6.18
+  // under Firecracker: ~700 ms the guest charges to the spinning thread,
+  // with no expiry) lose samples the count or the thread's CPU time still
+  // holds; they move the median by one gap at most.
+  const uint64_t gap = MedianSampleGap(c.samples);
+  EXPECT_GE(gap * 4, period * 3) << "median gap between samples, ns; the period is " << period;
+  EXPECT_LE(gap * 4, period * 5) << "median gap between samples, ns; the period is " << period;
+  if (exact()) {
+    EXPECT_EQ(gap, period) << "the model's timer is never late";
+  }
 }
 
 PERFTEST_CASE(Sampling, FreqCpuClockFixedPeriod, "sampling.freq_cpu_clock",
@@ -199,21 +211,17 @@ PERFTEST_CASE(Sampling, FreqClockBecomesPeriodEvent, "sampling.freq_clock_period
   perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_CPU_CLOCK);
   a.freq = 1;
   a.sample_freq = 1000;
-  a.sample_type = PERF_SAMPLE_PERIOD;
+  a.sample_type = PERF_SAMPLE_PERIOD | PERF_SAMPLE_TIME;
   a.exclude_kernel = a.exclude_hv = 1;
   ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
   ASSERT_OK_AND_ASSIGN(perftest::RingBuffer rb, perftest::RingBuffer::Map(backend(), ev.fd(), 16));
   // A value above perf_event_max_sample_rate is a valid period of a period event.
   uint64_t period = uint64_t{backend().Machine().max_sample_rate} + 100000;
   ASSERT_OK(backend().Ioctl(ev.fd(), PERF_EVENT_IOC_PERIOD, reinterpret_cast<uintptr_t>(&period)));
-  const uint64_t cpu_before = ThreadCpuNs();
   ASSERT_OK(ev.Enable());
   ASSERT_OK(backend().RunWorkload(Workload::Spin(20ms)));
   ASSERT_OK(ev.Disable());
-  const uint64_t cpu = ThreadCpuNs() - cpu_before;
   ASSERT_OK_AND_ASSIGN(const uint64_t count, ev.ReadValue());
-  // Stolen time is in the count but fires no expiry (see ClockFrequency).
-  const uint64_t ran = exact() ? count : std::min(count, cpu);
   ASSERT_OK_AND_ASSIGN(std::vector<ParsedRecord> recs, DrainRecords(rb, SampleLayout::FromAttr(a), true));
   const std::vector<const SampleRecord*> samples = SamplesOf(recs);
   ASSERT_GE(samples.size(), 3u);
@@ -221,13 +229,15 @@ PERFTEST_CASE(Sampling, FreqClockBecomesPeriodEvent, "sampling.freq_clock_period
   // zeroes period_left, so the first expiry is one new period in.
   // The timer never expires early, so at most one sample per new period. It
   // may expire late: perf_swevent_hrtimer() re-arms with hrtimer_forward_now(),
-  // which skips the periods a late interrupt overran, so a busy machine (or a
-  // preempted vCPU) loses samples -- seen here with two runs at once: 57
-  // where 60 periods had elapsed. So the lower bound is half the periods, and
-  // more samples than the initial 1 ms period would give.
-  const uint64_t expected = ran / period;
-  EXPECT_GE(2 * samples.size() + 2, expected) << count << " ns of cpu-clock, " << ran << " ns on CPU";
-  EXPECT_GT(samples.size() * 1000000, ran) << "more samples than the initial 1 ms period gives";
+  // which skips the periods a late interrupt overran, and a stalled vCPU
+  // fires nothing for a while yet counts it as the thread's time. So the
+  // rate is judged by the median gap between samples: about the new period
+  // (a late timer stretches a gap to the next multiple of it), far below the
+  // initial 1 ms period.
+  const uint64_t gap = MedianSampleGap(samples);
+  EXPECT_GE(gap * 4, period * 3) << "median gap between samples, ns; the new period is " << period;
+  EXPECT_LT(gap * 2, uint64_t{1000000}) << "median gap between samples, ns: the initial 1 ms period's, not the new "
+                                        << period << " ns";
   EXPECT_LE(samples.size(), count / period + 1) << count << " ns of cpu-clock";
   // PERF_SAMPLE_PERIOD is hwc->last_period, which only perf_swevent_set_period()
   // updates, and the hrtimer path never calls it: it keeps the initial period.
@@ -812,17 +822,6 @@ PERFTEST_CASE(Sampling, ThrottleAtMaxSamplesPerTick, "sampling.throttle",
   RecordProperty("throttle_rounds", rounds);
   ASSERT_GE(total.throttle, 3u) << total.samples << " samples, " << total.unthrottle << " UNTHROTTLE in " << rounds
                                 << " rounds";
-}
-
-// The median of the gaps between consecutive samples' PERF_SAMPLE_TIME, ns
-// (0 with fewer than two samples): the period a sampling timer really ran
-// at, whatever a few long gaps (a stalled vCPU, a throttled tick) did.
-uint64_t MedianSampleGap(const std::vector<const SampleRecord*>& samples) {
-  std::vector<uint64_t> gaps;
-  for (size_t i = 1; i < samples.size(); ++i) gaps.push_back(*samples[i]->time - *samples[i - 1]->time);
-  if (gaps.empty()) return 0;
-  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
-  return gaps[gaps.size() / 2];
 }
 
 PERFTEST_CASE(Sampling, CpuClockAtMaxRate, "sampling.cpu_clock_max_rate",
