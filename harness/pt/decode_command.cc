@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "harness/pt/capture_file.h"
 #include "harness/pt/image.h"
 #include "harness/pt/itrace.h"
 #include "harness/pt/itrace_log.h"
@@ -76,9 +78,45 @@ bool ParseExisting(const std::string& spec, ExistingEvent* out, std::string* err
 }
 }  // namespace
 
+bool ReadTraceInput(const std::string& path, std::string_view command, std::vector<uint8_t>* trace,
+                    std::vector<std::string>* image_specs, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = fmt::format("cannot open {}: {}", path, std::strerror(errno));
+    return false;
+  }
+  trace->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    *error = fmt::format("cannot read {}", path);
+    return false;
+  }
+  if (!IsCaptureFile(*trace)) return true;
+  Result<Capture> capture = ReadCapture(path);
+  Result<CaptureTrace> t = capture.ok() ? CaptureTraceOf(*capture, path) : Result<CaptureTrace>::FailureFrom(capture);
+  if (!t.ok()) {
+    *error = t.ToString();
+    return false;
+  }
+  *trace = std::move(t->trace);
+  // On stderr: what was taken from the capture (stdout is the tool's output).
+  fmt::print(stderr, "perftest_pt {}: {} is a perftest PT capture: {} trace bytes from {} AUX records", command, path,
+             trace->size(), t->aux_records);
+  if (image_specs != nullptr) {
+    *image_specs = std::move(t->image_specs);
+    fmt::print(stderr, "; code: {}\n", image_specs->empty() ? "none found" : fmt::format("{}", fmt::join(*image_specs, " ")));
+    for (const std::string& note : t->notes) fmt::print(stderr, "perftest_pt {}: {}\n", command, note);
+  } else {
+    fmt::print(stderr, "\n");
+  }
+  return true;
+}
+
 void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd) {
   cmd->app = app.add_subcommand("decode", "decode the instruction flow and print itrace samples (like perf script --itrace)");
-  cmd->app->add_option("FILE", cmd->file, "raw Intel PT trace bytes")->required();
+  cmd->app->add_option("FILE", cmd->file,
+                       "raw Intel PT trace bytes, or a capture from `perftest pt record` (its AUX data, and its "
+                       "code unless --image is given)")
+      ->required();
   cmd->app->add_option("--itrace", cmd->itrace,
                        "itrace letters (perf-intel-pt.txt): i[N[i|t|ns|us|ms]] b c r x w p e[-o-l] d[+a-a+e+o] g[N] "
                        "G[N] l[N] L[N] sN q qq; empty: cepwx");
@@ -100,15 +138,20 @@ int RunDecode(const DecodeCommand& cmd) {
     return kExitBadInput;
   }
   o->tsc_hz = cmd.tsc_hz;
-  std::ifstream in(cmd.file, std::ios::binary);
-  if (!in) {
-    fmt::print(stderr, "perftest_pt decode: cannot open {}: {}\n", cmd.file, std::strerror(errno));
+  std::vector<uint8_t> trace;
+  std::vector<std::string> image_specs = cmd.images;
+  std::string error;
+  if (!ReadTraceInput(cmd.file, "decode", &trace, cmd.images.empty() ? &image_specs : nullptr, &error)) {
+    fmt::print(stderr, "perftest_pt decode: {}\n", error);
     return kExitBadInput;
   }
-  const std::vector<uint8_t> trace((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (image_specs.empty()) {
+    fmt::print(stderr,
+               "perftest_pt decode: no object code (--image ADDR:FILE): the flow cannot be walked past the first "
+               "IP; each sync point is an error 'no object code'\n");
+  }
   Image image;
-  for (const std::string& spec : cmd.images) {
-    std::string error;
+  for (const std::string& spec : image_specs) {
     if (!AddImage(&image, spec, &error)) {
       fmt::print(stderr, "perftest_pt decode: {}\n", error);
       return kExitBadInput;

@@ -2,7 +2,8 @@
 //                       [--format=text|json] [--tsc-hz=N] [--max-nonturbo-ratio=N]
 //                       [--existing-event TSC[:NAME]]... [--debug-log FILE]`
 // (the runner's `perftest pt decode`): decodes the instruction flow of a raw
-// Intel PT trace over the given object code and prints the itrace samples
+// Intel PT trace (or of a `perftest pt record` capture: its AUX data, and
+// its own code unless --image is given) over the given object code and prints the itrace samples
 // (itrace.h), one per line — perf script style text, or JSON Lines — then a
 // summary line ("# N instructions, N samples, N errors"; in JSON a final
 // {"summary":...} object). Exit status: 0 decoded (decode errors are part
@@ -15,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // CLI11 (<CLI/CLI.hpp>, ~10 s of compile per file) is included by the .cc
@@ -36,6 +38,16 @@ struct DecodeCommand {
   std::string debug_log = "intel_pt.log";
   CLI::App* app = nullptr;
 };
+
+// Reads `path` for `command` ("decode", "dump"; named in messages): raw
+// Intel PT bytes as they are, or — a file that opens with the capture magic
+// (capture_file.h) — a `perftest pt record` capture's AUX data in order, and,
+// if `image_specs` is not null, the capture's code (CaptureTraceOf(): the
+// mock's code files beside it, the side-band's file mappings). What it took
+// from a capture is said on stderr. False with `error` set if the file
+// cannot be read or the capture is malformed.
+bool ReadTraceInput(const std::string& path, std::string_view command, std::vector<uint8_t>* trace,
+                    std::vector<std::string>* image_specs, std::string* error);
 
 // Adds the `decode` subcommand to `app`, filling `cmd` when parsed.
 void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd);

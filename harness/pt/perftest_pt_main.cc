@@ -7,17 +7,14 @@
 //                           (decode_command.h)
 //   perftest_pt record ... (harness/pt/record_cli.h)
 //
-// FILE holds raw Intel PT bytes (an AUX area's contents, a fixtures/pt/*.bin).
+// FILE holds raw Intel PT bytes (an AUX area's contents, a fixtures/pt/*.bin),
+// or is a capture of `perftest pt record` (capture_file.h): its AUX data.
 // Exit status: 0 dumped (decode errors are part of the output), 2 bad
 // arguments or an unreadable file.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -28,20 +25,6 @@
 namespace {
 
 constexpr int kExitBadInput = 2;
-
-bool ReadFile(const std::string& path, std::vector<uint8_t>* out, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *error = fmt::format("cannot open {}: {}", path, std::strerror(errno));
-    return false;
-  }
-  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    *error = fmt::format("cannot read {}", path);
-    return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -58,7 +41,8 @@ int main(int argc, char** argv) {
   std::string format = "text";
   CLI::App* dump = app.add_subcommand(
       "dump", "print every packet like `perf script -D`: offset, raw bytes, packet and payload");
-  dump->add_option("FILE", file, "raw Intel PT trace bytes")->required();
+  dump->add_option("FILE", file, "raw Intel PT trace bytes, or a capture from `perftest pt record` (its AUX data)")
+      ->required();
   dump->add_option("--offset", offset, "start decoding at this byte offset (need not be a PSB)");
   dump->add_flag("--sync", sync, "first move to the next PSB at or after --offset");
   dump->add_flag("--lastip", last_ip, "show the IP each TIP/TIP.PGE/TIP.PGD/FUP makes (reset at PSB)");
@@ -84,7 +68,7 @@ int main(int argc, char** argv) {
 
   std::vector<uint8_t> trace;
   std::string error;
-  if (!ReadFile(file, &trace, &error)) {
+  if (!perftest::pt::ReadTraceInput(file, "dump", &trace, nullptr, &error)) {
     fmt::print(stderr, "perftest_pt: {}\n", error);
     return kExitBadInput;
   }

@@ -36,13 +36,11 @@ namespace perftest::pt {
 namespace {
 
 constexpr uint64_t kMockSyscalls = 4;  // system calls the simulated task makes in a mock recording
-constexpr char kMagic[8] = {'P', 'T', 'C', 'A', 'P', 'v', '1', '\0'};
-enum ChunkType : uint32_t { kMeta = 1, kRecord = 2, kAux = 3 };
 
 class Writer {
  public:
   explicit Writer(const std::string& path) : out_(path, std::ios::binary | std::ios::trunc) {
-    if (out_) out_.write(kMagic, sizeof kMagic);
+    if (out_) out_.write(kCaptureMagic, sizeof kCaptureMagic);
   }
   bool ok() const { return static_cast<bool>(out_); }
   void Chunk(uint32_t type, uint32_t source, const void* a, size_t na, const void* b = nullptr, size_t nb = 0) {
@@ -70,34 +68,17 @@ struct Session {
   std::vector<std::string> images;  // ADDR:FILE:OFFSET:SIZE of each executable mapping (side-band)
 };
 
-// The --image spec of an executable file mapping from a MMAP or MMAP2 record
-// (PERF_RECORD_MISC_MMAP_DATA clear; a path, not "[vdso]"/"//anon"), or "".
-std::string ImageSpec(const perftest::Record& r) {
-  if (r.header.misc & PERF_RECORD_MISC_MMAP_DATA) return "";
-  uint64_t addr = 0, len = 0, pgoff = 0;
-  std::string file;
-  if (const auto* m = std::get_if<MmapRecord>(&r.body)) {
-    addr = m->addr, len = m->len, pgoff = m->pgoff, file = m->filename;
-  } else if (const auto* m2 = std::get_if<Mmap2Record>(&r.body)) {
-    addr = m2->addr, len = m2->len, pgoff = m2->pgoff, file = m2->filename;
-  } else {
-    return "";
-  }
-  if (file.empty() || file[0] != '/') return "";
-  return fmt::format("{:#x}:{}:{:#x}:{:#x}", addr, file, pgoff, len);
-}
-
 // Drains both data buffers into the file; AUX data follows each AUX record
 // (full-trace: the reader then frees it by advancing aux_tail).
 void Drain(Session& s, Writer& w, CaptureSummary* sum) {
   auto drain = [&](RingBuffer& rb, uint32_t source, bool pt) {
     rb.Begin();
     while (std::optional<RawRecord> r = rb.Next()) {
-      w.Chunk(kRecord, source, r->bytes.data(), r->bytes.size());
+      w.Chunk(kCaptureRecord, source, r->bytes.data(), r->bytes.size());
       ++sum->records;
       if (!pt && (r->header.type == PERF_RECORD_MMAP || r->header.type == PERF_RECORD_MMAP2)) {
         if (Result<perftest::Record> rec = ParseRecord(s.dummy_layout, r->bytes); rec.ok()) {
-          if (std::string spec = ImageSpec(*rec); !spec.empty()) s.images.push_back(std::move(spec));
+          if (std::string spec = ImageSpecOf(*rec); !spec.empty()) s.images.push_back(std::move(spec));
         }
       }
       if (!pt || r->header.type != PERF_RECORD_AUX || r->bytes.size() < 32) continue;
@@ -105,7 +86,7 @@ void Drain(Session& s, Writer& w, CaptureSummary* sum) {
       std::memcpy(f.data(), r->bytes.data() + 8, 24);
       const AuxRecord a{f[0], f[1], f[2]};
       const std::vector<std::byte> data = s.aux->Take(a);
-      w.Chunk(kAux, source, f.data(), 24, data.data(), data.size());
+      w.Chunk(kCaptureAux, source, f.data(), 24, data.data(), data.size());
       const auto* d = reinterpret_cast<const uint8_t*>(data.data());
       s.trace.insert(s.trace.end(), d, d + data.size());
       ++sum->aux_records;
@@ -175,9 +156,10 @@ std::optional<std::string> FindCommand(const std::string& name) {
   size_t at = 0;
   while (at <= dirs.size()) {
     const size_t colon = std::min(dirs.find(':', at), dirs.size());
-    std::string dir = dirs.substr(at, colon - at);
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + name;
+    // (An empty entry is "."; built by appending: GCC 12 warns -Wrestrict,
+    // a false positive, on assigning "." or on dir + "/" + name once inlined.)
+    std::string candidate = colon == at ? std::string(".") : dirs.substr(at, colon - at);
+    candidate.append("/").append(name);
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     at = colon + 1;
   }
@@ -319,7 +301,7 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
       {"mode", o.snapshot ? "snapshot" : "full-trace"},
   };
   const std::string meta_text = meta.dump();
-  w.Chunk(kMeta, 0, meta_text.data(), meta_text.size());
+  w.Chunk(kCaptureMeta, 0, meta_text.data(), meta_text.size());
 
   CaptureSummary sum;
   if (o.backend == "mock") {
@@ -361,36 +343,6 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
   }
   if (!w.ok()) return Fail<CaptureSummary>(EIO, "write " + o.output);
   return R::Ok(sum, fmt::format("pt record -> {}", o.output));
-}
-
-Result<Capture> ReadCapture(const std::string& path) {
-  using R = Result<Capture>;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return R::Failure(errno == 0 ? ENOENT : errno, "read capture " + path);
-  std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0) {
-    return R::Failure(EBADMSG, "read capture " + path + ": not a perftest PT capture");
-  }
-  Capture c;
-  size_t at = 8;
-  while (at < bytes.size()) {
-    if (bytes.size() - at < 16) return R::Failure(EBADMSG, fmt::format("read capture {}: truncated at {}", path, at));
-    CaptureChunk ch;
-    uint64_t size = 0;
-    std::memcpy(&ch.type, bytes.data() + at, 4);
-    std::memcpy(&ch.source, bytes.data() + at + 4, 4);
-    std::memcpy(&size, bytes.data() + at + 8, 8);
-    at += 16;
-    if (size > bytes.size() - at) return R::Failure(EBADMSG, fmt::format("read capture {}: chunk past the end", path));
-    ch.payload.assign(bytes.begin() + static_cast<long>(at), bytes.begin() + static_cast<long>(at + size));
-    at += size + (8 - size % 8) % 8;
-    if (ch.type == kMeta) {
-      c.meta_json.assign(ch.payload.begin(), ch.payload.end());
-    } else {
-      c.chunks.push_back(std::move(ch));
-    }
-  }
-  return R::Ok(std::move(c), "read capture " + path);
 }
 
 }  // namespace perftest::pt

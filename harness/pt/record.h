@@ -8,21 +8,12 @@
 //   Result<CaptureSummary> s = Record(o);            // writes o.output
 //   Result<Capture> c = ReadCapture("/tmp/t.ptcap"); // for tools and tests
 //
-// File format ("perftest PT capture", little endian): the 8-byte magic
-// "PTCAPv1\0", then chunks {u32 type; u32 source; u64 size; u8 payload[size];
-// zero padding to 8}:
-//   type 1 META     JSON: backend, profile, event string, the attr (type,
-//                   config, exclude_*), the intel_pt PMU's sysfs type,
-//                   format/ and caps/, page_size, aux_size, mode.
-//   type 2 RECORD   one perf record as read from a data buffer, header
-//                   included; source 0 = the intel_pt event, 1 = the dummy.
-//   type 3 AUX      the trace a PERF_RECORD_AUX describes: u64 aux_offset,
-//                   u64 aux_size, u64 flags, then the bytes (follows its RECORD).
-// The chunks are in the order they were read. The AUX bytes are also written
-// beside it as OUTPUT.trace.bin, the raw trace `perftest pt decode` reads,
+// The file format and its reader (ReadCapture, CaptureTraceOf): capture_file.h.
+// Beside OUTPUT the recorder writes OUTPUT.trace.bin, the AUX bytes in order,
 // with the --image specs to decode it (CaptureSummary::image_specs): with the
 // mock, the simulated program's code and its ground truth; with the kernel,
-// the executable file mappings of the side-band (MMAP2).
+// the executable file mappings of the side-band (MMAP2). `perftest pt decode
+// OUTPUT` reads the capture itself (CaptureTraceOf()).
 //
 // Kernel path (perf record's with a workload): the command is forked and
 // waits; the intel_pt event (attr from the event string) and a dummy
@@ -44,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/pt/capture_file.h"
 #include "harness/result.h"
 
 namespace perftest::pt {
@@ -85,17 +77,5 @@ struct CaptureSummary {
 // event string (perf's message in the call); the errno of
 // perf_event_open/mmap/fork/write otherwise.
 Result<CaptureSummary> Record(const RecordOptions& options);
-
-struct CaptureChunk {
-  uint32_t type = 0;
-  uint32_t source = 0;
-  std::vector<uint8_t> payload;
-};
-struct Capture {
-  std::string meta_json;
-  std::vector<CaptureChunk> chunks;  // RECORD and AUX chunks, in order
-};
-// Errors: ENOENT/EACCES opening; EBADMSG not a capture or truncated.
-Result<Capture> ReadCapture(const std::string& path);
 
 }  // namespace perftest::pt

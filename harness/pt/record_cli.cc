@@ -33,12 +33,15 @@ int RunRecordSubcommand(const RecordOptions& o) {
   fmt::print("{}: {} records, {} AUX records, {} trace bytes, {} truncated\n", o.output, r->records, r->aux_records,
              r->aux_bytes, r->truncated);
   if (!r->truth_file.empty()) {
-    std::string images;
-    for (const std::string& spec : r->image_specs) images += " --image " + spec;
-    fmt::print("trace: {}\ntruth: {}{}\ndecode: perftest pt decode {} --itrace=i1i{}\n", r->trace_file, r->truth_file,
-               r->truth_complete ? "" : " (covers more than the trace: truncated or snapshot)", r->trace_file,
-               images);
+    fmt::print("trace: {}\ntruth: {}{}\n", r->trace_file, r->truth_file,
+               r->truth_complete ? "" : " (covers more than the trace: truncated or snapshot)");
   }
+  // The capture carries its trace and names its code (capture_file.h
+  // CaptureTraceOf()); the raw trace beside it needs the --image specs.
+  std::string images;
+  for (const std::string& spec : r->image_specs) images += " --image " + spec;
+  fmt::print("decode: perftest pt decode {} --itrace=i1i\n", o.output);
+  if (!r->trace_file.empty()) fmt::print("    or: perftest pt decode {} --itrace=i1i{}\n", r->trace_file, images);
   return 0;
 }
 

@@ -163,7 +163,9 @@ def build_parser():
 
     sp = add("pt", "Intel PT: dump packets, decode, record (build/bin/perftest_pt)",
              "Forwarded to <build>/bin/perftest_pt: `perftest pt dump FILE` prints the "
-             "packets like `perf script -D`; `perftest pt --help` for all of it.",
+             "packets like `perf script -D`; `perftest pt decode FILE --itrace=ibe` the flow "
+             "(FILE: raw trace with --image ADDR:FILE, or a `perftest pt record` capture); "
+             "`perftest pt --help` for all of it.",
              add_help=False)
     sp.add_argument("args", nargs=argparse.REMAINDER, help="arguments for perftest_pt")
 
