@@ -117,7 +117,7 @@ void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd) {
                        "raw Intel PT trace bytes, or a capture from `perftest pt record` (its AUX data, and its "
                        "code unless --image is given)")
       ->required();
-  cmd->app->add_option("--itrace", cmd->itrace,
+  CLI::Option* itrace = cmd->app->add_option("--itrace", cmd->itrace,
                        "itrace letters (perf-intel-pt.txt): i[N[i|t|ns|us|ms]] b c r x w p e[-o-l] d[+a-a+e+o] g[N] "
                        "G[N] l[N] L[N] sN q qq; empty: cepwx");
   cmd->app->add_option("--image", cmd->images, "object code: ADDR:FILE[:OFFSET[:SIZE]] (repeatable)");
@@ -129,10 +129,24 @@ void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd) {
   cmd->app->add_option("--existing-event", cmd->existing_events,
                        "an event recorded with the trace, TSC[:NAME] (repeatable): G/L add call chain/branch stack");
   cmd->app->add_option("--debug-log", cmd->debug_log, "the d log file (default intel_pt.log; d+o: stdout)");
+  CLI::Option* call_trace = cmd->app->add_flag(
+      "--call-trace", cmd->call_trace,
+      "perf script --call-trace: calls (itrace cewp), each target indented 4 spaces per call depth");
+  CLI::Option* call_ret_trace = cmd->app->add_flag(
+      "--call-ret-trace", cmd->call_ret_trace,
+      "perf script --call-ret-trace: calls and returns (itrace crewp) with flag names, indented by call depth");
+  call_trace->excludes(itrace)->excludes(call_ret_trace);
+  call_ret_trace->excludes(itrace);
 }
 
 int RunDecode(const DecodeCommand& cmd) {
-  Result<ItraceOptions> o = ParseItrace(cmd.itrace);
+  // perf script's parse_call_trace() and parse_callret_trace().
+  const bool view = cmd.call_trace || cmd.call_ret_trace;
+  if (view && !cmd.itrace.empty()) {
+    fmt::print(stderr, "perftest_pt decode: --call-trace and --call-ret-trace choose the itrace letters; drop --itrace\n");
+    return kExitBadInput;
+  }
+  Result<ItraceOptions> o = ParseItrace(cmd.call_trace ? "cewp" : cmd.call_ret_trace ? "crewp" : cmd.itrace);
   if (!o.ok()) {
     fmt::print(stderr, "perftest_pt decode: {}\n", o.ToString());
     return kExitBadInput;
@@ -186,7 +200,9 @@ int RunDecode(const DecodeCommand& cmd) {
     return kExitBadInput;
   }
   const bool json = cmd.format == "json";
-  for (const ItraceSample& s : synth.samples()) fmt::print("{}\n", json ? ToJson(s) : ToText(s));
+  for (const ItraceSample& s : synth.samples()) {
+    fmt::print("{}\n", json ? ToJson(s) : view ? ToCallTrace(s, cmd.call_ret_trace) : ToText(s));
+  }
   if (json) {
     fmt::print(R"({{"summary":{{"instructions":{},"samples":{},"errors":{}}}}})" "\n", stats.instructions,
                stats.samples, stats.errors);

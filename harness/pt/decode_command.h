@@ -1,7 +1,8 @@
 // `perftest_pt decode FILE --itrace=SPEC [--image ADDR:FILE[:OFFSET[:SIZE]]]...
 //                       [--format=text|json] [--tsc-hz=N] [--max-nonturbo-ratio=N]
 //                       [--existing-event TSC[:NAME]]... [--debug-log FILE]`
-// (the runner's `perftest pt decode`): decodes the instruction flow of a raw
+// (the runner's `perftest pt decode`; or --call-trace / --call-ret-trace
+// for --itrace): decodes the instruction flow of a raw
 // Intel PT trace (or of a `perftest pt record` capture: its AUX data, and
 // its own code unless --image is given) over the given object code and prints the itrace samples
 // (itrace.h), one per line — perf script style text, or JSON Lines — then a
@@ -36,6 +37,10 @@ struct DecodeCommand {
   uint32_t max_nonturbo_ratio = 0;
   std::vector<std::string> existing_events;
   std::string debug_log = "intel_pt.log";
+  // perf script's --call-trace (itrace cewp, calls indented by depth) and
+  // --call-ret-trace (crewp, with the flag names): itrace.h ToCallTrace().
+  bool call_trace = false;
+  bool call_ret_trace = false;
   CLI::App* app = nullptr;
 };
 

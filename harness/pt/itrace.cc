@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -48,6 +49,11 @@ std::string JsonEscape(std::string_view s) {
   return out;
 }
 
+// An instruction's branch flags as perf's intel_pt_insn_type() gives them:
+// SYSCALL/SYSENTER "syscall" (b c s), SYSRET/SYSEXIT "sysret" (b r s), INT n
+// "int" (b c i), IRET "iret" (b r i), a far CALL or RET a call or return, a
+// far JMP a jump. VMLAUNCH/VMRESUME (perf: b c and its VMENTRY flag, which
+// "bcrosyiABEx" has no letter for) and VMCALL are calls here.
 uint32_t BranchFlags(const Insn& x) {
   uint32_t f = kFlagBranch;
   switch (x.branch) {
@@ -56,9 +62,21 @@ uint32_t BranchFlags(const Insn& x) {
     case BranchClass::kIndirectCall: f |= kFlagCall; break;
     case BranchClass::kReturn: f |= kFlagReturn; break;
     case BranchClass::kFarTransfer:
-      if (IsFarCall(x.far)) f |= kFlagCall | kFlagSyscall;
-      if (IsFarReturn(x.far)) f |= kFlagReturn | kFlagSyscall;
-      if (x.far == FarKind::kInterrupt) f |= kFlagInterrupt;
+      switch (x.far) {
+        case FarKind::kSyscall:
+        case FarKind::kSysenter: f |= kFlagCall | kFlagSyscall; break;
+        case FarKind::kSysret:
+        case FarKind::kSysexit: f |= kFlagReturn | kFlagSyscall; break;
+        case FarKind::kInterrupt: f |= kFlagCall | kFlagInterrupt; break;
+        case FarKind::kIret:
+        case FarKind::kUiret: f |= kFlagReturn | kFlagInterrupt; break;
+        case FarKind::kFarCall:
+        case FarKind::kVmCall:
+        case FarKind::kVmEntry: f |= kFlagCall; break;
+        case FarKind::kFarReturn: f |= kFlagReturn; break;
+        case FarKind::kFarJump:
+        case FarKind::kNone: break;
+      }
       break;
     default: break;
   }
@@ -178,6 +196,57 @@ std::string FlagString(uint32_t flags) {
   return s;
 }
 
+std::string FlagName(uint32_t flags) {
+  // perf's sample_flags table: each name for exactly these flags.
+  static constexpr std::pair<uint32_t, const char*> kNames[] = {
+      {kFlagBranch | kFlagCall, "call"},
+      {kFlagBranch | kFlagReturn, "return"},
+      {kFlagBranch | kFlagConditional, "jcc"},
+      {kFlagBranch, "jmp"},
+      {kFlagBranch | kFlagCall | kFlagInterrupt, "int"},
+      {kFlagBranch | kFlagReturn | kFlagInterrupt, "iret"},
+      {kFlagBranch | kFlagCall | kFlagSyscall, "syscall"},
+      {kFlagBranch | kFlagReturn | kFlagSyscall, "sysret"},
+      {kFlagBranch | kFlagAsync, "async"},
+      {kFlagBranch | kFlagCall | kFlagAsync | kFlagInterrupt, "hw int"},
+      {kFlagBranch | kFlagTxAbort, "tx abrt"},
+      {kFlagBranch | kFlagTraceBegin, "tr strt"},
+      {kFlagBranch | kFlagTraceEnd, "tr end"},
+  };
+  auto name = [](uint32_t f) -> const char* {
+    for (const auto& [flags, n] : kNames)
+      if (flags == f) return n;
+    return nullptr;
+  };
+  const char* in_tx = (flags & kFlagInTx) ? "(x)" : "";
+  const uint32_t f = flags & ~kFlagInTx;
+  if (const char* n = name(f)) return fmt::format("{:<15}{:>6}", n, in_tx);
+  if (f & kFlagTraceBegin) {
+    if (const char* n = name(f & ~kFlagTraceBegin)) return fmt::format("tr strt {:<7}{:>6}", n, in_tx);
+  }
+  if (f & kFlagTraceEnd) {
+    if (const char* n = name(f & ~kFlagTraceEnd)) return fmt::format("tr end  {:<7}{:>6}", n, in_tx);
+  }
+  return fmt::format("{:<21}", FlagString(flags));
+}
+
+std::string ToCallTrace(const ItraceSample& s, bool with_flags) {
+  if (s.event != "branches") return ToText(s);
+  std::string line = fmt::format("{:>12}: ", s.time);
+  if (with_flags) line += FlagName(s.flags) + " ";
+  // perf's resolve_branch_sym(): a call's (or trace begin's) target, a
+  // return's (or trace end's) source; nothing for other branches.
+  uint64_t ip = 0;
+  if (s.flags & (kFlagCall | kFlagTraceBegin)) {
+    ip = s.addr;
+  } else if (s.flags & (kFlagReturn | kFlagTraceEnd)) {
+    ip = s.ip;
+  }
+  line += std::string(size_t{s.depth} * 4, ' ');
+  if (ip != 0) line += fmt::format("{:16x}", ip);
+  return line;
+}
+
 std::string ToText(const ItraceSample& s) {
   std::string line = fmt::format("{:>12} {:16}: ", s.time, s.event);
   if (s.event == "branches") {
@@ -205,6 +274,7 @@ std::string ToText(const ItraceSample& s) {
 std::string ToJson(const ItraceSample& s) {
   std::string j = fmt::format(R"({{"event":"{}","time":{},"ip":{},"addr":{},"flags":"{}")", JsonEscape(s.event), s.time, s.ip,
                               s.addr, FlagString(s.flags));
+  if (s.event == "branches") j += fmt::format(R"(,"depth":{})", s.depth);
   if (s.period) j += fmt::format(R"(,"period":{})", s.period);
   if (s.cyc_count) j += fmt::format(R"(,"insn_count":{},"cyc_count":{})", s.insn_count, s.cyc_count);
   if (s.event != "instructions" && s.event != "branches") j += fmt::format(R"(,"payload":{})", s.payload);
@@ -262,7 +332,7 @@ void ItraceSynth::OnPsb(uint64_t offset, uint64_t ip, uint64_t tsc) {
 
 std::vector<uint64_t> ItraceSynth::CallChain(uint64_t ip) const {
   std::vector<uint64_t> chain = {ip};
-  for (auto it = calls_.rbegin(); it != calls_.rend() && chain.size() < o_.callchain_size; ++it) chain.push_back(*it);
+  for (auto it = calls_.rbegin(); it != calls_.rend() && chain.size() < o_.callchain_size; ++it) chain.push_back(it->ret);
   return chain;
 }
 
@@ -286,7 +356,34 @@ void ItraceSynth::OnSync(uint64_t) {
   lbr_all_.clear();
 }
 
-void ItraceSynth::TakeBranch(uint64_t from, uint64_t to, uint32_t flags, const FlowTime& t) {
+void ItraceSynth::PopTo(uint64_t ret) {
+  for (size_t i = calls_.size(); i != 0;) {
+    if (calls_[--i].ret == ret) {
+      calls_.resize(i);
+      return;
+    }
+  }
+}
+
+void ItraceSynth::StackEvent(uint64_t from, uint64_t to, uint32_t flags, uint8_t insn_len) {
+  if (flags & kFlagCall) {
+    if (to == 0) return;
+    const uint64_t ret = from + insn_len;
+    if (ret == to) return;  // a call to the next instruction: no call (perf excludes zero-length calls)
+    calls_.push_back({ret, (flags & kFlagTraceEnd) != 0});
+    if (calls_.size() > 1024) calls_.erase(calls_.begin());
+  } else if (flags & kFlagTraceBegin) {
+    // Tracing may have begun again right after a return to `to`; a call
+    // that ended the trace is not expected to return.
+    PopTo(to);
+    while (!calls_.empty() && calls_.back().trace_end) calls_.pop_back();
+  } else if ((flags & kFlagReturn) && from != 0) {
+    PopTo(to);
+  }
+}
+
+void ItraceSynth::TakeBranch(uint64_t from, uint64_t to, uint32_t flags, const FlowTime& t, uint8_t insn_len) {
+  StackEvent(from, to, flags, insn_len);
   if (in_tx_) flags |= kFlagInTx;
   if (o_.last_branch) {
     lbr_.emplace_back(from, to);
@@ -296,13 +393,17 @@ void ItraceSynth::TakeBranch(uint64_t from, uint64_t to, uint32_t flags, const F
     lbr_all_.emplace_back(from, to);
     if (lbr_all_.size() > o_.last_branch_size) lbr_all_.erase(lbr_all_.begin());
   }
-  const bool want = o_.branches || (o_.calls && (flags & kFlagCall)) || (o_.returns && (flags & kFlagReturn));
+  // c: calls, asynchronous branches and trace ends; r: returns and trace
+  // begins (perf's branches_filter, intel_pt_process_auxtrace_info()).
+  const bool want = o_.branches || (o_.calls && (flags & (kFlagCall | kFlagAsync | kFlagTraceEnd))) ||
+                    (o_.returns && (flags & (kFlagReturn | kFlagTraceBegin)));
   if (!want) return;
   ItraceSample s;
   s.event = "branches";
   s.ip = from;
   s.addr = to;
   s.flags = flags;
+  s.depth = static_cast<uint32_t>(calls_.size()) + ((flags & kFlagReturn) ? 1 : 0);
   s.time = t.tsc;
   if (t.cyc != last_cyc_ && t.cyc > ipc_cyc_b_) {
     s.insn_count = insns_ - ipc_insns_b_;
@@ -339,13 +440,7 @@ void ItraceSynth::OnBlock(const FlowBlock& b) {
     const Insn& x = pending_;
     const bool taken = x.branch != BranchClass::kCondJump || b.ip != x.next_ip() || x.target == x.next_ip();
     const uint32_t flags = BranchFlags(x);
-    if (taken) TakeBranch(x.ip, b.ip, flags, pending_time_);
-    if (flags & kFlagCall) {
-      calls_.push_back(x.next_ip());
-      if (calls_.size() > 1024) calls_.erase(calls_.begin());
-    } else if ((flags & kFlagReturn) && !calls_.empty()) {
-      calls_.pop_back();
-    }
+    if (taken) TakeBranch(x.ip, b.ip, flags, pending_time_, x.length);
     have_pending_ = false;
   }
   // Existing events due in this block, at the first instruction whose time
@@ -418,11 +513,10 @@ void ItraceSynth::OnEvent(const FlowEvent& e) {
     case T::kDisabled: {
       const uint32_t flags = (have_pending_ ? BranchFlags(pending_) : kFlagBranch) | kFlagTraceEnd;
       const uint64_t from = have_pending_ ? pending_.ip : 0;
-      // A call into untraced code (TIP.PGD with the IP suppressed: a
-      // syscall, a call out of the filter range) returns unseen: not pushed
-      // (perf thread_stack__event pushes a call only with a to_ip).
-      if (have_pending_ && (flags & kFlagCall) && !e.ip_suppressed) calls_.push_back(pending_.next_ip());
-      TakeBranch(from, e.ip_suppressed ? 0 : e.ip, flags, e.time);
+      // (A call into untraced code — TIP.PGD with the IP suppressed: a
+      // syscall, a call out of the filter range — is not pushed: perf's
+      // thread_stack__event() pushes a call only with a to_ip.)
+      TakeBranch(from, e.ip_suppressed ? 0 : e.ip, flags, e.time, have_pending_ ? pending_.length : 0);
       have_pending_ = false;
       break;
     }
@@ -433,11 +527,16 @@ void ItraceSynth::OnEvent(const FlowEvent& e) {
         const Insn x = pending_;
         have_pending_ = false;
         const bool taken = x.branch != BranchClass::kCondJump || e.from != x.next_ip();
-        if (taken) TakeBranch(x.ip, e.from, BranchFlags(x), pending_time_);
+        if (taken) TakeBranch(x.ip, e.from, BranchFlags(x), pending_time_, x.length);
       }
-      const bool disable = e.type == T::kAsyncDisabled;
-      TakeBranch(e.from, disable && e.ip_suppressed ? 0 : e.ip,
-                 kFlagBranch | kFlagAsync | kFlagInterrupt | (disable ? kFlagTraceEnd : 0), e.time);
+      // perf's intel_pt_sample_flags(): an interrupt or exception with a
+      // target is "hw int" (b c y i, a call of the interrupted instruction,
+      // insn_len 0), one that disables tracing b y E.
+      if (e.type == T::kAsyncDisabled) {
+        TakeBranch(e.from, e.ip_suppressed ? 0 : e.ip, kFlagBranch | kFlagAsync | kFlagTraceEnd, e.time);
+      } else {
+        TakeBranch(e.from, e.ip, kFlagBranch | kFlagCall | kFlagAsync | kFlagInterrupt, e.time);
+      }
       break;
     }
     case T::kOverflow:
@@ -556,7 +655,7 @@ void Quick(std::span<const uint8_t> trace, const ItraceOptions& o, ItraceSynth* 
           break;
         case PacketType::kTip:
           synth->OnQuick("branch", have_fup ? fup : 0, suppressed ? 0 : ip,
-                         kFlagBranch | (have_fup ? kFlagAsync | kFlagInterrupt : 0), p.offset);
+                         kFlagBranch | (have_fup ? kFlagCall | kFlagAsync | kFlagInterrupt : 0), p.offset);
           have_fup = false;
           break;
         case PacketType::kTipPge:

@@ -93,6 +93,12 @@ inline constexpr uint32_t kFlagTraceEnd = 1u << 9;     // E
 inline constexpr uint32_t kFlagInTx = 1u << 10;        // x
 // The flags as perf script prints them: one letter per set flag, in "bcrosyiABEx" order.
 std::string FlagString(uint32_t flags);
+// The flags as perf script's flags field names a branch (perf_sample__sprintf_flags):
+// "call", "return", "jcc", "jmp", "int", "iret", "syscall", "sysret", "async",
+// "hw int", "tx abrt", "tr strt", "tr end", or "tr strt "/"tr end  " before
+// one of those, padded to 21 characters with "(x)" right-aligned in the
+// last 6 for a branch in a transaction; another combination is its letters.
+std::string FlagName(uint32_t flags);
 
 struct ItraceSample {
   std::string event;       // "instructions", "branches", "transactions", "ptwrite", "cbr",
@@ -101,6 +107,10 @@ struct ItraceSample {
   uint64_t ip = 0;
   uint64_t addr = 0;       // branches: the target (0 for trace end)
   uint32_t flags = 0;
+  // branches: the call depth as perf script's callindent shows it (its
+  // thread_stack__depth(), the stack after this branch; a return one more,
+  // at its call's depth).
+  uint32_t depth = 0;
   uint64_t time = 0;       // TSC estimate
   uint64_t period = 0;     // instructions: the instructions the sample stands for
   uint64_t insn_count = 0, cyc_count = 0;  // IPC: since the last sample of this event with a cycle update
@@ -115,8 +125,15 @@ struct ItraceSample {
 // One line, perf script style:
 //   "instructions:  401005"   "branches: bcs  401000 => 0"   "error: EBADMSG ... @0x1a0"
 std::string ToText(const ItraceSample& s);
-// One JSON object (a line of JSON Lines).
+// One JSON object (a line of JSON Lines); branches carry "depth".
 std::string ToJson(const ItraceSample& s);
+// perf script --call-trace (with_flags false) and --call-ret-trace (true)
+// lines: a branch sample as its time, (the flag name,) and, indented four
+// spaces per call depth (callindent), the call's or trace begin's target or
+// the return's or trace end's source IP, as 16 hex digits (perf prints the
+// symbol there; the image here has none). Other samples (errors, power
+// events, ptwrite) as ToText().
+std::string ToCallTrace(const ItraceSample& s, bool with_flags);
 
 // An event recorded with the trace (G, L): a name and a TSC time.
 struct ExistingEvent {
@@ -149,7 +166,15 @@ class ItraceSynth {
 
  private:
   void Emit(ItraceSample s, bool skippable);
-  void TakeBranch(uint64_t from, uint64_t to, uint32_t flags, const FlowTime& t);
+  // A branch from `from` (an instruction of `insn_len` bytes; 0 for an
+  // asynchronous one) to `to` (0: none, trace end): the call stack, the
+  // branch stacks, and a branches sample if the letters ask for it.
+  void TakeBranch(uint64_t from, uint64_t to, uint32_t flags, const FlowTime& t, uint8_t insn_len = 0);
+  // perf's thread_stack__event() for the call stack (g, G, callindent).
+  void StackEvent(uint64_t from, uint64_t to, uint32_t flags, uint8_t insn_len);
+  // thread_stack__pop(): down to and without the entry for return address
+  // `ret`, if there is one; else nothing.
+  void PopTo(uint64_t ret);
   void InstructionSample(uint64_t ip, const FlowTime& t);
   void ExistingSample(uint64_t ip);
   // g/G: `ip`, then the return addresses, innermost first (callchain_size at most).
@@ -170,7 +195,13 @@ class ItraceSynth {
   uint64_t last_time_ = 0;          // TSC of the last sample (time units)
   uint64_t last_tsc_seen_ = 0, insns_since_tsc_ = 0;
   bool in_tx_ = false;
-  std::vector<uint64_t> calls_;     // return addresses (g)
+  // The call stack (perf's thread stack): return addresses, oldest first,
+  // each marked if its call ended the trace (TIP.PGD).
+  struct Frame {
+    uint64_t ret;
+    bool trace_end;
+  };
+  std::vector<Frame> calls_;
   std::vector<std::pair<uint64_t, uint64_t>> lbr_;  // (from, to), oldest first (l)
   std::vector<std::pair<uint64_t, uint64_t>> lbr_all_;  // (from, to), oldest first (L: not cleared)
   std::vector<ExistingEvent> existing_;

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -157,6 +158,44 @@ TruthFlow Walk(const GroundTruth& truth) {
     if (branch && taken && i + 1 < truth.insns.size() && truth.insns[i + 1].traced) f.branches.emplace_back(x.ip, next);
   }
   return f;
+}
+
+// The call depth of each call and return sample (perf script's callindent,
+// --call-ret-trace) is the generator's: its call stack after a call, before
+// a return, counted from the start of the trace.
+TEST(ItraceCorpus, CallAndReturnDepthsAreTheTruths) {
+  testing::Spec("pt.itrace.callindent",
+                "perf script --call-ret-trace: itrace crewp, callindent (thread_stack__depth; a return at its call's)");
+  for (const char* program : {"compiled", "compiled_o0", "deep", "dispatch"}) {
+    SCOPED_TRACE(program);
+    SimRun r = Generate(program, "tsc", 100000);
+    const GroundTruth& truth = r.t.truth;
+    // (from, to, depth) of every call and return the truth traced, in order.
+    std::vector<std::tuple<uint64_t, uint64_t, uint32_t>> want;
+    std::vector<uint64_t> stack;
+    for (size_t i = 0; i + 1 < truth.insns.size(); ++i) {
+      const pt_sim::InsnRecord& x = truth.insns[i];
+      const pt_sim::InsnRecord& next = truth.insns[i + 1];
+      if (!x.traced || !next.traced) continue;
+      if (x.branch == BranchClass::kDirectCall || x.branch == BranchClass::kIndirectCall) {
+        if (next.ip != x.ip + x.length) stack.push_back(x.ip + x.length);  // (a call to the next instruction: none)
+        want.emplace_back(x.ip, next.ip, static_cast<uint32_t>(stack.size()));
+      } else if (x.branch == BranchClass::kReturn) {
+        want.emplace_back(x.ip, next.ip, static_cast<uint32_t>(std::max<size_t>(stack.size(), 1)));
+        if (!stack.empty()) stack.pop_back();
+      }
+    }
+    ASSERT_GT(want.size(), 100u);
+    std::vector<std::tuple<uint64_t, uint64_t, uint32_t>> got;
+    uint32_t deepest = 0;
+    for (const ItraceSample& s : Synthesize(r, "cr")) {
+      if (s.flags & (kFlagAsync | kFlagTraceBegin | kFlagTraceEnd | kFlagSyscall | kFlagInterrupt)) continue;
+      got.emplace_back(s.ip, s.addr, s.depth);
+      deepest = std::max(deepest, s.depth);
+    }
+    EXPECT_EQ(got, want);
+    EXPECT_GE(deepest, 3u) << "calls nest";
+  }
 }
 
 TEST(ItraceCorpus, CallChainsAndBranchStacksOnExistingEvents) {

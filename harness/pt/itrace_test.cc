@@ -156,15 +156,59 @@ TEST(ItraceSynth, BranchesAreTakenTransitionsOfTheGroundTruth) {
   EXPECT_GT(ends, 0u);    // TIP.PGD at each syscall
 }
 
+// c and r select from the b samples as perf's branches_filter does: c calls,
+// asynchronous branches and trace ends, r returns and trace begins; a
+// sample both select (a return that ends the trace) is in cr once.
 TEST(ItraceSynth, CallsAndReturnsOnly) {
+  SynthRun b = Synth("b");
+  size_t want_c = 0, want_r = 0, both = 0;
+  for (const ItraceSample& s : b.samples) {
+    const bool c = s.flags & (kFlagCall | kFlagAsync | kFlagTraceEnd);
+    const bool r = s.flags & (kFlagReturn | kFlagTraceBegin);
+    want_c += c;
+    want_r += r;
+    both += c && r;
+  }
   SynthRun c = Synth("c");
   SynthRun r = Synth("r");
   ASSERT_FALSE(c.samples.empty());
   ASSERT_FALSE(r.samples.empty());
-  for (const ItraceSample& s : c.samples) EXPECT_TRUE(s.flags & kFlagCall) << FlagString(s.flags);
-  for (const ItraceSample& s : r.samples) EXPECT_TRUE(s.flags & kFlagReturn) << FlagString(s.flags);
+  for (const ItraceSample& s : c.samples) {
+    EXPECT_TRUE(s.flags & (kFlagCall | kFlagAsync | kFlagTraceEnd)) << FlagString(s.flags);
+  }
+  for (const ItraceSample& s : r.samples) EXPECT_TRUE(s.flags & (kFlagReturn | kFlagTraceBegin)) << FlagString(s.flags);
+  EXPECT_EQ(c.samples.size(), want_c);
+  EXPECT_EQ(r.samples.size(), want_r);
   SynthRun cr = Synth("cr");
-  EXPECT_EQ(cr.samples.size(), c.samples.size() + r.samples.size());
+  EXPECT_EQ(cr.samples.size(), want_c + want_r - both);
+}
+
+// The flags of the far transfers and asynchronous branches as perf's
+// intel_pt_insn_type() and intel_pt_sample_flags() give them: the trace's
+// SYSCALLs end it (b c s E: "tr end  syscall"), its interrupts are "hw int"
+// (b c y i) or, disabling tracing, b y E.
+TEST(ItraceSynth, FarAndAsyncBranchFlagsArePerfsOwn) {
+  SynthRun b = Synth("b");
+  std::set<std::string> names;
+  for (const ItraceSample& s : b.samples) {
+    if (s.flags & (kFlagSyscall | kFlagAsync)) names.insert(FlagName(s.flags));
+    EXPECT_FALSE((s.flags & kFlagAsync) && (s.flags & kFlagTraceEnd) && (s.flags & (kFlagCall | kFlagInterrupt)))
+        << FlagString(s.flags) << ": an asynchronous trace end is b y E";
+    if ((s.flags & kFlagAsync) && !(s.flags & kFlagTraceEnd)) {
+      EXPECT_EQ(s.flags & ~kFlagInTx, kFlagBranch | kFlagCall | kFlagAsync | kFlagInterrupt) << FlagString(s.flags);
+    }
+  }
+  EXPECT_TRUE(names.count("tr end  syscall      ")) << ::testing::PrintToString(names);
+  EXPECT_TRUE(names.count("hw int               ")) << ::testing::PrintToString(names);
+}
+
+TEST(ItraceParse, FlagNamesArePerfScripts) {
+  EXPECT_EQ(FlagName(kFlagBranch | kFlagCall), "call                 ");
+  EXPECT_EQ(FlagName(kFlagBranch | kFlagConditional | kFlagInTx), "jcc               (x)");
+  EXPECT_EQ(FlagName(kFlagBranch | kFlagCall | kFlagSyscall | kFlagTraceEnd), "tr end  syscall      ");
+  EXPECT_EQ(FlagName(kFlagBranch | kFlagTraceBegin), "tr strt              ");
+  EXPECT_EQ(FlagName(kFlagBranch | kFlagAsync | kFlagTraceEnd), "tr end  async        ");
+  EXPECT_EQ(FlagName(kFlagBranch | kFlagCall | kFlagReturn), "bcr                  ") << "no name: the letters";
 }
 
 TEST(ItraceSynth, CallChainAndLastBranch) {
@@ -219,7 +263,15 @@ TEST(ItraceSynth, TextAndJson) {
   s.flags = kFlagBranch | kFlagCall;
   EXPECT_NE(ToText(s).find("bc"), std::string::npos) << ToText(s);
   EXPECT_NE(ToText(s).find("401000 =>"), std::string::npos) << ToText(s);
-  EXPECT_EQ(ToJson(s), R"({"event":"branches","time":0,"ip":4198400,"addr":4202496,"flags":"bc"})");
+  s.depth = 2;
+  EXPECT_EQ(ToJson(s), R"({"event":"branches","time":0,"ip":4198400,"addr":4202496,"flags":"bc","depth":2})");
+  // perf script --call-trace / --call-ret-trace: the target, 4 spaces per depth.
+  const std::string indent(8, ' ');  // depth 2
+  EXPECT_EQ(ToCallTrace(s, false), "           0: " + indent + "          402000");
+  EXPECT_EQ(ToCallTrace(s, true), "           0: call                  " + indent + "          402000");
+  s.flags = kFlagBranch | kFlagReturn;
+  EXPECT_EQ(ToCallTrace(s, true), "           0: return                " + indent + "          401000")
+      << "a return: its source";
 }
 
 }  // namespace
