@@ -119,9 +119,18 @@ Result<CaptureTrace> CaptureTraceOf(const Capture& c, const std::string& capture
   // The side-band's layout: the recorder gives its dummy event the PT
   // event's sample_type and sample_id_all (record.cc).
   SampleLayout layout;
+  CaptureTiming timing;
   if (!c.meta_json.empty()) {
     const nlohmann::json meta = nlohmann::json::parse(c.meta_json, nullptr, /*allow_exceptions=*/false);
     if (meta.is_discarded()) return R::Failure(EBADMSG, what + ": META is not JSON");
+    auto number = [](const nlohmann::json& o, const char* key) -> uint32_t {
+      return o.contains(key) && o[key].is_number_unsigned() ? o[key].get<uint32_t>() : 0;
+    };
+    if (meta.contains("timing") && meta["timing"].is_object()) {
+      const nlohmann::json& tm = meta["timing"];
+      timing = {number(tm, "mtc_period"), number(tm, "tsc_ctc_ratio_n"), number(tm, "tsc_ctc_ratio_d"),
+                number(tm, "max_nonturbo_ratio")};
+    }
     if (meta.contains("attr") && meta["attr"].is_object()) {
       const nlohmann::json& a = meta["attr"];
       if (a.contains("sample_type") && a["sample_type"].is_number_unsigned()) {
@@ -133,6 +142,7 @@ Result<CaptureTrace> CaptureTraceOf(const Capture& c, const std::string& capture
     }
   }
   CaptureTrace t;
+  t.timing = timing;
   t.image_specs = SiblingImages(capture_path);
   for (const CaptureChunk& ch : c.chunks) {
     if (ch.type == kCaptureAux) {

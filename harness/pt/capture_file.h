@@ -12,7 +12,8 @@
 //   type 1 META     JSON: backend, profile, event string, the attr (type,
 //                   config, exclude_*, sample_type, sample_id_all), the
 //                   intel_pt PMU's sysfs type, format/ and caps/, page_size,
-//                   aux_size, mode.
+//                   aux_size, mode, and "timing" (CaptureTiming; absent in
+//                   captures of before it: all 0).
 //   type 2 RECORD   one perf record as read from a data buffer, header
 //                   included; source 0 = the intel_pt event, 1 = the dummy
 //                   (side-band: MMAP/MMAP2, COMM, FORK/EXIT, SWITCH).
@@ -55,11 +56,22 @@ bool IsCaptureFile(std::span<const uint8_t> head);
 // chunk header cut short, a chunk running past the end).
 Result<Capture> ReadCapture(const std::string& path);
 
+// What a decoder needs to time MTC and to count cycles without CYC, as perf
+// records it with the trace (its auxtrace info); 0 where not known.
+struct CaptureTiming {
+  uint32_t mtc_period = 0;          // the attr config's mtc_period field (format/mtc_period)
+  uint32_t tsc_ctc_ratio_n = 0;     // CPUID.15H EBX: TSC/CTC = n/d
+  uint32_t tsc_ctc_ratio_d = 0;     // CPUID.15H EAX
+  uint32_t max_nonturbo_ratio = 0;  // the intel_pt PMU's sysfs max_nonturbo_ratio
+  bool operator==(const CaptureTiming&) const = default;
+};
+
 // What `perftest pt decode` and `dump` take from a capture.
 struct CaptureTrace {
   std::vector<uint8_t> trace;            // the AUX chunks' bytes, in order
   uint64_t aux_records = 0;              // AUX chunks
   std::vector<std::string> image_specs;  // ADDR:FILE[:OFFSET:SIZE], for Image (decode --image)
+  CaptureTiming timing;                  // META's "timing"
   // Mappings that could not be used, one sentence each (an MMAP2 of a file
   // that is not on this machine, ...): for the user, not an error.
   std::vector<std::string> notes;

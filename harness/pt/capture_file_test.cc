@@ -186,7 +186,9 @@ TEST(CaptureFile, MalformedCapturesAreEBADMSG) {
 }
 
 // `perftest pt decode CAPTURE` (no --image) prints what `perftest pt decode
-// CAPTURE.trace.bin --image ...` does — the command the recorder suggests.
+// CAPTURE.trace.bin --image ...` does — the command the recorder suggests —
+// given the timing the capture carries (META "timing": the default
+// intel_pt//u has MTC, and the mock's clock): MTC time and IPC from MTC.
 TEST(CaptureFile, DecodeCommandReadsACapture) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
@@ -195,8 +197,13 @@ TEST(CaptureFile, DecodeCommandReadsACapture) {
   o.output = dir.path() + "/run.ptcap";
   o.instructions = 20000;
   ASSERT_OK_AND_ASSIGN(CaptureSummary s, Record(o));
+  ASSERT_OK_AND_ASSIGN(Capture c, ReadCapture(o.output));
+  ASSERT_OK_AND_ASSIGN(CaptureTrace t, CaptureTraceOf(c, o.output));
+  EXPECT_EQ(t.timing, (CaptureTiming{.mtc_period = 3, .tsc_ctc_ratio_n = 32, .tsc_ctc_ratio_d = 1,
+                                     .max_nonturbo_ratio = 0x20}))
+      << "perf's default mtc_period; pt_sim's clock (CPUID.15H 32/1, nominal CBR 0x20)";
   auto decode = [](DecodeCommand cmd) {
-    cmd.itrace = "i100ibe";
+    cmd.itrace = "i1000ibe";
     ::testing::internal::CaptureStdout();
     ::testing::internal::CaptureStderr();
     const int rc = RunDecode(cmd);
@@ -204,21 +211,34 @@ TEST(CaptureFile, DecodeCommandReadsACapture) {
     std::string err = ::testing::internal::GetCapturedStderr();
     return std::make_tuple(rc, out, err);
   };
-  const auto [rc_raw, raw, raw_err] = decode(DecodeCommand{.file = s.trace_file, .images = s.image_specs});
+  const auto [rc_raw, raw, raw_err] = decode(DecodeCommand{.file = s.trace_file,
+                                                           .images = s.image_specs,
+                                                           .max_nonturbo_ratio = 0x20,
+                                                           .mtc_period = 3,
+                                                           .tsc_ctc_ratio = "32/1"});
   ASSERT_EQ(rc_raw, 0) << raw_err;
   const auto [rc, out, err] = decode(DecodeCommand{.file = o.output});
   ASSERT_EQ(rc, 0) << err;
   EXPECT_EQ(out, raw);
   EXPECT_THAT(out, HasSubstr(", 0 errors"));
+  EXPECT_THAT(out, HasSubstr(" IPC: ")) << "cycles from MTC (no CYC in intel_pt//u)";
   EXPECT_THAT(out, ::testing::Not(HasSubstr("# 0 instructions")));
   EXPECT_THAT(err, HasSubstr(fmt::format("{} is a perftest PT capture: {} trace bytes from {} AUX records; code: {}",
                                          o.output, s.aux_bytes, s.aux_records, s.image_specs.front())));
+  // Without the timing the raw trace has no MTC time and no IPC.
+  const auto [rc_plain, plain, plain_err] = decode(DecodeCommand{.file = s.trace_file, .images = s.image_specs});
+  ASSERT_EQ(rc_plain, 0) << plain_err;
+  EXPECT_THAT(plain, ::testing::Not(HasSubstr(" IPC: ")));
   // --image given: the capture's own code is not added.
   const auto [rc_img, out_img, err_img] =
       decode(DecodeCommand{.file = o.output, .images = {fmt::format("0x1000:{}", s.trace_file)}});
   ASSERT_EQ(rc_img, 0) << err_img;
   EXPECT_THAT(out_img, ::testing::Not(HasSubstr(", 0 errors"))) << "decoded the capture's own code";
   EXPECT_THAT(err_img, ::testing::Not(HasSubstr("; code:")));
+  // A malformed ratio is bad input, named.
+  const auto [rc_bad, out_bad, err_bad] = decode(DecodeCommand{.file = o.output, .tsc_ctc_ratio = "32"});
+  EXPECT_EQ(rc_bad, 2);
+  EXPECT_THAT(err_bad, HasSubstr("--tsc-ctc-ratio 32: expected N/D"));
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ bool ParseExisting(const std::string& spec, ExistingEvent* out, std::string* err
 }  // namespace
 
 bool ReadTraceInput(const std::string& path, std::string_view command, std::vector<uint8_t>* trace,
-                    std::vector<std::string>* image_specs, std::string* error) {
+                    std::vector<std::string>* image_specs, std::string* error, CaptureTiming* timing) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     *error = fmt::format("cannot open {}: {}", path, std::strerror(errno));
@@ -98,6 +98,7 @@ bool ReadTraceInput(const std::string& path, std::string_view command, std::vect
     return false;
   }
   *trace = std::move(t->trace);
+  if (timing != nullptr) *timing = t->timing;
   // On stderr: what was taken from the capture (stdout is the tool's output).
   fmt::print(stderr, "perftest_pt {}: {} is a perftest PT capture: {} trace bytes from {} AUX records", command, path,
              trace->size(), t->aux_records);
@@ -125,7 +126,14 @@ void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd) {
       ->check(CLI::IsMember({"text", "json"}));
   cmd->app->add_option("--tsc-hz", cmd->tsc_hz, "TSC frequency, for i periods in ns/us/ms (default 1 GHz)");
   cmd->app->add_option("--max-nonturbo-ratio", cmd->max_nonturbo_ratio,
-                       "MSR_PLATFORM_INFO[15:8], to time CYC packets with CBR");
+                       "MSR_PLATFORM_INFO[15:8] (intel_pt sysfs max_nonturbo_ratio): times CYC packets with CBR, and "
+                       "counts cycles for IPC from MTC when there is no CYC (default: a capture's)");
+  cmd->app->add_option("--mtc-period", cmd->mtc_period,
+                       "the mtc_period the trace was recorded with (MTC every 2^N CTC ticks; default: a capture's, else 3)")
+      ->check(CLI::Range(0, 15));
+  cmd->app->add_option("--tsc-ctc-ratio", cmd->tsc_ctc_ratio,
+                       "N/D: TSC ticks per CTC tick, CPUID.15H EBX/EAX; MTC packets time the trace only with it "
+                       "(default: a capture's)");
   cmd->app->add_option("--existing-event", cmd->existing_events,
                        "an event recorded with the trace, TSC[:NAME] (repeatable): G/L add call chain/branch stack");
   cmd->app->add_option("--debug-log", cmd->debug_log, "the d log file (default intel_pt.log; d+o: stdout)");
@@ -155,10 +163,31 @@ int RunDecode(const DecodeCommand& cmd) {
   std::vector<uint8_t> trace;
   std::vector<std::string> image_specs = cmd.images;
   std::string error;
-  if (!ReadTraceInput(cmd.file, "decode", &trace, cmd.images.empty() ? &image_specs : nullptr, &error)) {
+  CaptureTiming timing;
+  if (!ReadTraceInput(cmd.file, "decode", &trace, cmd.images.empty() ? &image_specs : nullptr, &error, &timing)) {
     fmt::print(stderr, "perftest_pt decode: {}\n", error);
     return kExitBadInput;
   }
+  // The timing parameters: given, else the capture's.
+  if (!cmd.tsc_ctc_ratio.empty()) {
+    unsigned n = 0, d = 0;
+    char tail = 0;
+    if (std::sscanf(cmd.tsc_ctc_ratio.c_str(), "%u/%u%c", &n, &d, &tail) != 2 || n == 0 || d == 0) {
+      fmt::print(stderr, "perftest_pt decode: --tsc-ctc-ratio {}: expected N/D with N, D > 0 (CPUID.15H EBX/EAX)\n",
+                 cmd.tsc_ctc_ratio);
+      return kExitBadInput;
+    }
+    timing.tsc_ctc_ratio_n = n;
+    timing.tsc_ctc_ratio_d = d;
+  }
+  if (cmd.max_nonturbo_ratio != 0) timing.max_nonturbo_ratio = cmd.max_nonturbo_ratio;
+  FlowDecoder::Options d;
+  d.max_nonturbo_ratio = timing.max_nonturbo_ratio;
+  d.mtc_period = cmd.mtc_period >= 0 ? static_cast<unsigned>(cmd.mtc_period)
+                                     : timing.tsc_ctc_ratio_d != 0 ? timing.mtc_period : d.mtc_period;
+  d.tsc_ctc_ratio_n = timing.tsc_ctc_ratio_n;
+  d.tsc_ctc_ratio_d = timing.tsc_ctc_ratio_d == 0 ? 1 : timing.tsc_ctc_ratio_d;
+  o->max_nonturbo_ratio = timing.max_nonturbo_ratio;
   if (image_specs.empty()) {
     fmt::print(stderr,
                "perftest_pt decode: no object code (--image ADDR:FILE): the flow cannot be walked past the first "
@@ -189,8 +218,6 @@ int RunDecode(const DecodeCommand& cmd) {
   }
   std::FILE* log_out = log_file != nullptr ? log_file : stdout;
   ItraceLog log(trace, *o, [log_out](std::string_view s) { std::fwrite(s.data(), 1, s.size(), log_out); });
-  FlowDecoder::Options d;
-  d.max_nonturbo_ratio = cmd.max_nonturbo_ratio;
   ItraceSynth synth(*o);
   synth.SetExistingEvents(std::move(existing));
   const ItraceStats stats = SynthesizeItrace(trace, image, *o, d, &synth, o->debug_log ? &log : nullptr);

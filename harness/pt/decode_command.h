@@ -1,24 +1,30 @@
-// `perftest_pt decode FILE --itrace=SPEC [--image ADDR:FILE[:OFFSET[:SIZE]]]...
-//                       [--format=text|json] [--tsc-hz=N] [--max-nonturbo-ratio=N]
+// `perftest_pt decode FILE (--itrace=SPEC | --call-trace | --call-ret-trace)
+//                       [--image ADDR:FILE[:OFFSET[:SIZE]]]... [--format=text|json]
+//                       [--tsc-hz=N] [--max-nonturbo-ratio=N] [--mtc-period=N] [--tsc-ctc-ratio=N/D]
 //                       [--existing-event TSC[:NAME]]... [--debug-log FILE]`
-// (the runner's `perftest pt decode`; or --call-trace / --call-ret-trace
-// for --itrace): decodes the instruction flow of a raw
-// Intel PT trace (or of a `perftest pt record` capture: its AUX data, and
-// its own code unless --image is given) over the given object code and prints the itrace samples
-// (itrace.h), one per line — perf script style text, or JSON Lines — then a
-// summary line ("# N instructions, N samples, N errors"; in JSON a final
-// {"summary":...} object). Exit status: 0 decoded (decode errors are part
-// of the output, as `e` samples), 2 bad arguments or unreadable files.
-// --existing-event: events recorded with the trace for G/L (itrace.h
-// "Existing events"). With `d` the debug log (itrace_log.h) goes to
-// --debug-log (default intel_pt.log, as perf), or to stdout before the
-// samples with d+o.
+// (the runner's `perftest pt decode`): decodes the instruction flow of FILE
+// — raw Intel PT bytes, or a `perftest pt record` capture (capture_file.h:
+// its AUX data, its code unless --image is given, and its timing
+// parameters unless given) — over the object code, and prints the itrace
+// samples (itrace.h), one per line: perf script style text, perf script's
+// call-trace views (ToCallTrace()), or JSON Lines; then a summary line
+// ("# N instructions, N samples, N errors"; in JSON a final {"summary":...}
+// object). The timing parameters are perf's auxtrace info: MTC packets time
+// the trace only with the TSC:CTC ratio, and without CYC packets IPC counts
+// cycles from that time and the max non-turbo ratio. Exit status: 0 decoded
+// (decode errors are part of the output, as `e` samples), 2 bad arguments
+// or unreadable files. --existing-event: events recorded with the trace for
+// G/L (itrace.h "Existing events"). With `d` the debug log (itrace_log.h)
+// goes to --debug-log (default intel_pt.log, as perf), or to stdout before
+// the samples with d+o.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "harness/pt/capture_file.h"
 
 // CLI11 (<CLI/CLI.hpp>, ~10 s of compile per file) is included by the .cc
 // files that build the command line, not here.
@@ -34,7 +40,9 @@ struct DecodeCommand {
   std::vector<std::string> images;
   std::string format = "text";
   uint64_t tsc_hz = 0;
-  uint32_t max_nonturbo_ratio = 0;
+  uint32_t max_nonturbo_ratio = 0;  // 0: not given (a capture's, if any)
+  int mtc_period = -1;              // -1: not given (a capture's, else 3, perf's default)
+  std::string tsc_ctc_ratio;        // "N/D" (CPUID.15H EBX/EAX); "": not given (a capture's)
   std::vector<std::string> existing_events;
   std::string debug_log = "intel_pt.log";
   // perf script's --call-trace (itrace cewp, calls indented by depth) and
@@ -50,9 +58,10 @@ struct DecodeCommand {
 // if `image_specs` is not null, the capture's code (CaptureTraceOf(): the
 // mock's code files beside it, the side-band's file mappings). What it took
 // from a capture is said on stderr. False with `error` set if the file
-// cannot be read or the capture is malformed.
+// cannot be read or the capture is malformed. `timing`, if not null, gets
+// the capture's timing parameters (all 0 for raw bytes).
 bool ReadTraceInput(const std::string& path, std::string_view command, std::vector<uint8_t>* trace,
-                    std::vector<std::string>* image_specs, std::string* error);
+                    std::vector<std::string>* image_specs, std::string* error, CaptureTiming* timing = nullptr);
 
 // Adds the `decode` subcommand to `app`, filling `cmd` when parsed.
 void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd);

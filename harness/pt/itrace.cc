@@ -405,13 +405,31 @@ void ItraceSynth::TakeBranch(uint64_t from, uint64_t to, uint32_t flags, const F
   s.flags = flags;
   s.depth = static_cast<uint32_t>(calls_.size()) + ((flags & kFlagReturn) ? 1 : 0);
   s.time = t.tsc;
-  if (t.cyc != last_cyc_ && t.cyc > ipc_cyc_b_) {
+  if (const uint64_t cyc = Cycles(t); cyc > ipc_cyc_b_) {
     s.insn_count = insns_ - ipc_insns_b_;
-    s.cyc_count = t.cyc - ipc_cyc_b_;
+    s.cyc_count = cyc - ipc_cyc_b_;
     ipc_insns_b_ = insns_;
-    ipc_cyc_b_ = t.cyc;
+    ipc_cyc_b_ = cyc;
   }
   Emit(std::move(s), true);
+}
+
+void ItraceSynth::MtcCycles(const FlowTime& t, bool enable) {
+  if (have_cyc_ || o_.max_nonturbo_ratio == 0) return;
+  if (t.cyc != 0) {  // the trace has CYC packets: IPC from them
+    have_cyc_ = true;
+    return;
+  }
+  // A new CBR or tracing enabled: the estimate goes on from here.
+  if (enable || t.cbr != mtc_cbr_) {
+    mtc_cbr_ = t.cbr;
+    mtc_base_tsc_ = t.tsc;
+    mtc_base_cycles_ = mtc_cycles_;
+    return;
+  }
+  if (t.tsc <= mtc_base_tsc_) return;
+  const uint64_t est = (t.tsc - mtc_base_tsc_) * t.cbr / o_.max_nonturbo_ratio + mtc_base_cycles_;
+  mtc_cycles_ = std::max(mtc_cycles_, est);
 }
 
 void ItraceSynth::InstructionSample(uint64_t ip, const FlowTime& t) {
@@ -421,11 +439,11 @@ void ItraceSynth::InstructionSample(uint64_t ip, const FlowTime& t) {
   s.time = t.tsc;
   s.period = since_sample_;
   since_sample_ = 0;
-  if (t.cyc > ipc_cyc_i_) {
+  if (const uint64_t cyc = Cycles(t); cyc > ipc_cyc_i_) {
     s.insn_count = insns_ - ipc_insns_i_;
-    s.cyc_count = t.cyc - ipc_cyc_i_;
+    s.cyc_count = cyc - ipc_cyc_i_;
     ipc_insns_i_ = insns_;
-    ipc_cyc_i_ = t.cyc;
+    ipc_cyc_i_ = cyc;
   }
   if (o_.callchain) s.callchain = CallChain(ip);
   if (o_.last_branch) {
@@ -443,6 +461,7 @@ void ItraceSynth::OnBlock(const FlowBlock& b) {
     if (taken) TakeBranch(x.ip, b.ip, flags, pending_time_, x.length);
     have_pending_ = false;
   }
+  MtcCycles(b.time);  // (after the branch into the block, which is at the last block's time)
   // Existing events due in this block, at the first instruction whose time
   // estimate (the block's TSC + 1 tick per instruction since it changed)
   // reaches theirs.
@@ -495,6 +514,7 @@ void ItraceSynth::OnBlock(const FlowBlock& b) {
 
 void ItraceSynth::OnEvent(const FlowEvent& e) {
   using T = FlowEvent::Type;
+  MtcCycles(e.time, e.type == T::kEnabled);
   auto power = [&](std::string_view name) {
     if (!o_.power) return;
     ItraceSample s;

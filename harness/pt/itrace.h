@@ -72,6 +72,12 @@ struct ItraceOptions {
   bool suppress_overflow = false;  // e-o
   bool suppress_lost = false;      // e-l
   uint64_t tsc_hz = 0;             // TSC frequency for ns/us/ms periods; 0: 1 GHz assumed
+  // IPC without CYC packets (perf-intel-pt.txt: "otherwise MTC packets are
+  // used"): the maximum non-turbo ratio (MSR_PLATFORM_INFO[15:8], the
+  // intel_pt PMU's sysfs max_nonturbo_ratio); cycles are then TSC ticks *
+  // CBR / this since tracing was enabled or the CBR changed (perf's
+  // intel_pt_mtc_cyc_cnt_upd()). 0: IPC from CYC packets only.
+  uint32_t max_nonturbo_ratio = 0;
 };
 
 // Parses the letters after "--itrace=". Errors: EINVAL with the call naming
@@ -113,7 +119,10 @@ struct ItraceSample {
   uint32_t depth = 0;
   uint64_t time = 0;       // TSC estimate
   uint64_t period = 0;     // instructions: the instructions the sample stands for
-  uint64_t insn_count = 0, cyc_count = 0;  // IPC: since the last sample of this event with a cycle update
+  // IPC: instructions and core cycles since the last sample of this event
+  // with a cycle update (cycles from CYC packets, else estimated from the
+  // MTC/TSC time: ItraceOptions::max_nonturbo_ratio); 0 without an update.
+  uint64_t insn_count = 0, cyc_count = 0;
   uint64_t payload = 0;    // ptwrite payload, cbr ratio, mwait/pwre/pwrx payload
   uint64_t offset = 0;     // trace offset (errors, events; psb: the PSB's)
   uint64_t insn_index = 0; // existing events: instructions decoded before this one
@@ -207,7 +216,16 @@ class ItraceSynth {
   std::vector<ExistingEvent> existing_;
   size_t next_existing_ = 0;
   ItraceLog* log_ = nullptr;
-  uint64_t ipc_insns_i_ = 0, ipc_cyc_i_ = 0, ipc_insns_b_ = 0, ipc_cyc_b_ = 0, last_cyc_ = 0;
+  uint64_t ipc_insns_i_ = 0, ipc_cyc_i_ = 0, ipc_insns_b_ = 0, ipc_cyc_b_ = 0;
+  // The core cycles at time `t` for IPC: CYC's count once the trace has CYC
+  // packets, else the MTC estimate (MtcCycles()).
+  uint64_t Cycles(const FlowTime& t) const { return have_cyc_ || o_.max_nonturbo_ratio == 0 ? t.cyc : mtc_cycles_; }
+  // perf's intel_pt_mtc_cyc_cnt_upd() at a new time `t` (and _cbr() at a new
+  // CBR); `enable`: tracing (re)starts here (_pge()).
+  void MtcCycles(const FlowTime& t, bool enable = false);
+  bool have_cyc_ = false;
+  uint64_t mtc_cycles_ = 0, mtc_base_cycles_ = 0, mtc_base_tsc_ = 0;
+  uint8_t mtc_cbr_ = 0;
 };
 
 struct ItraceStats {

@@ -198,6 +198,69 @@ TEST(ItraceCorpus, CallAndReturnDepthsAreTheTruths) {
   }
 }
 
+// IPC on "instructions" samples against the truth's core cycles: from CYC
+// packets, and, in a trace without them, from MTC time (perf-intel-pt.txt
+// "IPC ... using the cycle count from CYC packets, otherwise MTC packets";
+// perf's intel_pt_mtc_cyc_cnt_upd(): TSC ticks * CBR / max non-turbo ratio,
+// which is exact in pt_sim up to an MTC period). Summed over the samples
+// that carry IPC, the instruction counts are exactly the instructions
+// decoded, and the cycle counts the truth's cycles since tracing began,
+// give or take: at least `behind` fewer, at most `ahead` more.
+void ExpectIpcFollowsTheTruth(const char* config, int64_t behind, int64_t ahead) {
+  SCOPED_TRACE(config);
+  SimRun r = Generate("compiled", config, 200000);
+  const GroundTruth& truth = r.t.truth;
+  std::vector<size_t> traced;  // truth.insns indices of the traced instructions
+  for (size_t i = 0; i < truth.insns.size(); ++i)
+    if (truth.insns[i].traced) traced.push_back(i);
+  ASSERT_GT(traced.size(), 100000u);
+  ASSERT_EQ(traced.back() + 1 - traced.front(), traced.size()) << "one stretch of tracing";
+  Result<ItraceOptions> o = ParseItrace("i1000i");
+  ASSERT_TRUE(o.ok());
+  o->max_nonturbo_ratio = truth.clock.cbr;  // pt_sim's TSC ticks once per cycle at the nominal ratio
+  FlowDecoder::Options d;
+  d.mtc_period = truth.config.mtc_period;
+  d.tsc_ctc_ratio_n = truth.clock.ctc_ebx;  // CPUID.15H: TSC/CTC = EBX/EAX
+  d.tsc_ctc_ratio_d = truth.clock.ctc_eax;
+  ItraceSynth synth(*o);
+  const ItraceStats stats = SynthesizeItrace(r.t.bytes, r.image, *o, d, &synth);
+  ASSERT_EQ(stats.errors, 0u);
+  const uint64_t start_cycles = truth.insns[traced.front()].cycles;
+  uint64_t insns = 0, cycles = 0, with_ipc = 0;
+  for (size_t j = 0; j < synth.samples().size(); ++j) {
+    const ItraceSample& s = synth.samples()[j];
+    ASSERT_EQ(s.event, "instructions");
+    if (s.cyc_count == 0) continue;
+    ++with_ipc;
+    insns += s.insn_count;
+    cycles += s.cyc_count;
+    const size_t k = (j + 1) * 1000 - 1;  // the sample's instruction, among the traced
+    ASSERT_EQ(insns, k + 1) << "sample " << j;
+    // The cycles before the next instruction: the sample's instruction retired.
+    if (traced[k] + 1 >= truth.insns.size()) continue;  // (the last instruction: no next)
+    const uint64_t truth_cycles = truth.insns[traced[k] + 1].cycles - start_cycles;
+    const int64_t error = static_cast<int64_t>(cycles) - static_cast<int64_t>(truth_cycles);
+    EXPECT_GE(error, -behind) << "sample " << j << ": " << cycles << " cycles decoded, " << truth_cycles << " in the truth";
+    EXPECT_LE(error, ahead) << "sample " << j << ": " << cycles << " cycles decoded, " << truth_cycles << " in the truth";
+  }
+  EXPECT_GT(with_ipc, synth.samples().size() / 2) << "most samples see a cycle update";
+}
+
+TEST(ItraceCorpus, IpcFromCycPackets) {
+  testing::Spec("pt.itrace.ipc_cyc", "perf-intel-pt.txt \"IPC is calculated using the cycle count from CYC packets\"");
+  // A block's time is after the packet that resolves its branch, and a TNT
+  // packet carries up to 6 branches: the count runs ahead by up to their
+  // cycles (118 seen), never behind.
+  ExpectIpcFollowsTheTruth("cyc", 0, 160);
+}
+
+TEST(ItraceCorpus, IpcFromMtcWithoutCyc) {
+  testing::Spec("pt.itrace.ipc_mtc", "perf-intel-pt.txt \"otherwise MTC packets are used\"; perf intel_pt_mtc_cyc_cnt_upd");
+  // mtc_period 3: an MTC every 8 CTC ticks, 256 TSC ticks (CPUID.15H 32/1):
+  // about one period either way (262 seen).
+  ExpectIpcFollowsTheTruth("mtc_period3", 320, 320);
+}
+
 TEST(ItraceCorpus, CallChainsAndBranchStacksOnExistingEvents) {
   testing::Spec("pt.itrace.G_L", "perf-intel-pt.txt \"The G and L options\"; perf intel_pt_add_callchain/add_lbrs");
   for (const char* program : {"compiled", "compiled_o0", "deep", "dispatch"}) {

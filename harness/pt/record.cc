@@ -8,6 +8,9 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -143,6 +146,38 @@ Result<void> WriteKernelTrace(const Session& s, const std::string& output, Captu
   if (!f) return Fail<void>(EIO, "cannot write " + sum->trace_file);
   sum->image_specs = s.images;
   return Result<void>::Ok();
+}
+
+// The timing parameters a decoder needs, as perf's intel_pt_info_fill()
+// records them: the attr's mtc_period (through format/mtc_period); on the
+// kernel CPUID.15H (TSC/CTC = EBX/EAX) and the PMU's sysfs
+// max_nonturbo_ratio; on the mock the simulated clock (pt_sim: the TSC ticks
+// once per cycle at the nominal ratio, so that is the max non-turbo ratio).
+CaptureTiming Timing(Backend& b, const Pmu& pt, const perf_event_attr& attr, int pt_fd) {
+  CaptureTiming t;
+  if (auto f = pt.format.find("mtc_period"); f != pt.format.end()) {
+    int word = -1;
+    const uint64_t mask = FormatBits(f->second, &word);
+    if (mask != 0 && word == 0) t.mtc_period = static_cast<uint32_t>((attr.config & mask) >> std::countr_zero(mask));
+  }
+  if (const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b, pt_fd)) {
+    t.tsc_ctc_ratio_n = truth->clock.ctc_ebx;
+    t.tsc_ctc_ratio_d = truth->clock.ctc_eax;
+    t.max_nonturbo_ratio = truth->clock.cbr;
+    return t;
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) >= 0x15 && __get_cpuid_count(0x15, 0, &eax, &ebx, &ecx, &edx) && eax != 0 &&
+      ebx != 0) {
+    t.tsc_ctc_ratio_n = ebx;
+    t.tsc_ctc_ratio_d = eax;
+  }
+#endif
+  std::ifstream f(std::string(kSysfsPmuRoot) + "/" + pt.name + "/max_nonturbo_ratio");
+  unsigned ratio = 0;
+  if (f >> ratio) t.max_nonturbo_ratio = ratio;
+  return t;
 }
 
 // execvp()'s PATH search, done before forking so that a missing command is an
@@ -282,6 +317,7 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
 
   Writer w(o.output);
   if (!w.ok()) return close_go(), Fail<CaptureSummary>(errno == 0 ? EIO : errno, "cannot write " + o.output);
+  const CaptureTiming timing = Timing(b, *pt, attr, s.pt->fd());
   nlohmann::json meta = {
       {"format", "perftest PT capture v1"},
       {"backend", o.backend},
@@ -299,6 +335,11 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
       {"page_size", b.Machine().page_size},
       {"aux_size", s.aux->size()},
       {"mode", o.snapshot ? "snapshot" : "full-trace"},
+      {"timing",
+       {{"mtc_period", timing.mtc_period},
+        {"tsc_ctc_ratio_n", timing.tsc_ctc_ratio_n},
+        {"tsc_ctc_ratio_d", timing.tsc_ctc_ratio_d},
+        {"max_nonturbo_ratio", timing.max_nonturbo_ratio}}},
   };
   const std::string meta_text = meta.dump();
   w.Chunk(kCaptureMeta, 0, meta_text.data(), meta_text.size());
