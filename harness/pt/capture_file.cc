@@ -144,11 +144,19 @@ Result<CaptureTrace> CaptureTraceOf(const Capture& c, const std::string& capture
   CaptureTrace t;
   t.timing = timing;
   t.image_specs = SiblingImages(capture_path);
+  bool truncated_before = false;  // the last AUX chunk was TRUNCATED
   for (const CaptureChunk& ch : c.chunks) {
     if (ch.type == kCaptureAux) {
       if (ch.payload.size() < 24) {
         return R::Failure(EBADMSG, fmt::format("{}: an AUX chunk of {} bytes (its header is 24)", what, ch.payload.size()));
       }
+      uint64_t flags = 0;
+      std::memcpy(&flags, ch.payload.data() + 16, sizeof flags);
+      const bool has_data = ch.payload.size() > 24;
+      // Data after a TRUNCATED chunk does not continue it (an empty chunk
+      // between them carries the loss on).
+      if (truncated_before && has_data) t.data_lost.push_back(t.trace.size());
+      truncated_before = (flags & PERF_AUX_FLAG_TRUNCATED) != 0 || (truncated_before && !has_data);
       t.trace.insert(t.trace.end(), ch.payload.begin() + 24, ch.payload.end());
       ++t.aux_records;
       continue;

@@ -72,6 +72,11 @@ struct CaptureTrace {
   uint64_t aux_records = 0;              // AUX chunks
   std::vector<std::string> image_specs;  // ADDR:FILE[:OFFSET:SIZE], for Image (decode --image)
   CaptureTiming timing;                  // META's "timing"
+  // Trace offsets where data was lost before: the end of each AUX chunk
+  // whose flags have PERF_AUX_FLAG_TRUNCATED (the AUX area was full; the
+  // next chunk does not continue it) and that more data follows. perf
+  // reports each as a "lost trace data" error (intel_pt_lost()).
+  std::vector<uint64_t> data_lost;
   // Mappings that could not be used, one sentence each (an MMAP2 of a file
   // that is not on this machine, ...): for the user, not an error.
   std::vector<std::string> notes;

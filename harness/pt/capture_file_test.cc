@@ -15,6 +15,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <sstream>
+#include <algorithm>
 
 #include "harness/pt/decode_command.h"
 #include "harness/pt/record.h"
@@ -239,6 +241,52 @@ TEST(CaptureFile, DecodeCommandReadsACapture) {
   const auto [rc_bad, out_bad, err_bad] = decode(DecodeCommand{.file = o.output, .tsc_ctc_ratio = "32"});
   EXPECT_EQ(rc_bad, 2);
   EXPECT_THAT(err_bad, HasSubstr("--tsc-ctc-ratio 32: expected N/D"));
+}
+
+// A small AUX area that fills (TRUNCATED, the event stopped, drained and
+// enabled again): the capture's data_lost are where the data after each
+// truncation begins, `e` reports each as "Lost trace data" there and `e-l`
+// leaves just those out (perf's intel_pt_lost(), AUXTRACE_ERR_FLG_DATA_LOST).
+TEST(CaptureFile, TruncatedAuxDataIsLostTraceData) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  RecordOptions o;
+  o.backend = "mock";
+  o.output = dir.path() + "/small.ptcap";
+  o.instructions = 400000;
+  o.aux_pages = 2;
+  ASSERT_OK_AND_ASSIGN(CaptureSummary s, Record(o));
+  ASSERT_GE(s.truncated, 2u);
+  ASSERT_OK_AND_ASSIGN(Capture c, ReadCapture(o.output));
+  ASSERT_OK_AND_ASSIGN(CaptureTrace t, CaptureTraceOf(c, o.output));
+  ASSERT_FALSE(t.data_lost.empty());
+  EXPECT_LE(t.data_lost.size(), s.truncated);
+  for (uint64_t at : t.data_lost) {
+    ASSERT_LT(at, t.trace.size());
+    EXPECT_TRUE(std::equal(t.trace.begin() + static_cast<long>(at), t.trace.begin() + static_cast<long>(at) + 2,
+                           std::begin({uint8_t{0x02}, uint8_t{0x82}})))
+        << "the data after a truncation starts with a PSB (the event enabled again), at " << at;
+  }
+  auto decode = [&](const char* itrace) {
+    DecodeCommand cmd{.file = o.output, .itrace = itrace, .format = "json"};
+    ::testing::internal::CaptureStdout();
+    ::testing::internal::CaptureStderr();
+    EXPECT_EQ(RunDecode(cmd), 0);
+    (void)::testing::internal::GetCapturedStderr();
+    std::vector<std::string> lines;
+    std::istringstream in(::testing::internal::GetCapturedStdout());
+    for (std::string line; std::getline(in, line);)
+      if (line.find(R"({"summary")") != 0) lines.push_back(line);  // (its sample count differs)
+    return lines;
+  };
+  const std::vector<std::string> e = decode("e"), quiet = decode("e-l");
+  std::vector<std::string> lost, rest;
+  for (const std::string& line : e) (line.find(R"("errno":"ENOSPC")") != std::string::npos ? lost : rest).push_back(line);
+  ASSERT_EQ(lost.size(), t.data_lost.size());
+  for (size_t i = 0; i < lost.size(); ++i) {
+    EXPECT_THAT(lost[i], HasSubstr(fmt::format(R"("offset":{},"message":"Lost trace data")", t.data_lost[i])));
+  }
+  EXPECT_EQ(rest, quiet);
 }
 
 }  // namespace

@@ -79,7 +79,8 @@ bool ParseExisting(const std::string& spec, ExistingEvent* out, std::string* err
 }  // namespace
 
 bool ReadTraceInput(const std::string& path, std::string_view command, std::vector<uint8_t>* trace,
-                    std::vector<std::string>* image_specs, std::string* error, CaptureTiming* timing) {
+                    std::vector<std::string>* image_specs, std::string* error, CaptureTiming* timing,
+                    std::vector<uint64_t>* data_lost) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     *error = fmt::format("cannot open {}: {}", path, std::strerror(errno));
@@ -99,9 +100,11 @@ bool ReadTraceInput(const std::string& path, std::string_view command, std::vect
   }
   *trace = std::move(t->trace);
   if (timing != nullptr) *timing = t->timing;
+  if (data_lost != nullptr) *data_lost = t->data_lost;
   // On stderr: what was taken from the capture (stdout is the tool's output).
   fmt::print(stderr, "perftest_pt {}: {} is a perftest PT capture: {} trace bytes from {} AUX records", command, path,
              trace->size(), t->aux_records);
+  if (!t->data_lost.empty()) fmt::print(stderr, " (data lost {} times: TRUNCATED)", t->data_lost.size());
   if (image_specs != nullptr) {
     *image_specs = std::move(t->image_specs);
     fmt::print(stderr, "; code: {}\n", image_specs->empty() ? "none found" : fmt::format("{}", fmt::join(*image_specs, " ")));
@@ -164,7 +167,9 @@ int RunDecode(const DecodeCommand& cmd) {
   std::vector<std::string> image_specs = cmd.images;
   std::string error;
   CaptureTiming timing;
-  if (!ReadTraceInput(cmd.file, "decode", &trace, cmd.images.empty() ? &image_specs : nullptr, &error, &timing)) {
+  std::vector<uint64_t> data_lost;
+  if (!ReadTraceInput(cmd.file, "decode", &trace, cmd.images.empty() ? &image_specs : nullptr, &error, &timing,
+                      &data_lost)) {
     fmt::print(stderr, "perftest_pt decode: {}\n", error);
     return kExitBadInput;
   }
@@ -220,7 +225,7 @@ int RunDecode(const DecodeCommand& cmd) {
   ItraceLog log(trace, *o, [log_out](std::string_view s) { std::fwrite(s.data(), 1, s.size(), log_out); });
   ItraceSynth synth(*o);
   synth.SetExistingEvents(std::move(existing));
-  const ItraceStats stats = SynthesizeItrace(trace, image, *o, d, &synth, o->debug_log ? &log : nullptr);
+  const ItraceStats stats = SynthesizeItrace(trace, image, *o, d, &synth, o->debug_log ? &log : nullptr, data_lost);
   if (o->debug_log) log.Finish();
   if (log_file != nullptr && std::fclose(log_file) != 0) {
     fmt::print(stderr, "perftest_pt decode: writing the debug log {}: {}\n", cmd.debug_log, std::strerror(errno));

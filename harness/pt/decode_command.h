@@ -58,10 +58,12 @@ struct DecodeCommand {
 // if `image_specs` is not null, the capture's code (CaptureTraceOf(): the
 // mock's code files beside it, the side-band's file mappings). What it took
 // from a capture is said on stderr. False with `error` set if the file
-// cannot be read or the capture is malformed. `timing`, if not null, gets
-// the capture's timing parameters (all 0 for raw bytes).
+// cannot be read or the capture is malformed. `timing` and `data_lost`, if
+// not null, get the capture's timing parameters and lost-data offsets
+// (CaptureTrace; nothing for raw bytes).
 bool ReadTraceInput(const std::string& path, std::string_view command, std::vector<uint8_t>* trace,
-                    std::vector<std::string>* image_specs, std::string* error, CaptureTiming* timing = nullptr);
+                    std::vector<std::string>* image_specs, std::string* error, CaptureTiming* timing = nullptr,
+                    std::vector<uint64_t>* data_lost = nullptr);
 
 // Adds the `decode` subcommand to `app`, filling `cmd` when parsed.
 void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "harness/pt/itrace_log.h"
 #include "harness/pt/last_ip.h"
 #include "harness/pt/packet_decoder.h"
+#include "harness/pt/sync.h"
 
 namespace perftest::pt {
 
@@ -621,6 +623,18 @@ void ItraceSynth::OnError(int err, uint64_t offset, uint64_t ip, const std::stri
   Emit(std::move(s), false);
 }
 
+void ItraceSynth::OnLost(uint64_t offset) {
+  have_pending_ = false;
+  calls_.clear();
+  if (!o_.errors || o_.suppress_lost) return;
+  ItraceSample s;
+  s.event = "error";
+  s.error = ENOSPC;
+  s.offset = offset;
+  s.message = "Lost trace data";
+  Emit(std::move(s), false);
+}
+
 void ItraceSynth::OnQuick(std::string_view kind, uint64_t from, uint64_t to, uint32_t flags, uint64_t offset) {
   FlowTime t;
   if (o_.instructions && to != 0) {
@@ -636,12 +650,20 @@ void ItraceSynth::OnQuick(std::string_view kind, uint64_t from, uint64_t to, uin
 namespace {
 
 // q and qq: packets only (perf-intel-pt.txt "The q option").
-void Quick(std::span<const uint8_t> trace, const ItraceOptions& o, ItraceSynth* synth, ItraceStats* stats) {
-  const std::vector<PsbInfo> psbs = o.power ? FindPsbs(trace) : std::vector<PsbInfo>{};
-  size_t next_psb = 0;
+// The stretch [start, end) of `trace` (from its first PSB on), whose
+// PSB+s are `psbs` (`next_psb` the first not reported).
+void Quick(std::span<const uint8_t> trace, uint64_t start, uint64_t end, const std::vector<PsbInfo>& psbs,
+           size_t& next_psb, const ItraceOptions& o, ItraceSynth* synth, ItraceStats* stats) {
+  trace = trace.first(end);
   PacketDecoder d(trace, PacketDecoder::Options{.block_packets = true});
+  // The first sync point: the first PSB at or after `start`.
+  auto sync = [&, first = true]() mutable {
+    if (!std::exchange(first, false) || start == 0) return d.SyncForward().ok();
+    const std::optional<uint64_t> psb = FindPsbForward(trace, start);
+    return psb.has_value() && d.SyncSet(*psb).ok();
+  };
   LastIp last_ip;
-  while (d.SyncForward().ok()) {
+  while (sync()) {
     bool in_psb = false;
     bool have_fup = false;
     uint64_t fup = 0;
@@ -726,28 +748,32 @@ std::vector<PsbInfo> FindPsbs(std::span<const uint8_t> trace) {
   return out;
 }
 
-ItraceStats SynthesizeItrace(std::span<const uint8_t> trace, const Image& image, const ItraceOptions& options,
-                             FlowDecoder::Options decoder_options, ItraceSynth* synth, ItraceLog* log) {
-  ItraceStats stats;
-  if (log != nullptr) synth->SetLog(log);
-  if (options.quick > 0) {
-    Quick(trace, options, synth, &stats);
-    stats.samples = synth->samples().size();
-    return stats;
-  }
+namespace {
+
+// SynthesizeItrace() over the stretch [start, end) of `trace` (from its
+// first PSB on), whose PSB+s are `psbs`: a flow decoder of its own.
+void DecodeSegment(std::span<const uint8_t> trace, uint64_t start, uint64_t end, const std::vector<PsbInfo>& psbs,
+                   size_t& next_psb, const Image& image, FlowDecoder::Options decoder_options, ItraceSynth* synth,
+                   ItraceLog* log, ItraceStats* stats) {
   // PSB events (p): each PSB+ once the flow has read past it.
-  const std::vector<PsbInfo> psbs = options.power ? FindPsbs(trace) : std::vector<PsbInfo>{};
-  size_t next_psb = 0;
   auto psbs_before = [&](uint64_t offset) {
     for (; next_psb < psbs.size() && psbs[next_psb].offset < offset; ++next_psb)
       synth->OnPsb(psbs[next_psb].offset, psbs[next_psb].ip, psbs[next_psb].tsc);
   };
-  FlowDecoder dec(trace, &image, decoder_options);
+  FlowDecoder dec(trace.first(end), &image, decoder_options);
+  // The first sync point: the first PSB at or after `start`.
+  auto sync = [&, first = true]() mutable -> Result<uint64_t> {
+    if (!std::exchange(first, false) || start == 0) return dec.SyncForward();
+    const std::optional<uint64_t> psb = FindPsbForward(trace.first(end), start);
+    if (!psb) return Result<uint64_t>::Failure(ENODATA, "no PSB after the lost data");
+    Result<uint64_t> s = dec.SyncSet(*psb);
+    return s.ok() || s.error() == ENODATA ? s : dec.SyncForward();
+  };
   for (;;) {
-    Result<uint64_t> s = dec.SyncForward();
+    Result<uint64_t> s = sync();
     if (!s.ok()) {
       if (s.error() == ENODATA) break;
-      ++stats.errors;
+      ++stats->errors;
       if (log != nullptr) {
         log->PacketsUpTo(dec.error_offset());
         log->Error(s.error(), dec.error_offset(), 0, s.call());
@@ -771,7 +797,7 @@ ItraceStats SynthesizeItrace(std::span<const uint8_t> trace, const Image& image,
           for (uint32_t i = 0; i < step.block.ninsn; ip += step.block.lengths[i++])
             log->Line(fmt::format("insn {:x} len {}", ip, step.block.lengths[i]));
         }
-        stats.instructions += step.block.ninsn;
+        stats->instructions += step.block.ninsn;
         synth->OnBlock(step.block);
         psbs_before(dec.offset());
       } else {
@@ -784,14 +810,42 @@ ItraceStats SynthesizeItrace(std::span<const uint8_t> trace, const Image& image,
       }
     }
     if (err == ENODATA) break;
-    ++stats.errors;
+    ++stats->errors;
     if (log != nullptr) {
       log->PacketsUpTo(dec.error_offset() + 1);
       log->Error(err, dec.error_offset(), dec.error_ip(), dec.error_message());
     }
     synth->OnError(err, dec.error_offset(), dec.error_ip(), dec.error_message());
   }
-  psbs_before(~uint64_t{0});
+}
+
+}  // namespace
+
+ItraceStats SynthesizeItrace(std::span<const uint8_t> trace, const Image& image, const ItraceOptions& options,
+                             FlowDecoder::Options decoder_options, ItraceSynth* synth, ItraceLog* log,
+                             std::span<const uint64_t> data_lost) {
+  ItraceStats stats;
+  if (log != nullptr) synth->SetLog(log);
+  const std::vector<PsbInfo> psbs = options.power ? FindPsbs(trace) : std::vector<PsbInfo>{};
+  size_t next_psb = 0;
+  // The stretches between the points where trace data was lost, each
+  // decoded on its own (the bytes on either side do not continue each other).
+  std::vector<uint64_t> cuts(data_lost.begin(), data_lost.end());
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::erase_if(cuts, [&](uint64_t c) { return c == 0 || c >= trace.size(); });
+  cuts.push_back(trace.size());
+  uint64_t start = 0;
+  for (const uint64_t end : cuts) {
+    if (start != 0) synth->OnLost(start);
+    if (options.quick > 0) {
+      Quick(trace, start, end, psbs, next_psb, options, synth, &stats);
+    } else {
+      DecodeSegment(trace, start, end, psbs, next_psb, image, decoder_options, synth, log, &stats);
+    }
+    start = end;
+  }
+  for (; next_psb < psbs.size(); ++next_psb) synth->OnPsb(psbs[next_psb].offset, psbs[next_psb].ip, psbs[next_psb].tsc);
   stats.samples = synth->samples().size();
   return stats;
 }

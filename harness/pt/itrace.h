@@ -167,6 +167,10 @@ class ItraceSynth {
   void OnBlock(const FlowBlock& block);
   void OnEvent(const FlowEvent& event);
   void OnError(int err, uint64_t offset, uint64_t ip, const std::string& message);
+  // Trace data lost before `offset` (an AUX record with
+  // PERF_AUX_FLAG_TRUNCATED: perf's intel_pt_lost()): with e and without
+  // e-l an error sample ENOSPC "Lost trace data" there; the flow starts over.
+  void OnLost(uint64_t offset);
   // Quick modes: a control-flow point known from a packet alone.
   void OnQuick(std::string_view kind, uint64_t from, uint64_t to, uint32_t flags, uint64_t offset);
 
@@ -237,8 +241,13 @@ struct ItraceStats {
 // Decodes the whole trace (sync, decode to an error, resync at the next
 // PSB, ...) into `synth`. With options.quick, walks packets only. With a
 // `log` (options.debug_log), writes the debug log to it as it goes.
+// `data_lost`: trace offsets where data was lost before (a capture's
+// TRUNCATED AUX records, capture_file.h CaptureTrace::data_lost): the
+// stretches between them are decoded apart, each after an
+// ItraceSynth::OnLost(). Offsets in samples are in the whole trace.
 ItraceStats SynthesizeItrace(std::span<const uint8_t> trace, const Image& image, const ItraceOptions& options,
-                             FlowDecoder::Options decoder_options, ItraceSynth* synth, ItraceLog* log = nullptr);
+                             FlowDecoder::Options decoder_options, ItraceSynth* synth, ItraceLog* log = nullptr,
+                             std::span<const uint64_t> data_lost = {});
 
 // The PSB+s of a trace, in order: the PSB's offset, the IP of the FUP in
 // its PSB+ (0 without one) and its TSC (0 without one). Bad packets are

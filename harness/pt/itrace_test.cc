@@ -244,6 +244,40 @@ TEST(ItraceSynth, ErrorsAndOverflows) {
   EXPECT_EQ(r.samples.size() - overflows, quiet.samples.size());
 }
 
+// Data lost at an offset (SynthesizeItrace's data_lost): the trace is
+// decoded as two stretches, the second from its first PSB on, with one
+// error ENOSPC "Lost trace data" at the offset between them unless e-l; in
+// quick mode too.
+TEST(ItraceSynth, LostDataSplitsTheTrace) {
+  for (const char* letters : {"e", "eq"}) {
+    SCOPED_TRACE(letters);
+    const testing::FlowTrace t = testing::MakeFlowTrace({.seed = 5, .insns = 30000, .async = false, .overflow = false});
+    Image image;
+    ASSERT_TRUE(image.AddBlob(t.code_base, t.code).ok());
+    const uint64_t cut = t.trace.size() / 2 + 3;  // mid-packet, most likely
+    auto run = [&](const char* spec, std::vector<uint64_t> lost) {
+      Result<ItraceOptions> o = ParseItrace(spec);
+      EXPECT_TRUE(o.ok());
+      ItraceSynth synth(*o);
+      SynthesizeItrace(t.trace, image, *o, {}, &synth, nullptr, lost);
+      return synth.samples();
+    };
+    EXPECT_TRUE(run(letters, {}).empty()) << "a clean trace: no errors";
+    const std::vector<ItraceSample> with = run(letters, {cut});
+    ASSERT_FALSE(with.empty());
+    size_t lost = 0;
+    for (const ItraceSample& s : with) {
+      if (s.error != ENOSPC) continue;
+      ++lost;
+      EXPECT_EQ(s.offset, cut);
+      EXPECT_EQ(s.message, "Lost trace data");
+    }
+    EXPECT_EQ(lost, 1u);
+    const std::string quiet = std::string(letters).insert(1, "-l");
+    EXPECT_EQ(run(quiet.c_str(), {cut}).size(), with.size() - 1);
+  }
+}
+
 TEST(ItraceSynth, QuickUsesIpPacketsOnly) {
   SynthRun q = Synth("bq");
   SynthRun full = Synth("b");

@@ -39,6 +39,7 @@ namespace perftest::pt {
 namespace {
 
 constexpr uint64_t kMockSyscalls = 4;  // system calls the simulated task makes in a mock recording
+constexpr uint64_t kMockDrainEvery = 50000;  // instructions of the simulated task between two drains
 
 class Writer {
  public:
@@ -351,12 +352,23 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
     // (TIP.PGD/TIP.PGE in the trace).
     if (Result<void> r = s.dummy->Enable(); !r.ok()) return R::FailureFrom(r);
     if (Result<void> r = s.pt->Enable(); !r.ok()) return R::FailureFrom(r);
-    for (const Workload& wl : {Workload::MmapExec(4), Workload::SetComm("perftest-pt"),
-                               Workload::Instructions(o.instructions / 2), Workload::Syscalls(kMockSyscalls),
-                               Workload::Instructions(o.instructions - o.instructions / 2)}) {
+    // The instructions in steps, drained after each: as on the kernel, a
+    // TRUNCATED transaction (AUX area full, event stopped) is drained and
+    // the event enabled again, leaving a gap in the trace.
+    std::vector<Workload> steps = {Workload::MmapExec(4), Workload::SetComm("perftest-pt")};
+    auto instructions = [&](uint64_t n) {
+      for (uint64_t done = 0; done < n; done += kMockDrainEvery)
+        steps.push_back(Workload::Instructions(std::min(kMockDrainEvery, n - done)));
+    };
+    instructions(o.instructions / 2);
+    steps.push_back(Workload::Syscalls(kMockSyscalls));
+    instructions(o.instructions - o.instructions / 2);
+    for (const Workload& wl : steps) {
       Result<WorkloadResult> r = b.RunWorkload(wl);
       if (!r.ok()) return R::FailureFrom(r);
+      const uint64_t truncated = sum.truncated;
       Drain(s, w, &sum);
+      if (sum.truncated != truncated && !o.snapshot) (void)s.pt->Enable();
     }
     (void)s.pt->Disable();
     (void)s.dummy->Disable();
