@@ -103,6 +103,30 @@ CaptureChunk SideBandMmap2(const SampleLayout& layout, const std::string& file, 
   return {kCaptureRecord, kCaptureSideBand, std::vector<uint8_t>(p, p + bytes.size())};
 }
 
+// A mock recording in `dir` and what CaptureTraceOf() makes of it.
+struct MockCapture {
+  std::string path;
+  CaptureSummary summary;
+  CaptureTrace trace;
+};
+MockCapture RecordMock(const TempDir& dir, const char* name, uint64_t instructions, size_t aux_pages = 64) {
+  MockCapture m;
+  RecordOptions o;
+  o.backend = "mock";
+  o.output = m.path = dir.path() + "/" + name;
+  o.instructions = instructions;
+  o.aux_pages = aux_pages;
+  Result<CaptureSummary> s = Record(o);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  if (!s.ok()) return m;
+  m.summary = *s;
+  Result<Capture> c = ReadCapture(o.output);
+  Result<CaptureTrace> t = c.ok() ? CaptureTraceOf(*c, o.output) : Result<CaptureTrace>::FailureFrom(c);
+  EXPECT_TRUE(t.ok()) << t.ToString();
+  if (t.ok()) m.trace = std::move(*t);
+  return m;
+}
+
 TEST(CaptureFile, MagicTellsACaptureFromRawTrace) {
   const std::vector<uint8_t> capture(std::begin(kCaptureMagic), std::end(kCaptureMagic));
   EXPECT_TRUE(IsCaptureFile(capture));
@@ -116,13 +140,8 @@ TEST(CaptureFile, MagicTellsACaptureFromRawTrace) {
 TEST(CaptureFile, MockCaptureGivesTheTraceAndTheCodeBesideIt) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  RecordOptions o;
-  o.backend = "mock";
-  o.output = dir.path() + "/run.ptcap";
-  o.instructions = 200000;
-  ASSERT_OK_AND_ASSIGN(CaptureSummary s, Record(o));
-  ASSERT_OK_AND_ASSIGN(Capture c, ReadCapture(o.output));
-  ASSERT_OK_AND_ASSIGN(CaptureTrace t, CaptureTraceOf(c, o.output));
+  const auto [path, s, t] = RecordMock(dir, "run.ptcap", 200000);
+  ASSERT_FALSE(HasFailure());
   EXPECT_EQ(t.trace, ReadAll(s.trace_file));
   EXPECT_EQ(t.trace.size(), s.aux_bytes);
   EXPECT_EQ(t.aux_records, s.aux_records);
@@ -194,13 +213,8 @@ TEST(CaptureFile, MalformedCapturesAreEBADMSG) {
 TEST(CaptureFile, DecodeCommandReadsACapture) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  RecordOptions o;
-  o.backend = "mock";
-  o.output = dir.path() + "/run.ptcap";
-  o.instructions = 20000;
-  ASSERT_OK_AND_ASSIGN(CaptureSummary s, Record(o));
-  ASSERT_OK_AND_ASSIGN(Capture c, ReadCapture(o.output));
-  ASSERT_OK_AND_ASSIGN(CaptureTrace t, CaptureTraceOf(c, o.output));
+  const auto [path, s, t] = RecordMock(dir, "run.ptcap", 20000);
+  ASSERT_FALSE(HasFailure());
   EXPECT_EQ(t.timing, (CaptureTiming{.mtc_period = 3, .tsc_ctc_ratio_n = 32, .tsc_ctc_ratio_d = 1,
                                      .max_nonturbo_ratio = 0x20}))
       << "perf's default mtc_period; pt_sim's clock (CPUID.15H 32/1, nominal CBR 0x20)";
@@ -219,26 +233,26 @@ TEST(CaptureFile, DecodeCommandReadsACapture) {
                                                            .mtc_period = 3,
                                                            .tsc_ctc_ratio = "32/1"});
   ASSERT_EQ(rc_raw, 0) << raw_err;
-  const auto [rc, out, err] = decode(DecodeCommand{.file = o.output});
+  const auto [rc, out, err] = decode(DecodeCommand{.file = path});
   ASSERT_EQ(rc, 0) << err;
   EXPECT_EQ(out, raw);
   EXPECT_THAT(out, HasSubstr(", 0 errors"));
   EXPECT_THAT(out, HasSubstr(" IPC: ")) << "cycles from MTC (no CYC in intel_pt//u)";
   EXPECT_THAT(out, ::testing::Not(HasSubstr("# 0 instructions")));
   EXPECT_THAT(err, HasSubstr(fmt::format("{} is a perftest PT capture: {} trace bytes from {} AUX records; code: {}",
-                                         o.output, s.aux_bytes, s.aux_records, s.image_specs.front())));
+                                         path, s.aux_bytes, s.aux_records, s.image_specs.front())));
   // Without the timing the raw trace has no MTC time and no IPC.
   const auto [rc_plain, plain, plain_err] = decode(DecodeCommand{.file = s.trace_file, .images = s.image_specs});
   ASSERT_EQ(rc_plain, 0) << plain_err;
   EXPECT_THAT(plain, ::testing::Not(HasSubstr(" IPC: ")));
   // --image given: the capture's own code is not added.
   const auto [rc_img, out_img, err_img] =
-      decode(DecodeCommand{.file = o.output, .images = {fmt::format("0x1000:{}", s.trace_file)}});
+      decode(DecodeCommand{.file = path, .images = {fmt::format("0x1000:{}", s.trace_file)}});
   ASSERT_EQ(rc_img, 0) << err_img;
   EXPECT_THAT(out_img, ::testing::Not(HasSubstr(", 0 errors"))) << "decoded the capture's own code";
   EXPECT_THAT(err_img, ::testing::Not(HasSubstr("; code:")));
   // A malformed ratio is bad input, named.
-  const auto [rc_bad, out_bad, err_bad] = decode(DecodeCommand{.file = o.output, .tsc_ctc_ratio = "32"});
+  const auto [rc_bad, out_bad, err_bad] = decode(DecodeCommand{.file = path, .tsc_ctc_ratio = "32"});
   EXPECT_EQ(rc_bad, 2);
   EXPECT_THAT(err_bad, HasSubstr("--tsc-ctc-ratio 32: expected N/D"));
 }
@@ -250,15 +264,9 @@ TEST(CaptureFile, DecodeCommandReadsACapture) {
 TEST(CaptureFile, TruncatedAuxDataIsLostTraceData) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  RecordOptions o;
-  o.backend = "mock";
-  o.output = dir.path() + "/small.ptcap";
-  o.instructions = 400000;
-  o.aux_pages = 2;
-  ASSERT_OK_AND_ASSIGN(CaptureSummary s, Record(o));
+  const auto [path, s, t] = RecordMock(dir, "small.ptcap", 400000, /*aux_pages=*/2);
+  ASSERT_FALSE(HasFailure());
   ASSERT_GE(s.truncated, 2u);
-  ASSERT_OK_AND_ASSIGN(Capture c, ReadCapture(o.output));
-  ASSERT_OK_AND_ASSIGN(CaptureTrace t, CaptureTraceOf(c, o.output));
   ASSERT_FALSE(t.data_lost.empty());
   EXPECT_LE(t.data_lost.size(), s.truncated);
   for (uint64_t at : t.data_lost) {
@@ -268,7 +276,7 @@ TEST(CaptureFile, TruncatedAuxDataIsLostTraceData) {
         << "the data after a truncation starts with a PSB (the event enabled again), at " << at;
   }
   auto decode = [&](const char* itrace) {
-    DecodeCommand cmd{.file = o.output, .itrace = itrace, .format = "json"};
+    DecodeCommand cmd{.file = path, .itrace = itrace, .format = "json"};
     ::testing::internal::CaptureStdout();
     ::testing::internal::CaptureStderr();
     EXPECT_EQ(RunDecode(cmd), 0);
