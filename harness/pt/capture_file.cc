@@ -19,32 +19,37 @@ bool IsCaptureFile(std::span<const uint8_t> head) {
   return head.size() >= sizeof kCaptureMagic && std::memcmp(head.data(), kCaptureMagic, sizeof kCaptureMagic) == 0;
 }
 
-Result<Capture> ReadCapture(const std::string& path) {
+Result<Capture> ParseCapture(std::span<const uint8_t> bytes, const std::string& name) {
   using R = Result<Capture>;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return R::Failure(errno == 0 ? ENOENT : errno, "read capture " + path);
-  std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (!IsCaptureFile(bytes)) return R::Failure(EBADMSG, "read capture " + path + ": not a perftest PT capture");
+  if (!IsCaptureFile(bytes)) return R::Failure(EBADMSG, "read capture " + name + ": not a perftest PT capture");
   Capture c;
   size_t at = sizeof kCaptureMagic;
   while (at < bytes.size()) {
-    if (bytes.size() - at < 16) return R::Failure(EBADMSG, fmt::format("read capture {}: truncated at {}", path, at));
+    if (bytes.size() - at < 16) return R::Failure(EBADMSG, fmt::format("read capture {}: truncated at {}", name, at));
     CaptureChunk ch;
     uint64_t size = 0;
     std::memcpy(&ch.type, bytes.data() + at, 4);
     std::memcpy(&ch.source, bytes.data() + at + 4, 4);
     std::memcpy(&size, bytes.data() + at + 8, 8);
     at += 16;
-    if (size > bytes.size() - at) return R::Failure(EBADMSG, fmt::format("read capture {}: chunk past the end", path));
+    if (size > bytes.size() - at) return R::Failure(EBADMSG, fmt::format("read capture {}: chunk past the end", name));
     ch.payload.assign(bytes.begin() + static_cast<long>(at), bytes.begin() + static_cast<long>(at + size));
-    at += size + (8 - size % 8) % 8;
+    at += size;
+    at += std::min<size_t>((8 - size % 8) % 8, bytes.size() - at);  // (a last chunk's padding may be cut)
     if (ch.type == kCaptureMeta) {
       c.meta_json.assign(ch.payload.begin(), ch.payload.end());
     } else {
       c.chunks.push_back(std::move(ch));
     }
   }
-  return R::Ok(std::move(c), "read capture " + path);
+  return R::Ok(std::move(c), "read capture " + name);
+}
+
+Result<Capture> ReadCapture(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Result<Capture>::Failure(errno == 0 ? ENOENT : errno, "read capture " + path);
+  const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return ParseCapture(bytes, path);
 }
 
 namespace {

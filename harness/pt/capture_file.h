@@ -52,8 +52,12 @@ struct Capture {
 // True if `head` (a file's first bytes) opens with the capture magic.
 bool IsCaptureFile(std::span<const uint8_t> head);
 
-// Errors: ENOENT/EACCES opening; EBADMSG not a capture, or truncated (a
-// chunk header cut short, a chunk running past the end).
+// The chunks of a capture file's bytes; `name` names it in errors.
+// Errors: EBADMSG not a capture, or truncated (a chunk header cut short, a
+// chunk running past the end).
+Result<Capture> ParseCapture(std::span<const uint8_t> bytes, const std::string& name);
+// ParseCapture() of the file at `path`. Errors: ENOENT/EACCES opening; as
+// ParseCapture().
 Result<Capture> ReadCapture(const std::string& path);
 
 // What a decoder needs to time MTC and to count cycles without CYC, as perf
