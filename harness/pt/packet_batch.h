@@ -100,6 +100,7 @@ class PacketBatch {
  private:
   friend class PacketDecoder;
   std::vector<PacketRecord> records_;
+  std::vector<uint8_t> map_;  // the mapped lanes' map (packet_decoder.cc), allocated on first use
   Chunk chunks_[kMaxChunks];
   size_t nchunks_ = 0;
   size_t size_ = 0;

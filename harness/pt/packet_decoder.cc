@@ -9,6 +9,11 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "harness/pt/internal/packet_map.h"
 #include "harness/pt/sync.h"
 
 namespace perftest::pt {
@@ -340,6 +345,7 @@ struct SegLane {
   Rec* rec_end = nullptr;  // the end of the segment's room for records (PacketRecord lanes)
   size_t seg = 0;
   uint8_t block = 0;
+  int64_t map_lim = 0;  // mapped lanes: lim at most this (the map's end less kOverrunBytes)
 };
 
 // A TNT-64's record word (PacketRecord bytes 8..15) at offset 0: type, size 8, opcode 02h, ext A3h.
@@ -413,12 +419,30 @@ LaneTables::LaneTables(const uint8_t* B) {
   mode_tsx = kModeExecWord + (uint64_t{1} << 32) - b;
 }
 
+// The mapped lanes (internal/packet_map.h): the map gives each position's
+// packet size and kind, so that a lane's chain is one load. The map is the
+// batch's (PacketBatch::map_): sizes of the positions from the base at
+// [0, kMapStride), their kinds at [kMapStride, 2 * kMapStride); a lane maps
+// its segment when it takes it (DecodeSegments()), so the budget stays
+// under kMapStride and no lane runs past kMapLim.
+// Per Decode() call: the kinds' record words less the trace's address at
+// the base (as LaneTables::high), their pext masks, and where the map is:
+// the size of the packet at p is p[d], its kind p[d + kMapStride].
+constexpr uint64_t kMapStride = uint64_t{1} << 17;
+constexpr int64_t kMapLim = kMapStride - 256;
+struct MapLanes {
+  uint64_t mask[256];
+  uint64_t word[256];
+  intptr_t d = 0;
+};
+
 // Runs the K lanes `lanes` in lock step, kRounds packets each between two
 // checks, until one meets a packet the unchecked steps do not take or nears
 // its limit. Returns that lane's index in `lanes`. (For Packets; PacketRecord
 // lanes take the RunLanes() below.)
 template <size_t K, typename Rec>
-size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<Rec>* const* lanes, const LaneTables& /*unused*/) {
+size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<Rec>* const* lanes, const LaneTables& /*unused*/,
+                const MapLanes* /*unused*/) {
   uint64_t off[K];
   int64_t lim[K];
   Rec* out[K];
@@ -596,13 +620,112 @@ done:
   return leave;
 }
 
+// RunRoundsMapped()'s step: one packet of a lane at p into *o (and p past
+// it); false (p where it was, *o garbage) if the map has no size for it.
+// The size at p is d[p], its kind d[p + kMapStride] (MapLanes::d). In
+// x86-64 assembly as LaneStep() (PERFTEST_PT_PORTABLE_LANES: in C).
+[[gnu::always_inline, gnu::target("bmi2")]] inline bool MappedStep(const MapLanes& t, intptr_t d, const uint8_t*& p,
+                                                                   PacketRecord* o) {
+#if defined(__x86_64__) && !defined(PERFTEST_PT_PORTABLE_LANES)
+  uint64_t sz, k, raw;
+  bool rejected;
+  asm("movzbl (%[p],%[d]), %k[sz]\n\t"
+      "movzbl %c[stride](%[p],%[d]), %k[k]\n\t"
+      "movq 1(%[p]), %[raw]\n\t"
+      "pextq %c[mask](%[t],%[k],8), %[raw], %[raw]\n\t"
+      "movq %[raw], %[w0]\n\t"
+      "movq %c[word](%[t],%[k],8), %[raw]\n\t"
+      "addq %[p], %[raw]\n\t"
+      "movq %[raw], %[w1]\n\t"
+      "addq %[sz], %[p]\n\t"
+      "testl %k[sz], %k[sz]"
+      : [sz] "=&r"(sz), [k] "=&r"(k), [raw] "=&r"(raw), [p] "+r"(p), [w0] "=m"(o->payload),
+        [w1] "=m"(*reinterpret_cast<uint8_t(*)[8]>(&o->offset)), "=@ccz"(rejected)
+      : [t] "r"(&t), [d] "r"(d), [stride] "i"(kMapStride), [mask] "i"(offsetof(MapLanes, mask)),
+        [word] "i"(offsetof(MapLanes, word)));
+  return !rejected;
+#else
+  const uint8_t* m = p + d;
+  const unsigned sz = m[0], k = m[kMapStride];
+  uint64_t raw;
+  std::memcpy(&raw, p + 1, sizeof raw);
+  o->payload = _pext_u64(raw, t.mask[k]);
+  const uint64_t rec = t.word[k] + reinterpret_cast<uintptr_t>(p);
+  std::memcpy(&o->offset, &rec, sizeof rec);
+  p += sz;
+  return sz != 0;
+#endif
+}
+
+// RunRounds() for the mapped lanes: the same contract and rounds, with
+// MappedStep(). Per packet and lane: the size at p in the map (the chain:
+// p -> size -> p, one load and an add), the kind, bytes 1..8, the payload
+// (pext with mask[kind]), the record word (word[kind] + p), two 8-byte
+// stores; every packet the map has a size for is taken (TNT-64, MODE.TSX
+// and the fixed-size 02h packets too), so the branch is only taken at a
+// size 0: a PSB (the lane's stop) or a packet for the careful path.
+template <size_t K>
+[[gnu::noinline, gnu::target("bmi2")]] size_t RunRoundsMapped(const MapLanes& t, const uint8_t** pp,
+                                                              PacketRecord** oo, const PacketRecord* stop,
+                                                              uint64_t& round) {
+  static_assert(K >= 1 && K <= 4);
+  const intptr_t d = t.d;
+  const uint8_t* p0 = pp[0];
+  const uint8_t* p1 = K > 1 ? pp[1] : nullptr;
+  const uint8_t* p2 = K > 2 ? pp[2] : nullptr;
+  const uint8_t* p3 = K > 3 ? pp[3] : nullptr;
+  PacketRecord* o0 = oo[0];
+  PacketRecord* o1 = K > 1 ? oo[1] : nullptr;
+  PacketRecord* o2 = K > 2 ? oo[2] : nullptr;
+  PacketRecord* o3 = K > 3 ? oo[3] : nullptr;
+  size_t leave = K;
+  do {
+#pragma GCC unroll 8
+    for (uint64_t r = 0; r < kRounds; ++r) {
+      if (!MappedStep(t, d, p0, o0 + r)) [[unlikely]] {
+        leave = 0, round = r;
+        goto done;
+      }
+      if constexpr (K > 1) {
+        if (!MappedStep(t, d, p1, o1 + r)) [[unlikely]] {
+          leave = 1, round = r;
+          goto done;
+        }
+      }
+      if constexpr (K > 2) {
+        if (!MappedStep(t, d, p2, o2 + r)) [[unlikely]] {
+          leave = 2, round = r;
+          goto done;
+        }
+      }
+      if constexpr (K > 3) {
+        if (!MappedStep(t, d, p3, o3 + r)) [[unlikely]] {
+          leave = 3, round = r;
+          goto done;
+        }
+      }
+    }
+    o0 += kRounds;
+    if constexpr (K > 1) o1 += kRounds;
+    if constexpr (K > 2) o2 += kRounds;
+    if constexpr (K > 3) o3 += kRounds;
+  } while (o0 != stop);
+done:
+  pp[0] = p0;
+  oo[0] = o0;
+  if constexpr (K > 1) pp[1] = p1, oo[1] = o1;
+  if constexpr (K > 2) pp[2] = p2, oo[2] = o2;
+  if constexpr (K > 3) pp[3] = p3, oo[3] = o3;
+  return leave;
+}
+
 // RunLanes() for PacketRecords: RunRounds() for as many rounds as the lane
 // nearest its limit surely has room for (rather than a test of every lane's
 // limit each round), then looks again. A packet RunRounds() rejects (PSBEND,
 // CBR, ...) is decoded here if SemiStep() takes it, else the lane leaves.
 template <size_t K>
 [[gnu::always_inline]] inline size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<PacketRecord>* const* lanes,
-                                              const LaneTables& t) {
+                                              const LaneTables& t, const MapLanes* mapped) {
   const uint8_t* p[K];
   PacketRecord* out[K];
   for (size_t j = 0; j < K; ++j) {
@@ -629,7 +752,8 @@ template <size_t K>
     }
     const int64_t rounds = std::min<int64_t>(slack / kRoundBytes + 1, room / static_cast<int64_t>(kRounds));
     uint64_t r = 0;
-    const size_t j = RunRounds<K>(t, p, out, out[0] + rounds * kRounds, r);
+    const size_t j = mapped != nullptr ? RunRoundsMapped<K>(*mapped, p, out, out[0] + rounds * kRounds, r)
+                                       : RunRounds<K>(t, p, out, out[0] + rounds * kRounds, r);
     if (j == K) continue;
     // Lane j is at round r: a packet RunRounds() does not take.
     unsigned size;
@@ -648,6 +772,16 @@ template <size_t K>
     lanes[j]->out = out[j];
   }
   return leave;
+}
+
+// The CPU runs the mapped lanes: the map's AVX-512 code, and pext.
+bool MappedLanesHere() {
+#if defined(__x86_64__)
+  static const bool here = internal::HaveMapPacketsAvx512() && __builtin_cpu_supports("bmi2");
+  return here;
+#else
+  return false;
+#endif
 }
 
 }  // namespace
@@ -728,8 +862,8 @@ int PacketDecoder::StepCareful(const uint8_t* B, uint64_t rel, uint8_t& block, P
 
 template <typename Rec>
 [[gnu::always_inline]] inline size_t PacketDecoder::DecodeSegments(Rec* out, size_t cap, int& err,
-                                                                   PacketBatch::Chunk* chunks,
-                                                                   size_t* nchunks) noexcept {
+                                                                   PacketBatch::Chunk* chunks, size_t* nchunks,
+                                                                   uint8_t* map) noexcept {
   const uint8_t* const B = pos_;
   const uint64_t base = offset();
   const uint64_t avail = static_cast<uint64_t>(end_ - pos_);
@@ -737,7 +871,9 @@ template <typename Rec>
   // (Under 4 GiB, so that offsets from the base fit a PacketRecord.)
   // Short of the trace's end, the last segment's lane may run kOverrunBytes
   // past the budget's end (at the end, its reads stop kOverrunBytes short).
-  const uint64_t budget = std::min<uint64_t>(avail <= cap ? avail : cap - kOverrunBytes, uint64_t{1} << 30);
+  // The mapped lanes: the map holds kMapStride positions (and a margin past the budget's end).
+  const uint64_t budget = std::min<uint64_t>(avail <= cap ? avail : cap - kOverrunBytes,
+                                             map != nullptr ? uint64_t{kMapLim} : uint64_t{1} << 30);
 
   // Segments: from pos_ to the first PSB at least `spacing` bytes on, and so
   // on, up to the budget's end. The search starts a little short of the PSB
@@ -766,6 +902,17 @@ template <typename Rec>
   SegLane<Rec> lanes[kLanes];
   SegLane<Rec>* active[kLanes];
   const LaneTables tables(std::is_same_v<Rec, PacketRecord> ? B : nullptr);  // (unused for Packet)
+  MapLanes map_lanes;
+  const MapLanes* mapped = nullptr;
+  if (std::is_same_v<Rec, PacketRecord> && map != nullptr) {
+    const uint64_t b = reinterpret_cast<uintptr_t>(B);
+    for (int i = 0; i < 256; ++i) {
+      map_lanes.mask[i] = internal::kPacketKinds.mask[i];
+      map_lanes.word[i] = internal::kPacketKinds.word[i] - b;
+    }
+    map_lanes.d = reinterpret_cast<intptr_t>(map) - static_cast<intptr_t>(b);
+    mapped = &map_lanes;
+  }
   size_t nactive = 0;
   size_t next_seg = 0, seg_limit = nseg;
   auto take = [&](SegLane<Rec>& l) {
@@ -774,6 +921,18 @@ template <typename Rec>
     l.off = segs[l.seg].start;
     l.out = out + segs[l.seg].start;
     l.block = l.seg == 0 ? block_ : 0;
+    if (mapped != nullptr) {
+      // The map of the segment and a little past its stop (a lane runs up
+      // to the PSB there); the lane stays kOverrunBytes short of its end.
+      // Positions read bytes 0..7.
+      const uint64_t start = segs[l.seg].start;
+      const uint64_t map_end =
+          std::min<uint64_t>(segs[l.seg].stop + kOverrunBytes + 16, size_rel >= 7 ? size_rel - 7 : 0);
+      if (map_end > start) {
+        internal::MapPacketsAvx512(B + start, map_end - start, map + start, map + kMapStride + start);
+      }
+      l.map_lim = static_cast<int64_t>(map_end) - static_cast<int64_t>(kOverrunBytes);
+    }
     return true;
   };
   // Decodes lane `l` the careful way until it may go back to RunLanes()
@@ -798,6 +957,12 @@ template <typename Rec>
       const int64_t read_lim = static_cast<int64_t>(size_rel) - static_cast<int64_t>(kUncheckedBytes + kOverrunBytes);
       const bool psb_stop = std::is_same_v<Rec, PacketRecord> && l.seg + 1 < nseg;
       l.lim = psb_stop ? read_lim : std::min<int64_t>(static_cast<int64_t>(s.stop) - 1, read_lim);
+      // Mapped lanes: the last segment's lane stays kOverrunBytes short of
+      // the map's end; a lane that meets the PSB at its stop stops there
+      // (the map has size 0 for it), and one out of step goes on past the
+      // map's end (its sizes there are from other positions, 0..9; its
+      // records there are dropped below) but not past kMapLim.
+      if (mapped != nullptr) l.lim = std::min(l.lim, psb_stop ? kMapLim : l.map_lim);
       l.rec_end = out + s.stop;
       // A segment begins with a PSB+ (PSB, TSC, TMA, CBR, ..., PSBEND), whose
       // packets RunLanes() mostly rejects: decoded here, up to its PSBEND
@@ -844,10 +1009,10 @@ template <typename Rec>
     switch (nactive) {
 
 
-      case 4: j = RunLanes<4>(B, base, active, tables); break;
-      case 3: j = RunLanes<3>(B, base, active, tables); break;
-      case 2: j = RunLanes<2>(B, base, active, tables); break;
-      default: j = RunLanes<1>(B, base, active, tables); break;
+      case 4: j = RunLanes<4>(B, base, active, tables, mapped); break;
+      case 3: j = RunLanes<3>(B, base, active, tables, mapped); break;
+      case 2: j = RunLanes<2>(B, base, active, tables, mapped); break;
+      default: j = RunLanes<1>(B, base, active, tables, mapped); break;
     }
     SegLane<Rec>& l = *active[j];
     // A lane past the first failed segment is not needed.
@@ -921,7 +1086,7 @@ size_t PacketDecoder::Decode(std::span<Packet> out, int& err) noexcept {
   err = 0;
   if (out.empty()) return 0;
   if (synced_ && block_ == 0 && out.size() >= kMinLanePackets && end_ - pos_ >= static_cast<ptrdiff_t>(kMinLaneBytes)) {
-    return DecodeSegments(out.data(), out.size(), err, nullptr, nullptr);
+    return DecodeSegments(out.data(), out.size(), err, nullptr, nullptr, nullptr);
   }
   // In order, a packet at a time: short traces, a small `out`, inside a PEBS block.
   return DecodeSerial(out.data(), out.size(), err);
@@ -932,13 +1097,22 @@ int PacketDecoder::Decode(PacketBatch& batch) noexcept {
   batch.base_ = offset();
   const size_t cap = batch.records_.size();
   if (synced_ && block_ == 0 && cap >= kMinLanePackets && end_ - pos_ >= static_cast<ptrdiff_t>(kMinLaneBytes)) {
-    batch.size_ = DecodeSegments(batch.records_.data(), cap, err, batch.chunks_, &batch.nchunks_);
+    uint8_t* map = nullptr;
+    if (!options_.portable && MappedLanesHere()) {
+      if (batch.map_.empty()) batch.map_.resize(2 * kMapStride);
+      map = batch.map_.data();
+    }
+    batch.size_ = DecodeSegments(batch.records_.data(), cap, err, batch.chunks_, &batch.nchunks_, map);
   } else {
     batch.size_ = DecodeSerial(batch.records_.data(), cap, err);
     batch.chunks_[0] = {0, batch.size_};
     batch.nchunks_ = batch.size_ > 0 ? 1 : 0;
   }
   return err;
+}
+
+std::string_view PacketDecoder::BatchLanes(const Options& options) {
+  return !options.portable && MappedLanesHere() ? "mapped (AVX-512 VBMI, BMI2)" : "portable";
 }
 
 Result<Packet> PacketDecoder::Next() {

@@ -41,6 +41,15 @@
 // only at the end of its lane's chain; with them rewritten as TSC and MTC
 // packets of the same sizes the trace decodes ~16% faster) and, on a machine
 // shared with other work, issue slots.
+// Where the CPU has AVX-512 VBMI (and BMI2), the lanes are the mapped lanes
+// instead (Options::portable keeps the ones above; BatchLanes() says which
+// run): a lane that takes a segment first maps it, 64 bytes at a time
+// (internal/packet_map.h: for every byte, the size and kind of the packet
+// that would start there, TNT-64, MODE.TSX and the fixed-size 02h packets
+// included, 0 for what the careful path takes), and the lane's step is then
+// a 1-byte load of the size at its position (its whole chain), a 1-byte load
+// of the kind, bytes 1..8, a pext with the kind's mask (the payload), the
+// kind's record word plus the position, two stores.
 // Errors and their order match libipt 2.0 (pt_pkt_next), which the
 // differential tests check byte for byte.
 #pragma once
@@ -70,6 +79,10 @@ class PacketDecoder {
     // 02h B3h are unknown opcodes (EILSEQ), as to decoders that predate them
     // (libipt 2.0).
     bool block_packets = true;
+    // Decode(PacketBatch&) runs its portable lanes even where the CPU has
+    // AVX-512 VBMI and BMI2 (by default it runs the mapped lanes there);
+    // the output is the same — tests compare both.
+    bool portable = false;
   };
 
   explicit PacketDecoder(std::span<const uint8_t> trace) : PacketDecoder(trace, Options{}) {}
@@ -154,6 +167,10 @@ class PacketDecoder {
   // time.
   int Decode(PacketBatch& batch) noexcept;
 
+  // The lanes Decode(PacketBatch&) runs with `options` on this CPU (a name
+  // for reports): "mapped (AVX-512 VBMI, BMI2)" or "portable" (packet_decoder.cc).
+  static std::string_view BatchLanes(const Options& options);
+
   // Decode(PacketBatch&) into Packets: fills `out` (at most out.size()
   // packets) and returns how many; `err` as Decode(PacketBatch&) returns it.
   // Takes the interleaved path with 4 Ki packets of room or more.
@@ -180,7 +197,9 @@ class PacketDecoder {
   // With `chunks`, the segments' records stay where they were decoded,
   // described there; else they are moved together.
   template <typename Rec>
-  size_t DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch::Chunk* chunks, size_t* nchunks) noexcept;
+  // `map`: the mapped lanes' map (PacketRecords only), else null.
+  size_t DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch::Chunk* chunks, size_t* nchunks,
+                        uint8_t* map) noexcept;
   template <typename Rec>
   size_t DecodeSerial(Rec* out, size_t cap, int& err) noexcept;
   // One packet at B[rel] the careful way, in PEBS block context `block` (updated).
