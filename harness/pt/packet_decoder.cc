@@ -620,15 +620,15 @@ done:
   return leave;
 }
 
-// RunRoundsMapped()'s step: one packet of a lane at p into *o (and p past
-// it); false (p where it was, *o garbage) if the map has no size for it.
-// The size at p is d[p], its kind d[p + kMapStride] (MapLanes::d). In
-// x86-64 assembly as LaneStep() (PERFTEST_PT_PORTABLE_LANES: in C).
-[[gnu::always_inline, gnu::target("bmi2")]] inline bool MappedStep(const MapLanes& t, intptr_t d, const uint8_t*& p,
+// RunRoundsMapped()'s step: one packet of a lane at p into *o, and p past
+// it. The size at p is p[d], its kind p[d + kMapStride] (MapLanes::d); at
+// a size 0 (a packet the map does not take) p stays where it is, and *o is
+// a record with p's offset, until RunRoundsMapped() looks. In x86-64
+// assembly as LaneStep() (PERFTEST_PT_PORTABLE_LANES: in C).
+[[gnu::always_inline, gnu::target("bmi2")]] inline void MappedStep(const MapLanes& t, intptr_t d, const uint8_t*& p,
                                                                    PacketRecord* o) {
 #if defined(__x86_64__) && !defined(PERFTEST_PT_PORTABLE_LANES)
   uint64_t sz, k, raw;
-  bool rejected;
   asm("movzbl (%[p],%[d]), %k[sz]\n\t"
       "movzbl %c[stride](%[p],%[d]), %k[k]\n\t"
       "movq 1(%[p]), %[raw]\n\t"
@@ -637,13 +637,11 @@ done:
       "movq %c[word](%[t],%[k],8), %[raw]\n\t"
       "addq %[p], %[raw]\n\t"
       "movq %[raw], %[w1]\n\t"
-      "addq %[sz], %[p]\n\t"
-      "testl %k[sz], %k[sz]"
+      "addq %[sz], %[p]"
       : [sz] "=&r"(sz), [k] "=&r"(k), [raw] "=&r"(raw), [p] "+r"(p), [w0] "=m"(o->payload),
-        [w1] "=m"(*reinterpret_cast<uint8_t(*)[8]>(&o->offset)), "=@ccz"(rejected)
+        [w1] "=m"(*reinterpret_cast<uint8_t(*)[8]>(&o->offset))
       : [t] "r"(&t), [d] "r"(d), [stride] "i"(kMapStride), [mask] "i"(offsetof(MapLanes, mask)),
         [word] "i"(offsetof(MapLanes, word)));
-  return !rejected;
 #else
   const uint8_t* m = p + d;
   const unsigned sz = m[0], k = m[kMapStride];
@@ -653,21 +651,23 @@ done:
   const uint64_t rec = t.word[k] + reinterpret_cast<uintptr_t>(p);
   std::memcpy(&o->offset, &rec, sizeof rec);
   p += sz;
-  return sz != 0;
 #endif
 }
 
-// RunRounds() for the mapped lanes: the same contract and rounds, with
-// MappedStep(). Per packet and lane: the size at p in the map (the chain:
-// p -> size -> p, one load and an add), the kind, bytes 1..8, the payload
-// (pext with mask[kind]), the record word (word[kind] + p), two 8-byte
-// stores; every packet the map has a size for is taken (TNT-64, MODE.TSX
-// and the fixed-size 02h packets too), so the branch is only taken at a
-// size 0: a PSB (the lane's stop) or a packet for the careful path.
+// RunRounds() for the mapped lanes, without a branch a packet: blocks of
+// kRounds rounds of MappedStep(), then one look at the size at each lane's
+// position; returns true after the block in which a lane met a size 0 (a
+// PSB at its stop, or a packet for the careful path), false at `stop`.
+// Every lane's record pointer moves kRounds a block; a lane at a size 0
+// has written records for that packet from the round it met it on
+// (RunLanes() takes them back). Per packet and lane: the size at p in the
+// map (the chain: p -> size -> p, one load and an add), the kind, bytes
+// 1..8, the payload (pext with mask[kind]), the record word (word[kind] +
+// p), two 8-byte stores. (The same step with a test and branch a packet, as
+// RunRounds() has, measured ~4% slower.)
 template <size_t K>
-[[gnu::noinline, gnu::target("bmi2")]] size_t RunRoundsMapped(const MapLanes& t, const uint8_t** pp,
-                                                              PacketRecord** oo, const PacketRecord* stop,
-                                                              uint64_t& round) {
+[[gnu::noinline, gnu::target("bmi2")]] bool RunRoundsMapped(const MapLanes& t, const uint8_t** pp, PacketRecord** oo,
+                                                          const PacketRecord* stop) {
   static_assert(K >= 1 && K <= 4);
   const intptr_t d = t.d;
   const uint8_t* p0 = pp[0];
@@ -678,51 +678,39 @@ template <size_t K>
   PacketRecord* o1 = K > 1 ? oo[1] : nullptr;
   PacketRecord* o2 = K > 2 ? oo[2] : nullptr;
   PacketRecord* o3 = K > 3 ? oo[3] : nullptr;
-  size_t leave = K;
+  bool stuck = false;
   do {
 #pragma GCC unroll 8
     for (uint64_t r = 0; r < kRounds; ++r) {
-      if (!MappedStep(t, d, p0, o0 + r)) [[unlikely]] {
-        leave = 0, round = r;
-        goto done;
-      }
-      if constexpr (K > 1) {
-        if (!MappedStep(t, d, p1, o1 + r)) [[unlikely]] {
-          leave = 1, round = r;
-          goto done;
-        }
-      }
-      if constexpr (K > 2) {
-        if (!MappedStep(t, d, p2, o2 + r)) [[unlikely]] {
-          leave = 2, round = r;
-          goto done;
-        }
-      }
-      if constexpr (K > 3) {
-        if (!MappedStep(t, d, p3, o3 + r)) [[unlikely]] {
-          leave = 3, round = r;
-          goto done;
-        }
-      }
+      MappedStep(t, d, p0, o0 + r);
+      if constexpr (K > 1) MappedStep(t, d, p1, o1 + r);
+      if constexpr (K > 2) MappedStep(t, d, p2, o2 + r);
+      if constexpr (K > 3) MappedStep(t, d, p3, o3 + r);
     }
     o0 += kRounds;
     if constexpr (K > 1) o1 += kRounds;
     if constexpr (K > 2) o2 += kRounds;
     if constexpr (K > 3) o3 += kRounds;
-  } while (o0 != stop);
-done:
+    // A size 0 at a lane's position: (size - 1) < 0.
+    int any = p0[d] - 1;
+    if constexpr (K > 1) any |= p1[d] - 1;
+    if constexpr (K > 2) any |= p2[d] - 1;
+    if constexpr (K > 3) any |= p3[d] - 1;
+    stuck = any < 0;
+  } while (!stuck && o0 != stop);
   pp[0] = p0;
   oo[0] = o0;
   if constexpr (K > 1) pp[1] = p1, oo[1] = o1;
   if constexpr (K > 2) pp[2] = p2, oo[2] = o2;
   if constexpr (K > 3) pp[3] = p3, oo[3] = o3;
-  return leave;
+  return stuck;
 }
 
-// RunLanes() for PacketRecords: RunRounds() for as many rounds as the lane
-// nearest its limit surely has room for (rather than a test of every lane's
-// limit each round), then looks again. A packet RunRounds() rejects (PSBEND,
-// CBR, ...) is decoded here if SemiStep() takes it, else the lane leaves.
+// RunLanes() for PacketRecords: RunRounds() (RunRoundsMapped() with `mapped`)
+// for as many rounds as the lane nearest its limit surely has room for
+// (rather than a test of every lane's limit each round), then looks again.
+// A packet RunRounds() rejects (PSBEND, CBR, ...) is decoded here if
+// SemiStep() takes it, else the lane leaves.
 template <size_t K>
 [[gnu::always_inline]] inline size_t RunLanes(const uint8_t* B, uint64_t base, SegLane<PacketRecord>* const* lanes,
                                               const LaneTables& t, const MapLanes* mapped) {
@@ -751,9 +739,34 @@ template <size_t K>
       break;
     }
     const int64_t rounds = std::min<int64_t>(slack / kRoundBytes + 1, room / static_cast<int64_t>(kRounds));
+    if (mapped != nullptr) {
+      PacketRecord* before[K];
+      for (size_t j = 0; j < K; ++j) before[j] = out[j];
+      if (!RunRoundsMapped<K>(*mapped, p, out, out[0] + rounds * kRounds)) continue;
+      // Lanes at a size 0: their records back to the first for that packet
+      // (in their last block), then SemiStep(), else the first of them leaves.
+      for (size_t j = 0; j < K; ++j) {
+        if (p[j][mapped->d] != 0) continue;
+        const auto rel = static_cast<uint32_t>(p[j] - B);
+        PacketRecord* const block = std::max(before[j], out[j] - kRounds);
+        while (out[j] > block && out[j][-1].offset == rel) --out[j];
+      }
+      for (size_t j = 0; j < K; ++j) {
+        if (p[j][mapped->d] != 0) continue;
+        const auto rel = static_cast<uint32_t>(p[j] - B);
+        unsigned size;
+        if (!SemiStep(B, base, rel, *out[j], size)) {
+          leave = j;
+          break;
+        }
+        ++out[j];
+        p[j] += size;
+      }
+      if (leave != K) break;
+      continue;
+    }
     uint64_t r = 0;
-    const size_t j = mapped != nullptr ? RunRoundsMapped<K>(*mapped, p, out, out[0] + rounds * kRounds, r)
-                                       : RunRounds<K>(t, p, out, out[0] + rounds * kRounds, r);
+    const size_t j = RunRounds<K>(t, p, out, out[0] + rounds * kRounds, r);
     if (j == K) continue;
     // Lane j is at round r: a packet RunRounds() does not take.
     unsigned size;
@@ -879,6 +892,16 @@ template <typename Rec>
   // on, up to the budget's end. The search starts a little short of the PSB
   // distance the last call found (the trace's PSB period), so that it scans
   // a few words rather than a period.
+  // The PSBs ahead are near where the last call found them (psb_gap_
+  // apart, each in a page of its own): their lines are asked for at once,
+  // so that the scans below do not wait for each in turn.
+  if (psb_gap_ > 256) {
+    for (uint64_t off = psb_gap_ - 128; off + 192 <= budget; off += psb_gap_) {
+      __builtin_prefetch(B + off);
+      __builtin_prefetch(B + off + 64);
+      __builtin_prefetch(B + off + 128);
+    }
+  }
   const uint64_t spacing = std::max<uint64_t>(kMinSegmentBytes, psb_gap_ > 256 ? psb_gap_ - 128 : 0);
   Segment segs[kMaxSegments];
   size_t nseg = 0;

@@ -92,13 +92,11 @@ TEST(PacketMap, WhatTheMapLeavesOut) {
   EXPECT_EQ(size_of({0x07, 0x01, 0x00}), 0);               // a 3-byte CYC
   EXPECT_EQ(size_of({0x07, 0x00}), 2);
   EXPECT_EQ(size_of(testing::PsbBytes()), 0);
-  EXPECT_EQ(size_of({0x02, 0x73, 0, 0, 0, 0, 0}), 0);      // TMA (reserved bits: careful path)
-  EXPECT_EQ(size_of({0x02, 0xc3, 0x88}), 0);               // MNT
-  EXPECT_EQ(size_of({0x02, 0xc2}), 0);                     // MWAIT: 10 bytes
-  EXPECT_EQ(size_of({0x02, 0xb2}), 0);                     // PTW with 8 bytes
-  EXPECT_EQ(size_of({0x02, 0x63, 0x00}), 0);               // BBP (PEBS blocks: careful path)
-  EXPECT_EQ(size_of({0x02, 0x33}), 0);                     // BEP
-  EXPECT_EQ(size_of({0x02, 0x02}), 0);                     // unknown
+  // The other 02h packets: the careful path's.
+  for (const uint8_t x :
+       {0x23, 0x03, 0x43, 0x73, 0x83, 0xc3, 0xc8, 0xf3, 0x12, 0x62, 0xc2, 0x22, 0xa2, 0x63, 0x33, 0x02}) {
+    EXPECT_EQ(size_of({0x02, x, 0x88, 2, 3, 4, 5, 6, 7, 8, 9}), 0) << int{x};
+  }
   EXPECT_EQ(size_of({0xad}), 0);                           // TIP, IPBytes 101b
   for (int b = 0; b < 256; ++b) {
     // The kinds of 02h packets and MODE.TSX are first bytes with no packet.
@@ -126,7 +124,8 @@ class Fenced {
 };
 
 TEST(PacketMap, Avx512IsMapOne) {
-  Spec("pt.decoder.map_avx512", "internal/packet_map.h MapPacketsAvx512(): MapOne() at every position");
+  Spec("pt.decoder.map_avx512",
+       "internal/packet_map.h MapPacketsAvx512(): MapOne() at every position (kinds where mapped)");
   if (!internal::HaveMapPacketsAvx512()) GTEST_SKIP() << "no AVX-512 F/BW/VBMI on this CPU: the portable lanes run";
   for (const std::vector<uint8_t>& bytes : Inputs()) {
     // Lengths that end inside a 64-byte block and on one; the trace's last
@@ -139,7 +138,7 @@ TEST(PacketMap, Avx512IsMapOne) {
       for (size_t i = 0; i < n; ++i) {
         const MapEntry e = MapOne(src.data() + i);
         ASSERT_EQ(sizes[i], e.size) << i << " of " << n;
-        ASSERT_EQ(kinds[i], e.kind) << i << " of " << n;
+        if (e.size > 0) ASSERT_EQ(kinds[i], e.kind) << i << " of " << n;
       }
       for (size_t i = n; i < n + 64; ++i) {
         ASSERT_EQ(sizes[i], 0xee) << "written past the end: " << i;
