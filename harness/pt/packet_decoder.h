@@ -32,10 +32,10 @@
 // a 1-byte load (the first byte b) and an 8-byte load (bytes 1..8), a reject
 // test, the payload (bytes 1..8 masked), the offset/type word from a table,
 // two 8-byte stores and the size from a table: 10 instructions (x86-64
-// inline assembly, packet_decoder.cc RunRounds()), 11.4 a packet all told on
-// bench_pt's trace (callgrind); the lanes' chain is the two loads. A lane
-// decodes its segment's PSB+ the careful way, then runs unchecked up to the
-// PSB that ends the segment, bounded by the segment's room for records.
+// inline assembly, internal/packet_lanes.h RunRounds()), 11.4 a packet all
+// told on bench_pt's trace (callgrind); the lanes' chain is the two loads.
+// A lane decodes its segment's PSB+ the careful way, then runs unchecked up
+// to the PSB that ends the segment, bounded by the segment's room for records.
 // Past that, the cost is mostly the packets the test rejects (TNT-64 and
 // MODE.TSX, ~2.3% of bench_pt's packets: each a mispredicted branch resolved
 // only at the end of its lane's chain; with them rewritten as TSC and MTC

@@ -4,6 +4,13 @@
 #include <immintrin.h>
 #endif
 
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_epi32() to the builtins,
+// which -Wmaybe-uninitialized takes for a read of an uninitialized value
+// once inlined (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace perftest::pt::internal {
 
 #if defined(__x86_64__)
