@@ -100,7 +100,9 @@ TEST(PacketMap, WhatTheMapLeavesOut) {
   EXPECT_EQ(size_of({0xad}), 0);                           // TIP, IPBytes 101b
   for (int b = 0; b < 256; ++b) {
     // The kinds of 02h packets and MODE.TSX are first bytes with no packet.
-    if (internal::kFast.size[b] == 0 && b != internal::kOpcExt) EXPECT_EQ(size_of({static_cast<uint8_t>(b)}), 0) << b;
+    if (internal::kFast.size[b] == 0 && b != internal::kOpcExt) {
+      EXPECT_EQ(size_of({static_cast<uint8_t>(b)}), 0) << b;
+    }
   }
 }
 
@@ -138,7 +140,9 @@ TEST(PacketMap, Avx512IsMapOne) {
       for (size_t i = 0; i < n; ++i) {
         const MapEntry e = MapOne(src.data() + i);
         ASSERT_EQ(sizes[i], e.size) << i << " of " << n;
-        if (e.size > 0) ASSERT_EQ(kinds[i], e.kind) << i << " of " << n;
+        if (e.size > 0) {
+          ASSERT_EQ(kinds[i], e.kind) << i << " of " << n;
+        }
       }
       for (size_t i = n; i < n + 64; ++i) {
         ASSERT_EQ(sizes[i], 0xee) << "written past the end: " << i;

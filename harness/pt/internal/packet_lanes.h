@@ -128,9 +128,9 @@ inline LaneTables::LaneTables(const uint8_t* B) {
 // The mapped lanes (internal/packet_map.h): the map gives each position's
 // packet size and kind, so that a lane's chain is one load. The map is the
 // batch's (PacketBatch::map_): sizes of the positions from the base at
-// [0, kMapStride), their kinds at [kMapStride, 2 * kMapStride); a lane maps
-// its segment when it takes it (DecodeSegments()), so the budget stays
-// under kMapStride and no lane runs past kMapLim.
+// [0, kMapStride), their kinds at [kMapStride, 2 * kMapStride);
+// DecodeSegments() maps its budget before the lanes run, so the budget
+// stays under kMapStride and no lane runs past kMapLim.
 // Per Decode() call: the kinds' record words less the trace's address at
 // the base (as LaneTables::high), their pext masks, and where the map is:
 // the size of the packet at p is p[d], its kind p[d + kMapStride].
