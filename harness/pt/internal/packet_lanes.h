@@ -274,6 +274,8 @@ done:
   return leave;
 }
 
+#if defined(__x86_64__)
+
 // RunRoundsMapped()'s step: one packet of a lane at p into *o, and p past
 // it. The size at p is p[d], its kind p[d + kMapStride] (MapLanes::d); at
 // a size 0 (a packet the map does not take) p stays where it is, and *o is
@@ -359,5 +361,14 @@ template <size_t K>
   if constexpr (K > 3) pp[3] = p3, oo[3] = o3;
   return stuck;
 }
+
+#else  // not x86-64: no mapped lanes (packet_decoder.cc MappedLanesHere() is false)
+
+template <size_t K>
+bool RunRoundsMapped(const MapLanes&, const uint8_t**, PacketRecord**, const PacketRecord*) {
+  __builtin_trap();
+}
+
+#endif
 
 }  // namespace perftest::pt::internal
