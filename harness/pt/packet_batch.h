@@ -52,6 +52,8 @@ class PacketBatch {
 
   // Room for `capacity` records (at least 1). Decode() fills at most that
   // many; it takes the interleaved path only with 4 Ki or more (see Decode()).
+  // Where it runs the mapped lanes (PacketDecoder::BatchLanes()), Decode()
+  // also keeps its 256 KiB map of the trace here, allocated on first use.
   explicit PacketBatch(size_t capacity = kDefaultCapacity) : records_(capacity == 0 ? 1 : capacity) {}
 
   // Records in all chunks.

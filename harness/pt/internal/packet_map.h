@@ -2,10 +2,10 @@
 // would start there and its kind, computed for many bytes at once (SIMD)
 // ahead of PacketDecoder::Decode(PacketBatch&)'s lanes, so that a lane's
 // dependency chain is one load: position -> sizes[position] -> next
-// position (packet_decoder.cc RunRoundsMapped()). Internal to harness/pt.
+// position (internal/packet_lanes.h RunRoundsMapped()). Internal to harness/pt.
 //
 //   uint8_t sizes[n], kinds[n];
-//   internal::MapPacketsAvx512(trace + from, n, sizes, kinds);   // bytes up to n + 7 readable
+//   internal::MapPacketsAvx512(trace + from, n, sizes, kinds);   // bytes [from, from + n + 7) readable
 //   // sizes[i] == internal::MapOne(trace + from + i).size, and the same for kinds where sizes[i] > 0
 //
 // sizes[i] is the size (1..9) of the packet PacketDecoder::Next() decodes
