@@ -21,7 +21,9 @@
 //
 //   BM_PtPacketDecode           PacketDecoder::Decode(PacketBatch&), 64 Ki records a batch
 //                               (PSB-delimited segments, 4 decoded interleaved); the
-//                               checksum takes every record's two words (all its fields)
+//                               checksum takes every record's two words (all its fields);
+//                               the label names the lanes that ran (BatchLanes())
+//   BM_PtPacketDecodePortable   the same, held to the portable lanes (Options::portable)
 //   BM_PtPacketDecodeSpan       PacketDecoder::Decode(std::span<Packet>) into 16 Ki Packets
 //   BM_PtPacketNext             PacketDecoder::Next(Packet&) in a loop (one packet at a time)
 //   BM_PtPacketDecodeResult     PacketDecoder::Next() returning Result<Packet>
@@ -34,6 +36,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -118,11 +121,16 @@ void PacketBatchBench(benchmark::State& state, PacketDecoder::Options options) {
         return PassSum{packets, sum};
       },
       options);
+  state.SetLabel(std::string(PacketDecoder::BatchLanes(options)));  // which lanes ran
 }
 
 // Decode(PacketBatch&): the interleaved lanes into 16-byte PacketRecords.
 void BM_PtPacketDecode(benchmark::State& state) { PacketBatchBench(state, {}); }
 BENCHMARK(BM_PtPacketDecode)->Unit(benchmark::kMillisecond);
+
+// The same held to the portable lanes (the same where the CPU has no AVX-512 VBMI).
+void BM_PtPacketDecodePortable(benchmark::State& state) { PacketBatchBench(state, {.portable = true}); }
+BENCHMARK(BM_PtPacketDecodePortable)->Unit(benchmark::kMillisecond);
 
 void BM_PtPacketDecodeSpan(benchmark::State& state) {
   std::vector<Packet> batch(16 * 1024);  // room for four PSB periods of 1-byte packets

@@ -52,6 +52,8 @@ class PacketBatch {
 
   // Room for `capacity` records (at least 1). Decode() fills at most that
   // many; it takes the interleaved path only with 4 Ki or more (see Decode()).
+  // Where it runs the mapped lanes (PacketDecoder::BatchLanes()), Decode()
+  // also keeps its 256 KiB map of the trace here, allocated on first use.
   explicit PacketBatch(size_t capacity = kDefaultCapacity) : records_(capacity == 0 ? 1 : capacity) {}
 
   // Records in all chunks.
@@ -100,6 +102,7 @@ class PacketBatch {
  private:
   friend class PacketDecoder;
   std::vector<PacketRecord> records_;
+  std::vector<uint8_t> map_;  // the mapped lanes' map (packet_decoder.cc), allocated on first use
   Chunk chunks_[kMaxChunks];
   size_t nchunks_ = 0;
   size_t size_ = 0;

@@ -32,15 +32,26 @@
 // a 1-byte load (the first byte b) and an 8-byte load (bytes 1..8), a reject
 // test, the payload (bytes 1..8 masked), the offset/type word from a table,
 // two 8-byte stores and the size from a table: 10 instructions (x86-64
-// inline assembly, packet_decoder.cc RunRounds()), 11.4 a packet all told on
-// bench_pt's trace (callgrind); the lanes' chain is the two loads. A lane
-// decodes its segment's PSB+ the careful way, then runs unchecked up to the
-// PSB that ends the segment, bounded by the segment's room for records.
+// inline assembly, internal/packet_lanes.h RunRounds()), 11.4 a packet all
+// told on bench_pt's trace (callgrind); the lanes' chain is the two loads.
+// A lane decodes its segment's PSB+ the careful way, then runs unchecked up
+// to the PSB that ends the segment, bounded by the segment's room for records.
 // Past that, the cost is mostly the packets the test rejects (TNT-64 and
 // MODE.TSX, ~2.3% of bench_pt's packets: each a mispredicted branch resolved
 // only at the end of its lane's chain; with them rewritten as TSC and MTC
 // packets of the same sizes the trace decodes ~16% faster) and, on a machine
 // shared with other work, issue slots.
+// Where the CPU has AVX-512 VBMI (and BMI2), the lanes are the mapped lanes
+// instead (Options::portable keeps the ones above; BatchLanes() says which
+// run): Decode() first maps the trace it will decode, 64 bytes at a time
+// (internal/packet_map.h: for every byte, the size and kind of the packet
+// that would start there, TNT-64 and MODE.TSX included, 0 for what the
+// careful path takes), and a lane's step is then a 1-byte load of the size
+// at its position (its whole chain), a 1-byte load of the kind, bytes 1..8,
+// a pext with the kind's mask (the payload), the kind's record word plus the
+// position, two stores, and no branch (a lane at a size 0 stays there until
+// the look at the end of each block of rounds). The map takes ~20% of a
+// pass on bench_pt's trace, the lanes' rounds ~60%.
 // Errors and their order match libipt 2.0 (pt_pkt_next), which the
 // differential tests check byte for byte.
 #pragma once
@@ -70,6 +81,10 @@ class PacketDecoder {
     // 02h B3h are unknown opcodes (EILSEQ), as to decoders that predate them
     // (libipt 2.0).
     bool block_packets = true;
+    // Decode(PacketBatch&) runs its portable lanes even where the CPU has
+    // AVX-512 VBMI and BMI2 (by default it runs the mapped lanes there);
+    // the output is the same — tests compare both.
+    bool portable = false;
   };
 
   explicit PacketDecoder(std::span<const uint8_t> trace) : PacketDecoder(trace, Options{}) {}
@@ -154,6 +169,10 @@ class PacketDecoder {
   // time.
   int Decode(PacketBatch& batch) noexcept;
 
+  // The lanes Decode(PacketBatch&) runs with `options` on this CPU (a name
+  // for reports): "mapped (AVX-512 VBMI, BMI2)" or "portable" (packet_decoder.cc).
+  static std::string_view BatchLanes(const Options& options);
+
   // Decode(PacketBatch&) into Packets: fills `out` (at most out.size()
   // packets) and returns how many; `err` as Decode(PacketBatch&) returns it.
   // Takes the interleaved path with 4 Ki packets of room or more.
@@ -180,7 +199,9 @@ class PacketDecoder {
   // With `chunks`, the segments' records stay where they were decoded,
   // described there; else they are moved together.
   template <typename Rec>
-  size_t DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch::Chunk* chunks, size_t* nchunks) noexcept;
+  // `map`: the mapped lanes' map (PacketRecords only), else null.
+  size_t DecodeSegments(Rec* out, size_t cap, int& err, PacketBatch::Chunk* chunks, size_t* nchunks,
+                        uint8_t* map) noexcept;
   template <typename Rec>
   size_t DecodeSerial(Rec* out, size_t cap, int& err) noexcept;
   // One packet at B[rel] the careful way, in PEBS block context `block` (updated).

@@ -531,10 +531,13 @@ TEST(PacketDecoder, DecodeIsNextInBulk) {
   }
   for (size_t i = 0; i < traces.size(); ++i) {
     const Outcome want = WithNext(traces[i]);
-    for (size_t batch : {1, 100, 4096, 16384, 100000, 0x10001, 0x10002}) {
-      // Above 0x10000: Decode(PacketBatch&) with 4 Ki or 64 Ki records; else Decode(std::span<Packet>).
+    for (size_t batch : {1, 100, 4096, 16384, 100000, 0x10001, 0x10002, 0x10003, 0x10004}) {
+      // Above 0x10000: Decode(PacketBatch&) with 4 Ki or 64 Ki records, the
+      // last two held to its portable lanes (Options::portable; the others
+      // run the mapped lanes where the CPU has them); else Decode(std::span<Packet>).
       const Outcome got =
-          batch > 0x10000 ? WithBatch(traces[i], batch == 0x10001 ? 4096 : PacketBatch::kDefaultCapacity)
+          batch > 0x10000 ? WithBatch(traces[i], batch % 2 == 1 ? 4096 : PacketBatch::kDefaultCapacity,
+                                      PacketDecoder::Options{.portable = batch > 0x10002})
                           : WithDecode(traces[i], batch);
       if (got == want) continue;
       if (const char* save = std::getenv("PERFTEST_PT_DIFF_SAVE"); save != nullptr) {

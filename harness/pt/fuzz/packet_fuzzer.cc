@@ -114,9 +114,11 @@ void DecodeInBulk(std::span<const uint8_t> trace, size_t batch) {
   }
 }
 
-// The same for Decode(PacketBatch&), with and without PEBS block packets.
-void DecodeBatchInBulk(std::span<const uint8_t> trace, size_t capacity, bool blocks) {
-  const PacketDecoder::Options options{.block_packets = blocks};
+// The same for Decode(PacketBatch&), with and without PEBS block packets,
+// with the lanes it picks by default (the mapped lanes where the CPU has
+// AVX-512 VBMI) or held to its portable lanes.
+void DecodeBatchInBulk(std::span<const uint8_t> trace, size_t capacity, bool blocks, bool portable) {
+  const PacketDecoder::Options options{.block_packets = blocks, .portable = portable};
   PacketDecoder a(trace, options);
   PacketDecoder b(trace, options);
   FUZZ_CHECK(a.SyncSet(0).ok() && b.SyncSet(0).ok());
@@ -165,8 +167,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // needs 4 KiB of trace ahead: run with -max_len=65536), and a small one.
   DecodeInBulk(trace, 4096 + (size > 0 ? data[0] * 16 : 0));
   DecodeInBulk(trace, 1 + (size > 1 ? data[1] : 0));
-  DecodeBatchInBulk(trace, PacketBatch::kDefaultCapacity, size % 3 != 0);
-  DecodeBatchInBulk(trace, 4096 + (size > 2 ? data[2] * 16 : 0), size % 3 == 0);
+  DecodeBatchInBulk(trace, PacketBatch::kDefaultCapacity, size % 3 != 0, /*portable=*/size % 2 == 0);
+  DecodeBatchInBulk(trace, 4096 + (size > 2 ? data[2] * 16 : 0), size % 3 == 0, /*portable=*/size % 2 != 0);
   if (size < 4096) {
     DumpOptions options;
     options.last_ip = true;

@@ -14,7 +14,8 @@ namespace {
 // the offset through a pointer).
 class OurSync {
  public:
-  explicit OurSync(std::span<const uint8_t> trace) : d_(trace, PacketDecoder::Options{.block_packets = false}) {}
+  explicit OurSync(std::span<const uint8_t> trace, bool portable = false)
+      : d_(trace, PacketDecoder::Options{.block_packets = false, .portable = portable}) {}
   int SyncForward(uint64_t* offset) { return Sync(d_.SyncForward(), offset); }
   int SyncBackward(uint64_t* offset) { return Sync(d_.SyncBackward(), offset); }
   int SyncSet(uint64_t offset) { return d_.SyncSet(offset).error(); }
@@ -48,7 +49,9 @@ class OurDecoder : public OurSync {
 class OurBatchDecoder : public OurSync {
  public:
   // `batch` is reused across streams: a 64 Ki-record batch is 1 MiB to allocate and clear.
-  OurBatchDecoder(std::span<const uint8_t> trace, PacketBatch& batch) : OurSync(trace), batch_(batch) {
+  // `portable`: Decode() held to its portable lanes (PacketDecoder::Options::portable).
+  OurBatchDecoder(std::span<const uint8_t> trace, PacketBatch& batch, bool portable)
+      : OurSync(trace, portable), batch_(batch) {
     batch_.clear();
   }
   int Next(RefPacket* out) {
@@ -169,13 +172,17 @@ std::string DiffAgainstLibipt(std::span<const uint8_t> trace, DiffStats* stats) 
     std::string diff = Compare(a, want);
     if (!diff.empty()) return diff + (start == Start::kFromZero ? "\n  protocol: from 0" : "\n  protocol: forward");
     // The bulk form, Decode(PacketBatch&) (interleaved where the stream is
-    // long enough).
+    // long enough), with the lanes it runs by default (the mapped lanes
+    // where the CPU has AVX-512 VBMI) and held to its portable lanes.
     static thread_local PacketBatch batch;
-    OurBatchDecoder bulk(trace, batch);
-    diff = Compare(RunForward(bulk, start), want);
-    if (!diff.empty()) {
-      return diff + (start == Start::kFromZero ? "\n  protocol: from 0, Decode(PacketBatch&)"
-                                               : "\n  protocol: forward, Decode(PacketBatch&)");
+    for (const bool portable : {false, true}) {
+      OurBatchDecoder bulk(trace, batch, portable);
+      diff = Compare(RunForward(bulk, start), want);
+      if (!diff.empty()) {
+        return diff + (start == Start::kFromZero ? "\n  protocol: from 0, Decode(PacketBatch&)"
+                                                 : "\n  protocol: forward, Decode(PacketBatch&)") +
+               (portable ? ", portable" : "");
+      }
     }
     for (const DiffEvent& e : a) {
       t.packets += e.kind == DiffEvent::kPacket;

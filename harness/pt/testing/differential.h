@@ -12,7 +12,9 @@
 //   from 0:    the same, starting with SyncSet(0) instead
 //   backward:  SyncBackward from the end, repeatedly, to the first PSB
 // The forward protocols also run with our Decode(PacketBatch&) (64 Ki
-// records) in place of Next(), against the same libipt events.
+// records) in place of Next(), against the same libipt events: with the
+// lanes it picks by default and held to its portable lanes
+// (PacketDecoder::Options::portable).
 // Each packet (type, offset, size, payload as RefPacket), each error (errno,
 // offset) and each sync point (offset, or none) is an event; the two event
 // lists must be identical.
