@@ -411,6 +411,7 @@ class FlowDecoder {
   int TakeTntField(uint64_t field, bool quiet = false);
   int TakeIpControl(const Packet& p);
   int TakeIpControl(PacketType type, uint8_t ipbytes, uint64_t payload, uint64_t offset);
+  int HoldIpControl(PacketType type, uint8_t ipbytes, uint64_t offset);
   bool NoEventFor(const Packet& q) const;
   static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt(uint64_t from);

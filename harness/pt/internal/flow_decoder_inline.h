@@ -146,6 +146,12 @@ inline int FlowDecoder::TakeTntField(uint64_t field, bool quiet) {
 inline __attribute__((always_inline)) int FlowDecoder::TakeIpControl(PacketType type, uint8_t ipbytes,
                                                                      uint64_t payload, uint64_t offset) {
   if (!last_ip_.UpdateInline(ipbytes, payload)) return Fail(EBADMSG, "bad IP packet");
+  return HoldIpControl(type, ipbytes, offset);
+}
+
+// TakeIpControl() once last_ip_ holds the packet's IP.
+inline __attribute__((always_inline)) int FlowDecoder::HoldIpControl(PacketType type, uint8_t ipbytes,
+                                                                     uint64_t offset) {
   ctl_ = type == PacketType::kTip ? Ctl::kTip : type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
   if (fup_pending_ && type != PacketType::kTipPge) [[unlikely]] {  // the TIP of an earlier FUP
     fup_pending_ = false;
@@ -222,7 +228,9 @@ inline __attribute__((always_inline)) int FlowDecoder::FetchControl() {
       std::memcpy(&raw, q + 1, sizeof raw);
       packets_.Skip(internal::kFast.size[b]);
       const PacketType type = op == 0x0d ? PacketType::kTip : op == 0x11 ? PacketType::kTipPge : PacketType::kTipPgd;
-      return TakeIpControl(type, static_cast<uint8_t>(b >> 5), raw & internal::kFast.mask[b], offset);
+      const uint64_t mask = internal::kFast.mask[b];
+      last_ip_.UpdateMasked(static_cast<uint8_t>(b >> 5), raw & mask, mask);
+      return HoldIpControl(type, static_cast<uint8_t>(b >> 5), offset);
     }
     break;
   }
