@@ -42,7 +42,9 @@
 // jumps and calls along the cache's successor links with a few tests each
 // (walk_gen_), reading no packet; when the bits run out it reads on to the
 // next TNT (WalkRefill()), taking the commonest packets (TNT, CYC, MTC,
-// TSC, TIP) straight from their bytes (FetchControl()).
+// TSC, TIP) straight from their bytes (FetchControl()). libipt's read-ahead
+// past each TNT (which fails a branch at a bad packet) is one compare: the
+// packets ahead are checked once, a stretch at a time (CleanAhead()).
 //
 // Errors (Next returns them; the decoder then needs a SyncForward()):
 //   ENOTCONN  not synchronized (no SyncForward/SyncSet succeeded)
@@ -429,8 +431,8 @@ class FlowDecoder {
   int ReadAheadPastEventPacket();
   int ReadAheadError(uint64_t start, int err);
   int CheckAhead(uint64_t* next = nullptr);
-  bool QuietAfterTnt() const;
-  bool QuietAtAGlance(const uint8_t* r) const;
+  bool QuietAfterTnt();
+  bool CleanAhead();
   int Resolve(uint32_t block);
   int NextFill(FlowStep* step);
   int NextFillBlock(FlowStep* step);
@@ -623,6 +625,16 @@ class FlowDecoder {
   const Image* walk_image_;
   uint64_t walk_gen_ = kNoWalk;
   uint32_t walk_key_ = 0;  // Block::EndingKey(mode_, kCondJump) while the walk is on
+
+  // The clean stretch (CleanAhead()): the packets from the decoder's
+  // position up to clean_pos_ decode on the packet decoder's fast path, and
+  // libipt's read-ahead after a TNT before clean_end_ (just past a TNT, TIP
+  // or FUP among them) meets neither a packet error nor an event that fails
+  // its query: QuietAfterTnt() holds there. clean_blocked_: a packet at
+  // clean_pos_ it does not take. All 0 (empty) after a sync.
+  uint64_t clean_end_ = 0;
+  uint64_t clean_pos_ = 0;
+  bool clean_blocked_ = false;
 
   FlowTime time_;
   uint64_t tsc_base_ = 0;

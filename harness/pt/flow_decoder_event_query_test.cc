@@ -290,5 +290,41 @@ TEST(FlowDecoder, TipPgdWhileDisabledIsTheTipOfAModeExec) {
   ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1});
 }
 
+// The read-ahead after a TNT (CheckAhead(), EventQueryAfterTnt()) is mostly
+// answered from the clean stretch (CleanAhead(): the packets ahead checked
+// up to 4 KiB at a time): a packet error just past a TNT fails the same
+// branch as libipt's wherever that TNT falls against the stretch's chunks —
+// at the end of ~4 KiB of taken TNT bits, moved a byte at a time across the
+// first chunk's end, with the error right after the TNT, after a CYC,
+// after a TIP.PGD and a TSC (the event query past it), or after the next TNT.
+TEST(FlowDecoder, ReadAheadErrorAfterATntWhereverTheCleanStretchEnds) {
+  Image image;  // kBase: jz kBase (taken: the loop again); ret
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x74, 0xfe, 0xc3}).ok());
+  for (int tail = 0; tail < 4; ++tail) {
+    for (int shift = 0; shift < 24; ++shift) {
+      SCOPED_TRACE(fmt::format("tail {}, shift {}", tail, shift));
+      PacketEncoder enc;
+      PsbPlus(enc, kBase);
+      const size_t run_end = enc.bytes().size() + 4096 - 12 + static_cast<size_t>(shift);
+      for (int i = 0; enc.bytes().size() < run_end; ++i) {
+        (void)(i % 4 == 3 ? enc.Next(make::Cyc(9)) : enc.Next(make::Tnt8(0x3f, 6)));
+      }
+      (void)enc.Next(make::Tnt8(1, 1));
+      if (tail == 1) (void)enc.Next(make::Cyc(5));
+      if (tail == 2) {
+        (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+        (void)enc.Next(make::Tsc(0x1234));
+      }
+      if (tail == 3) {
+        (void)enc.Next(make::Mtc(1));
+        (void)enc.Next(make::Tnt8(1, 1));
+      }
+      std::vector<uint8_t> trace = WithBadOpcode(enc);
+      trace.resize(trace.size() + 32, 0x00);  // (PADs: the stretch stops at the bad opcode, not at the end)
+      flow_test::ExpectSameFlowAsLibipt(trace, image, -pte_bad_opc);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -103,7 +103,9 @@ int FlowDecoder::CheckAhead(uint64_t* next) {
 }
 
 // Whether, right after a TNT packet, both CheckAhead() and
-// EventQueryAfterTnt() find nothing, as seen from first bytes alone: CYCs of
+// EventQueryAfterTnt() find nothing: the packets after it lie in the clean
+// stretch (CleanAhead(), extended here if need be); else, as seen from
+// first bytes alone (where the stretch stopped short): CYCs of
 // one or two bytes, PADs, MTCs and TSCs (status packets, all valid) up to a
 // TNT-8 or a TIP (where the read-ahead stops: a TIP's bad IP bytes are no
 // error of this query, ReadAheadStopsAt; neither makes an event) — or up to
@@ -153,8 +155,9 @@ struct QuietTable {
 constexpr QuietTable kQuiet;
 }  // namespace
 
-bool FlowDecoder::QuietAfterTnt() const {
+bool FlowDecoder::QuietAfterTnt() {
   if (have_unread_) return true;  // (both return 0 at once)
+  if (packets_.offset() < clean_end_ || CleanAhead()) return true;
   if (!packets_.synced() || packets_.block_item_bytes() != 0) return false;
   const std::span<const uint8_t> trace = packets_.trace();
   const uint8_t* const t = trace.data();
@@ -180,6 +183,93 @@ bool FlowDecoder::QuietAfterTnt() const {
     }
   }
   return false;
+}
+
+namespace {
+// The packets that end libipt's read-ahead after a TNT wherever it meets
+// them, in any state, with no error and no event (CheckAhead(),
+// EventQueryAfterTnt()): TNT-8, TIP and FUP (by the first byte; their IP
+// bytes valid: the fast path rejects the reserved IPBytes), and TNT-64.
+// The read-ahead stops at them, or — after an event packet (TIP.PGE,
+// TIP.PGD) — at the first packet after it that is not PAD or timing, which
+// is then no later than they are.
+struct CleanStopTable {
+  bool at[256] = {};
+  constexpr CleanStopTable() {
+    for (unsigned b = 0; b < 256; ++b)
+      at[b] = ((b & 1) == 0 && b != internal::kOpcPad && b != internal::kOpcExt) || (b & 0x1f) == 0x0d ||
+              (b & 0x1f) == 0x1d;
+  }
+};
+constexpr CleanStopTable kCleanStop;
+constexpr uint64_t kCleanChunk = 4096;  // bytes verified per call (about a PSB period)
+}  // namespace
+
+// Extends the clean stretch (clean_end_, clean_pos_) by up to kCleanChunk
+// bytes from the decoder's position, or from where it ended if that is
+// ahead, and returns whether the packets after the decoder's position now
+// lie in it (QuietAfterTnt() holds there).
+//
+// The stretch holds the packets PacketDecoder::Next() takes on its fast
+// path (internal::FastDecode(): PAD, CYC of up to 2 bytes, MTC, TSC, TNT-8,
+// TIP, TIP.PGE, TIP.PGD, FUP with valid IPBytes), TNT-64 with a stop bit and
+// longer CYCs (up to 8 bytes), with 9 bytes readable at each: the packet
+// decoder decodes them all without error, and none is an MWAIT (whose event
+// query fails at a TNT: CheckAhead()). It stops (clean_blocked_) at any
+// other packet — PSB, OVF, MODE, the other 02h packets, an unknown opcode,
+// a packet the trace cuts, and the last 8 bytes of the trace — and must
+// start outside a PEBS block (whose BBP stops it). clean_end_ is past the
+// last TNT-8, TNT-64, TIP or FUP in it (kCleanStop): the read-ahead after a
+// TNT that ends before clean_end_ stops no later than that packet, having
+// decoded only packets of the stretch.
+//
+// One pass over the bytes ahead, mostly without a branch per packet: it
+// replaces the scan after each TNT (QuietAfterTnt()'s, CheckAhead()'s,
+// EventQueryAfterTnt()'s), whose branches on packet types are as
+// unpredictable as the packets.
+bool FlowDecoder::CleanAhead() {
+  const uint64_t at = packets_.offset();
+  if (clean_pos_ < at) {  // (not contiguous with the last stretch: a new one from here)
+    clean_pos_ = at;
+    clean_end_ = 0;
+    clean_blocked_ = false;
+  }
+  const std::span<const uint8_t> trace = packets_.trace();
+  if (clean_blocked_ || !packets_.synced() || packets_.block_item_bytes() != 0 || trace.size() < 9) return false;
+  const uint8_t* const t = trace.data();
+  const uint64_t limit = std::min<uint64_t>(trace.size() - 8, clean_pos_ + kCleanChunk);  // (9 bytes readable)
+  uint64_t off = clean_pos_;
+  uint64_t end = clean_end_;
+  while (off < limit) {
+    uint16_t word;  // bytes 0..1
+    std::memcpy(&word, t + off, sizeof word);
+    const uint8_t b = static_cast<uint8_t>(word);
+    if ((word & internal::kFast.reject[b]) == 0) [[likely]] {
+      off += internal::kFast.size[b];
+      end = kCleanStop.at[b] ? off : end;
+      continue;
+    }
+    if (b == internal::kOpcExt && t[off + 1] == internal::kExtTnt64) {
+      uint64_t raw;  // bytes 1..8: the payload is bytes 2..7
+      std::memcpy(&raw, t + off + 1, sizeof raw);
+      if (((raw >> 8) & 0xffffffffffff) == 0) break;  // (no stop bit: EBADMSG)
+      off += 8;
+      end = off;
+      continue;
+    }
+    if ((b & 3) == internal::kOpcCyc) {  // (Exp, and byte 1's Exp: 3 bytes or more)
+      unsigned n = 3;
+      while (n < 9 && (t[off + n - 1] & 1) != 0) ++n;
+      if (n == 9) break;
+      off += n;
+      continue;
+    }
+    break;
+  }
+  clean_blocked_ = off < limit;
+  clean_pos_ = off;
+  clean_end_ = end;
+  return at < end;
 }
 
 // PeekAfterIp(): internal/flow_decoder_inline.h.

@@ -130,6 +130,8 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   steps_without_packet_ = 0;
   hint_ = link_block_ = 0;
   walk_gen_ = kNoWalk;
+  clean_end_ = clean_pos_ = 0;
+  clean_blocked_ = false;
   if (!psb.ok()) return psb;
   Packet p;
   if (packets_.Next(p) != 0 || p.type != PacketType::kPsb) {
