@@ -433,6 +433,7 @@ class FlowDecoder {
   int CheckAhead(uint64_t* next = nullptr);
   bool QuietAfterTnt();
   bool CleanAhead();
+  uint64_t PsbPlusEnd(uint64_t psb) const;
   int Resolve(uint32_t block);
   int NextFill(FlowStep* step);
   int NextFillBlock(FlowStep* step);
@@ -626,15 +627,29 @@ class FlowDecoder {
   uint64_t walk_gen_ = kNoWalk;
   uint32_t walk_key_ = 0;  // Block::EndingKey(mode_, kCondJump) while the walk is on
 
-  // The clean stretch (CleanAhead()): the packets from the decoder's
-  // position up to clean_pos_ decode on the packet decoder's fast path, and
-  // libipt's read-ahead after a TNT before clean_end_ (just past a TNT, TIP
-  // or FUP among them) meets neither a packet error nor an event that fails
-  // its query: QuietAfterTnt() holds there. clean_blocked_: a packet at
-  // clean_pos_ it does not take. All 0 (empty) after a sync.
+  // The clean stretch (CleanAhead()): regions of the packets ahead that
+  // no read-ahead after a TNT finds fault with, in order. clean_end_: the
+  // end of the first, the decoder's, in which QuietAfterTnt() holds after a
+  // TNT that ends before it (0: none). Each region starts at the decoder's
+  // position or where the PSB+ of `psb` ends, and runs to the PSB at `stop`
+  // (kNoPsb: none) or ends early (at `checked`: the packets before it were
+  // checked). psb_at_, psb_end_: the PSB of the last
+  // PSB+ the decoder read mid-flow, and where it ended (ReadPsbPlus()).
+  // All empty after a sync.
+  static constexpr uint64_t kNoPsb = ~uint64_t{0};
+  static constexpr size_t kCleanRegions = 4;
+  struct CleanRegion {
+    uint64_t start = 0;
+    uint64_t end = 0;
+    uint64_t checked = 0;
+    uint64_t psb = kNoPsb;
+    uint64_t stop = kNoPsb;
+  };
+  std::array<CleanRegion, kCleanRegions> clean_{};
+  uint32_t clean_regions_ = 0;
   uint64_t clean_end_ = 0;
-  uint64_t clean_pos_ = 0;
-  bool clean_blocked_ = false;
+  uint64_t psb_at_ = kNoPsb;
+  uint64_t psb_end_ = 0;
 
   FlowTime time_;
   uint64_t tsc_base_ = 0;
