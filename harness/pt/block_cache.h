@@ -144,6 +144,16 @@ class BlockCache {
     d = (ip << 32) | (index + 1);
     return index;
   }
+  // Find()'s direct-mapped entry for `ip`, without a lookup further: the
+  // block (index + 1) that it last found there, or 0 — a hint to be
+  // checked (IP and mode) before use. PrefetchDirect() starts loading that
+  // entry (for a DirectHint() of `ip` some work later: the entries of
+  // indirect branch targets are mostly far from the cache).
+  void PrefetchDirect(uint64_t ip) const { __builtin_prefetch(&direct_[DirectIndex(ip)]); }
+  uint32_t DirectHint(uint64_t ip) const {
+    const uint64_t d = direct_[DirectIndex(ip)];
+    return (d >> 32) == (ip & 0xffffffff) ? static_cast<uint32_t>(d) : 0;
+  }
   // True if the image changed since the last CheckGeneration() (which will
   // then empty the cache).
   bool Stale() const { return image_->generation() != generation_; }
