@@ -20,6 +20,11 @@ void BlockCache::Reset() {
   generation_ = image_->generation();
 }
 
+void BlockCache::GrowDirect() {
+  direct_.assign(direct_.size() * 2, 0);
+  --direct_shift_;
+}
+
 uint32_t BlockCache::FindSlow(uint64_t ip, ExecMode mode) {
   const size_t mask = slots_.size() - 1;
   for (size_t i = Hash(ip) & mask;; i = (i + 1) & mask) {
@@ -87,6 +92,7 @@ uint32_t BlockCache::Decode(uint64_t ip, ExecMode mode) {
   if (ninsn != 0 && error == 0 && mode != ExecMode::kInvalid) b.last_.state |= Block::kFastBit;
   blocks_.push_back(b);
   count_ = static_cast<uint32_t>(blocks_.size());
+  if (count_ > direct_.size() && direct_shift_ > 64 - kDirectMaxBits) GrowDirect();
   const uint32_t index = count_ - 1;
 
   if (blocks_.size() * 2 > slots_.size()) {  // grow at half load

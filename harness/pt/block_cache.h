@@ -120,17 +120,20 @@ class BlockCache {
   static_assert(sizeof(Block::Last) == 4);
   static_assert(std::endian::native == std::endian::little);  // (LastWord(), fast_in_ending(): byte i is bits 8i..8i+7)
 
-  explicit BlockCache(const Image* image) : image_(image), direct_(kDirectSize, 0) { slots_.resize(1024); }
+  explicit BlockCache(const Image* image) : image_(image), direct_(size_t{1} << kDirectMinBits, 0) {
+    slots_.resize(1024);
+  }
 
   // The index of the block at (ip, mode), decoding it on a miss. Call
   // CheckGeneration() first when the image may have changed.
   //
-  // A small direct-mapped table (32 KiB, mostly L1-resident) of recently found
-  // blocks sits in front of the hash table, whose slots are spread over
-  // megabytes for a large program: a hit there costs one load of the block,
-  // which the caller needs anyway.
+  // A direct-mapped table of recently found blocks (32 KiB, mostly
+  // L1-resident, growing with the blocks to 512 KiB: DirectIndex()) sits in
+  // front of the hash table, whose slots are spread over megabytes for a
+  // large program: a hit there costs one load of the block, which the
+  // caller needs anyway.
   uint32_t Find(uint64_t ip, ExecMode mode) {
-    uint64_t& d = direct_[DirectIndex(ip)];
+    const uint64_t d = direct_[DirectIndex(ip)];
     // The entry's tag (IP bits 31:0) must match before the block is loaded.
     if ((d >> 32) == (ip & 0xffffffff) && static_cast<uint32_t>(d) != 0) {
       const uint32_t index = static_cast<uint32_t>(d) - 1;
@@ -141,8 +144,18 @@ class BlockCache {
       }
     }
     const uint32_t index = FindSlow(ip, mode);
-    d = (ip << 32) | (index + 1);
+    direct_[DirectIndex(ip)] = (ip << 32) | (index + 1);  // (after FindSlow(): a decode may grow the table)
     return index;
+  }
+  // Find()'s direct-mapped entry for `ip`, without a lookup further: the
+  // block (index + 1) that it last found there, or 0 — a hint to be
+  // checked (IP and mode) before use. PrefetchDirect() starts loading that
+  // entry (for a DirectHint() of `ip` some work later: the entries of
+  // indirect branch targets are mostly far from the cache).
+  void PrefetchDirect(uint64_t ip) const { __builtin_prefetch(&direct_[DirectIndex(ip)]); }
+  uint32_t DirectHint(uint64_t ip) const {
+    const uint64_t d = direct_[DirectIndex(ip)];
+    return (d >> 32) == (ip & 0xffffffff) ? static_cast<uint32_t>(d) : 0;
   }
   // True if the image changed since the last CheckGeneration() (which will
   // then empty the cache).
@@ -179,10 +192,14 @@ class BlockCache {
   uint32_t Decode(uint64_t ip, ExecMode mode);
   void Reset();
   static size_t Hash(uint64_t ip) { return static_cast<size_t>((ip * 0x9e3779b97f4a7c15ull) >> 40); }
-  static constexpr size_t kDirectSize = 4096;
-  static size_t DirectIndex(uint64_t ip) {
-    return static_cast<size_t>((ip * 0x9e3779b97f4a7c15ull) >> 52) & (kDirectSize - 1);
-  }
+  // The direct-mapped table has 2^12 entries (32 KiB) to start with, and
+  // doubles (emptied: it is only a cache) while the blocks outnumber its
+  // entries, up to 2^16 (512 KiB): a program with tens of thousands of
+  // blocks, of which an indirect branch's targets are many, finds most of
+  // them there. (Its entries are the IPs' hash, the top bits.)
+  static constexpr unsigned kDirectMinBits = 12, kDirectMaxBits = 16;
+  size_t DirectIndex(uint64_t ip) const { return static_cast<size_t>((ip * 0x9e3779b97f4a7c15ull) >> direct_shift_); }
+  void GrowDirect();
 
   struct Slot {
     uint64_t ip;
@@ -192,6 +209,7 @@ class BlockCache {
   const Image* image_;
   InsnClassifier classifier_;
   std::vector<uint64_t> direct_;  // by DirectIndex(ip): IP[31:0] << 32 | block index + 1 (0 = empty)
+  unsigned direct_shift_ = 64 - kDirectMinBits;  // 64 - log2(direct_.size())
   std::vector<Slot> slots_;
   std::vector<Block> blocks_;
   std::vector<uint8_t> lengths_;

@@ -42,7 +42,9 @@
 // jumps and calls along the cache's successor links with a few tests each
 // (walk_gen_), reading no packet; when the bits run out it reads on to the
 // next TNT (WalkRefill()), taking the commonest packets (TNT, CYC, MTC,
-// TSC, TIP) straight from their bytes (FetchControl()).
+// TSC, TIP) straight from their bytes (FetchControl()). libipt's read-ahead
+// past each TNT (which fails a branch at a bad packet) is one compare: the
+// packets ahead are checked once, a stretch at a time (CleanAhead()).
 //
 // Errors (Next returns them; the decoder then needs a SyncForward()):
 //   ENOTCONN  not synchronized (no SyncForward/SyncSet succeeded)
@@ -411,6 +413,7 @@ class FlowDecoder {
   int TakeTntField(uint64_t field, bool quiet = false);
   int TakeIpControl(const Packet& p);
   int TakeIpControl(PacketType type, uint8_t ipbytes, uint64_t payload, uint64_t offset);
+  int HoldIpControl(PacketType type, uint8_t ipbytes, uint64_t offset);
   bool NoEventFor(const Packet& q) const;
   static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt(uint64_t from);
@@ -428,8 +431,9 @@ class FlowDecoder {
   int ReadAheadPastEventPacket();
   int ReadAheadError(uint64_t start, int err);
   int CheckAhead(uint64_t* next = nullptr);
-  bool QuietAfterTnt() const;
-  bool QuietAtAGlance(const uint8_t* r) const;
+  bool QuietAfterTnt();
+  bool CleanAhead();
+  uint64_t PsbPlusEnd(uint64_t psb) const;
   int Resolve(uint32_t block);
   int NextFill(FlowStep* step);
   int NextFillBlock(FlowStep* step);
@@ -622,6 +626,30 @@ class FlowDecoder {
   const Image* walk_image_;
   uint64_t walk_gen_ = kNoWalk;
   uint32_t walk_key_ = 0;  // Block::EndingKey(mode_, kCondJump) while the walk is on
+
+  // The clean stretch (CleanAhead()): regions of the packets ahead that
+  // no read-ahead after a TNT finds fault with, in order. clean_end_: the
+  // end of the first, the decoder's, in which QuietAfterTnt() holds after a
+  // TNT that ends before it (0: none). Each region starts at the decoder's
+  // position or where the PSB+ of `psb` ends, and runs to the PSB at `stop`
+  // (kNoPsb: none) or ends early (at `checked`: the packets before it were
+  // checked). psb_at_, psb_end_: the PSB of the last
+  // PSB+ the decoder read mid-flow, and where it ended (ReadPsbPlus()).
+  // All empty after a sync.
+  static constexpr uint64_t kNoPsb = ~uint64_t{0};
+  static constexpr size_t kCleanRegions = 4;
+  struct CleanRegion {
+    uint64_t start = 0;
+    uint64_t end = 0;
+    uint64_t checked = 0;
+    uint64_t psb = kNoPsb;
+    uint64_t stop = kNoPsb;
+  };
+  std::array<CleanRegion, kCleanRegions> clean_{};
+  uint32_t clean_regions_ = 0;
+  uint64_t clean_end_ = 0;
+  uint64_t psb_at_ = kNoPsb;
+  uint64_t psb_end_ = 0;
 
   FlowTime time_;
   uint64_t tsc_base_ = 0;

@@ -290,5 +290,54 @@ TEST(FlowDecoder, TipPgdWhileDisabledIsTheTipOfAModeExec) {
   ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1});
 }
 
+// The read-ahead after a TNT (CheckAhead(), EventQueryAfterTnt()) is mostly
+// answered from the clean stretch (CleanAhead(): regions of the packets
+// ahead, one from the decoder's position and one after each of the next
+// PSB+s, checked together): a packet error just past a TNT fails the same
+// branch as libipt's wherever that TNT falls against the regions — after
+// runs of taken TNT bits split by mid-flow PSB+s (more of them than the
+// stretch holds at once), a few packets on from the last PSB+, with the
+// error right after the TNT, after a CYC, after a TIP.PGD and a TSC (the
+// event query past it), or after the next TNT.
+// (Not past a PSB+ right after the TNT: libipt's read-ahead goes on through
+// it and fails the branch, ours does not — as before the stretch.)
+TEST(FlowDecoder, ReadAheadErrorAfterATntWhereverTheCleanStretchEnds) {
+  Image image;  // kBase: jz kBase (taken: the loop again); ret
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x74, 0xfe, 0xc3}).ok());
+  for (int psbs : {0, 1, 6}) {
+    for (int tail = 0; tail < 4; ++tail) {
+      for (int shift = 0; shift < 12; ++shift) {
+        SCOPED_TRACE(fmt::format("{} mid-flow PSB+s, tail {}, shift {}", psbs, tail, shift));
+        PacketEncoder enc;
+        PsbPlus(enc, kBase);
+        auto run = [&](size_t bytes) {
+          const size_t end = enc.bytes().size() + bytes;
+          for (int i = 0; enc.bytes().size() < end; ++i) {
+            (void)(i % 4 == 3 ? enc.Next(make::Cyc(9)) : enc.Next(make::Tnt8(0x3f, 6)));
+          }
+        };
+        for (int i = 0; i < psbs; ++i) {
+          run(700);
+          PsbPlus(enc, kBase);  // (mid-flow: the flow is at kBase, the FUP's IP)
+        }
+        run(static_cast<size_t>(shift));
+        (void)enc.Next(make::Tnt8(1, 1));
+        if (tail == 1) (void)enc.Next(make::Cyc(5));
+        if (tail == 2) {
+          (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+          (void)enc.Next(make::Tsc(0x1234));
+        }
+        if (tail == 3) {
+          (void)enc.Next(make::Mtc(1));
+          (void)enc.Next(make::Tnt8(1, 1));
+        }
+        std::vector<uint8_t> trace = WithBadOpcode(enc);
+        trace.resize(trace.size() + 32, 0x00);  // (PADs: the stretch stops at the bad opcode, not at the end)
+        flow_test::ExpectSameFlowAsLibipt(trace, image, -pte_bad_opc);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -5,12 +5,14 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "harness/pt/flow_decoder.h"
 #include "harness/pt/internal/flow_decoder_inline.h"
 #include "harness/pt/internal/opcodes.h"
+#include "harness/pt/sync.h"
 
 namespace perftest::pt {
 
@@ -103,7 +105,9 @@ int FlowDecoder::CheckAhead(uint64_t* next) {
 }
 
 // Whether, right after a TNT packet, both CheckAhead() and
-// EventQueryAfterTnt() find nothing, as seen from first bytes alone: CYCs of
+// EventQueryAfterTnt() find nothing: the packets after it lie in the clean
+// stretch (CleanAhead(), extended here if need be); else, as seen from
+// first bytes alone (where the stretch stopped short): CYCs of
 // one or two bytes, PADs, MTCs and TSCs (status packets, all valid) up to a
 // TNT-8 or a TIP (where the read-ahead stops: a TIP's bad IP bytes are no
 // error of this query, ReadAheadStopsAt; neither makes an event) — or up to
@@ -153,8 +157,9 @@ struct QuietTable {
 constexpr QuietTable kQuiet;
 }  // namespace
 
-bool FlowDecoder::QuietAfterTnt() const {
+bool FlowDecoder::QuietAfterTnt() {
   if (have_unread_) return true;  // (both return 0 at once)
+  if (packets_.offset() < clean_end_ || CleanAhead()) return true;
   if (!packets_.synced() || packets_.block_item_bytes() != 0) return false;
   const std::span<const uint8_t> trace = packets_.trace();
   const uint8_t* const t = trace.data();
@@ -180,6 +185,191 @@ bool FlowDecoder::QuietAfterTnt() const {
     }
   }
   return false;
+}
+
+namespace {
+// The packets that end libipt's read-ahead after a TNT wherever it meets
+// them, in any state, with no error and no event (CheckAhead(),
+// EventQueryAfterTnt()): TNT-8, TIP and FUP (by the first byte; their IP
+// bytes valid: the fast path rejects the reserved IPBytes) — and TNT-64
+// and OVF (CleanRare()). The read-ahead stops at them,
+// or — after an event packet (TIP.PGE, TIP.PGD) — at the first packet
+// after it that is not PAD or timing, which is then no later than they are.
+struct CleanStopTable {
+  bool at[256] = {};
+  constexpr CleanStopTable() {
+    for (unsigned b = 0; b < 256; ++b)
+      at[b] = ((b & 1) == 0 && b != internal::kOpcPad && b != internal::kOpcExt) || (b & 0x1f) == 0x0d ||
+              (b & 0x1f) == 0x1d;
+  }
+};
+constexpr CleanStopTable kCleanStop;
+constexpr uint64_t kCleanMaxBytes = 64 * 1024;  // a region's bytes at most (its PSB period)
+
+// A stretch packet the fast path's tables do not take at t[off] (9 bytes
+// readable): TNT-64 with a stop bit and OVF (stoppers: *stop), a CYC of 3
+// to 8 bytes. Returns the offset after it, or 0 (the stretch ends here).
+__attribute__((noinline)) uint64_t CleanRare(const uint8_t* t, uint64_t off, bool* stop) {
+  const uint8_t b = t[off];
+  *stop = true;
+  if (b == internal::kOpcExt && t[off + 1] == internal::kExtTnt64) {
+    uint64_t raw;  // bytes 1..8: the payload is bytes 2..7
+    std::memcpy(&raw, t + off + 1, sizeof raw);
+    return ((raw >> 8) & 0xffffffffffff) != 0 ? off + 8 : 0;  // (no stop bit: EBADMSG)
+  }
+  if (b == internal::kOpcExt && t[off + 1] == internal::kExtOvf) return off + 2;
+  *stop = false;
+  if ((b & 3) == internal::kOpcCyc) {  // (Exp, and byte 1's Exp: 3 bytes or more)
+    unsigned n = 3;
+    while (n < 9 && (t[off + n - 1] & 1) != 0) ++n;
+    if (n < 9) return off + n;
+  }
+  return 0;
+}
+
+// A lane of CleanAhead(): the packets from `off` to `limit`; `end` past the
+// last stopper among them. A packet the stretch does not take ends it
+// early (limit = off).
+struct CleanLane {
+  uint64_t off = 0, limit = 0, end = 0;
+};
+
+// One packet of a lane, if it has not ended: off moves past it, end past it
+// if it is a stopper (a select: stoppers come as unpredictably as packets).
+inline __attribute__((always_inline)) void CleanStep(const uint8_t* t, uint64_t& off, uint64_t& limit,
+                                                      uint64_t& end) {
+  if (off >= limit) return;
+  uint16_t word;  // bytes 0..1
+  std::memcpy(&word, t + off, sizeof word);
+  const uint8_t b = static_cast<uint8_t>(word);
+  if ((word & internal::kFast.reject[b]) == 0) [[likely]] {
+    off += internal::kFast.size[b];
+    end ^= (end ^ off) & (uint64_t{0} - kCleanStop.at[b]);
+    return;
+  }
+  bool stop;
+  const uint64_t next = CleanRare(t, off, &stop);
+  if (next == 0) {
+    limit = off;
+    return;
+  }
+  off = next;
+  if (stop) end = next;
+}
+
+// Runs up to 4 lanes (n) in lockstep: each packet's position depends on the
+// packet before it (two loads and an add: about 14 cycles a packet), so a
+// lane alone is bound by that latency; independent lanes overlap it. (Four
+// lanes by name: in an array the compiler keeps them in memory.)
+void RunCleanLanes(const uint8_t* t, CleanLane* lanes, size_t n) {
+  CleanLane l[4] = {};
+  for (size_t i = 0; i < n; ++i) l[i] = lanes[i];
+  uint64_t o0 = l[0].off, o1 = l[1].off, o2 = l[2].off, o3 = l[3].off;
+  uint64_t m0 = l[0].limit, m1 = l[1].limit, m2 = l[2].limit, m3 = l[3].limit;
+  uint64_t e0 = l[0].end, e1 = l[1].end, e2 = l[2].end, e3 = l[3].end;
+  while (o0 < m0 || o1 < m1 || o2 < m2 || o3 < m3) {
+    CleanStep(t, o0, m0, e0);
+    CleanStep(t, o1, m1, e1);
+    CleanStep(t, o2, m2, e2);
+    CleanStep(t, o3, m3, e3);
+  }
+  const uint64_t offs[4] = {o0, o1, o2, o3}, limits[4] = {m0, m1, m2, m3}, ends[4] = {e0, e1, e2, e3};
+  for (size_t i = 0; i < n; ++i) lanes[i] = CleanLane{offs[i], limits[i], ends[i]};
+}
+}  // namespace
+
+// Where the PSB+ of the PSB at `psb` ends (after its PSBEND), as the packet
+// decoder reads it; kNoPsb if it does not decode to a PSBEND.
+uint64_t FlowDecoder::PsbPlusEnd(uint64_t psb) const {
+  PacketDecoder ahead = packets_;
+  if (!ahead.SyncSet(psb).ok()) return kNoPsb;
+  Packet p;
+  for (int i = 0; i < 64 && ahead.Next(p) == 0; ++i)
+    if (p.type == PacketType::kPsbEnd) return ahead.offset();
+  return kNoPsb;
+}
+
+// Makes the region of the clean stretch that holds the decoder's position
+// the current one (clean_end_), verifying regions ahead if none does, and
+// returns whether the packets right after the position lie in it
+// (QuietAfterTnt() holds there).
+//
+// The stretch is made of regions (clean_), in order, up to kCleanRegions:
+// one from the decoder's position, and one from the end of each PSB+ after
+// it (a packet boundary, PsbPlusEnd()), each up to the next PSB. A region
+// holds the packets PacketDecoder::Next() takes on its fast path
+// (internal::FastDecode(): PAD, CYC of up to 2 bytes, MTC, TSC, TNT-8, TIP,
+// TIP.PGE, TIP.PGD, FUP with valid IPBytes), TNT-64 with a stop bit, OVF and
+// CYCs of up to 8 bytes, with 9 bytes readable at each: the packet decoder
+// decodes them all without error, and none is an MWAIT (whose event query
+// fails at a TNT: CheckAhead()). It ends early at any other packet (MODE,
+// the other 02h packets, an unknown opcode, ...; the last 8 bytes of the
+// trace). Its end is past the last TNT-8, TNT-64, TIP, FUP or OVF in it
+// (kCleanStop): the read-ahead after a TNT that ends
+// before it stops no later than that packet, having decoded only packets of
+// the region. A region that starts after a PSB+ is the decoder's only once
+// it has read that PSB+ and come to its end (psb_at_, psb_end_: its packets
+// then are the decoder's).
+//
+// It replaces the scan after each TNT (QuietAfterTnt()'s, CheckAhead()'s,
+// EventQueryAfterTnt()'s), whose branches on packet types are as
+// unpredictable as the packets; its regions' packets are checked in
+// lockstep (RunCleanLanes()).
+bool FlowDecoder::CleanAhead() {
+  const uint64_t at = packets_.offset();
+  // The regions behind the decoder go; the next one is the decoder's if it
+  // checked the packets at `at` and the decoder has come through its PSB+
+  // — then it answers even if `at` is past its end (past its last stopper,
+  // before the packet it stopped at: a new region from `at` would stop
+  // there too).
+  size_t first = 0;
+  while (first < clean_regions_ && clean_[first].checked < at) ++first;
+  if (first < clean_regions_ && clean_[first].start <= at &&
+      (clean_[first].psb == kNoPsb || (clean_[first].psb == psb_at_ && clean_[first].start == psb_end_))) {
+    std::copy(clean_.begin() + first, clean_.begin() + clean_regions_, clean_.begin());
+    clean_regions_ -= static_cast<uint32_t>(first);
+    clean_end_ = clean_[0].end;
+    return at < clean_end_;
+  }
+  // (A region that should hold `at` but does not — the decoder came another
+  // way — goes with those after it.)
+  if (first < clean_regions_ && clean_[first].start <= at) first = clean_regions_;
+  const std::span<const uint8_t> trace = packets_.trace();
+  if (!packets_.synced() || packets_.block_item_bytes() != 0 || trace.size() < 9) return false;
+  const uint8_t* const t = trace.data();
+  const uint64_t last = trace.size() - 8;  // (9 bytes readable before it)
+  // A new region from `at`, up to the next PSB (a kept region's, if any),
+  // the kept regions, and regions after the next PSBs up to kCleanRegions.
+  std::array<CleanRegion, kCleanRegions> regions;
+  std::array<CleanLane, kCleanRegions> lanes;
+  size_t n = 0, nlanes = 0;
+  std::array<size_t, kCleanRegions> lane_of{};
+  auto add = [&](uint64_t start, uint64_t psb) {
+    const std::optional<uint64_t> next = FindPsbForward(trace, start);
+    const uint64_t stop = next ? *next : kNoPsb;
+    regions[n] = CleanRegion{.start = start, .end = 0, .checked = start, .psb = psb, .stop = stop};
+    lanes[nlanes] = CleanLane{.off = start, .limit = std::min({last, start + kCleanMaxBytes, next ? *next : last})};
+    lane_of[nlanes++] = n++;
+  };
+  add(at, kNoPsb);
+  for (size_t i = first; i < clean_regions_ && n < kCleanRegions; ++i) regions[n++] = clean_[i];
+  while (n < kCleanRegions && regions[n - 1].stop != kNoPsb) {
+    const uint64_t psb = regions[n - 1].stop;
+    const uint64_t start = PsbPlusEnd(psb);
+    if (start == kNoPsb) break;
+    add(start, psb);
+  }
+  RunCleanLanes(t, lanes.data(), nlanes);
+  // (A region ends at its last stopper, not at the PSB after it: libipt's
+  // read-ahead goes on through a PSB+ — the TNT before a PSB is CheckAhead()'s.)
+  for (size_t i = 0; i < nlanes; ++i) {
+    regions[lane_of[i]].end = lanes[i].end;
+    regions[lane_of[i]].checked = lanes[i].off;
+  }
+  std::copy(regions.begin(), regions.begin() + n, clean_.begin());
+  clean_regions_ = static_cast<uint32_t>(n);
+  clean_end_ = clean_[0].end;
+  return at < clean_end_;
 }
 
 // PeekAfterIp(): internal/flow_decoder_inline.h.

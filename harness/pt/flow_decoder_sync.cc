@@ -34,6 +34,8 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
     switch (p.type) {
       case PacketType::kPsbEnd:
         psb_events_ = static_cast<uint32_t>(nevents);
+        psb_at_ = psb_offset;  // (the clean stretch's regions after a PSB+: CleanAhead())
+        psb_end_ = packets_.offset();
         if (at_sync) {
           enabled_ = have_fup;
           ip_ = fup_ip;
@@ -130,6 +132,10 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   steps_without_packet_ = 0;
   hint_ = link_block_ = 0;
   walk_gen_ = kNoWalk;
+  clean_regions_ = 0;
+  clean_end_ = 0;
+  psb_at_ = kNoPsb;
+  psb_end_ = 0;
   if (!psb.ok()) return psb;
   Packet p;
   if (packets_.Next(p) != 0 || p.type != PacketType::kPsb) {

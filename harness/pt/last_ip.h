@@ -55,6 +55,21 @@ class LastIp {
     return true;
   }
 
+  // UpdateInline() for an IPBytes that is not reserved and a payload already
+  // masked to its size (`mask`: the payload bits of that IPBytes — 0 for
+  // 000b, the low 16, 32, 48, 48 or 64 bits — as the packet decoder's
+  // first-byte tables give them, internal/opcodes.h kFast.mask): no branch
+  // on IPBytes (a select for the sign extension of 011b), for the flow
+  // decoder's IP packets read straight from their bytes, whose IPBytes are
+  // as unpredictable as the branches they resolve.
+  void UpdateMasked(uint8_t ipbytes, uint64_t payload, uint64_t mask) {
+    const uint64_t merged = (ip_ & ~mask) | payload;  // (000b: mask 0, the last IP kept)
+    const uint64_t extended = static_cast<uint64_t>(static_cast<int64_t>(payload << 16) >> 16);
+    ip_ = ipbytes == 0b011 ? extended : merged;
+    have_ip_ = have_ip_ || ipbytes != 0;
+    suppressed_ = ipbytes == 0;
+  }
+
   // The current IP. Errors: ENOENT if there has been no IP since the start
   // or the last Reset(); EADDRNOTAVAIL if the last IP packet suppressed it
   // (IPBytes 000b). (libipt: pte_noip, pte_ip_suppressed.)

@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "harness/pt/internal/opcodes.h"
 #include "harness/pt/testing/spec.h"
 #include "harness/syscall_matchers.h"
 
@@ -100,6 +101,30 @@ TEST(LastIp, PacketUpdate) {
   Packet tsc;
   tsc.type = PacketType::kTsc;
   EXPECT_THAT(last.Update(tsc), FailsWithErrno(EINVAL));
+}
+
+TEST(LastIp, UpdateMaskedAgreesWithUpdateInline) {
+  Spec("pt.last_ip.masked", "last_ip.h UpdateMasked(); SDM §33.4.2.2 'Compressed IP Payload Format'");
+  // The payload mask of each IPBytes, as the packet decoder's tables give it
+  // for a TIP (opcode[4:0] 0Dh, IPBytes in opcode[7:5]).
+  auto mask = [](uint8_t ipbytes) { return internal::kFast.mask[(ipbytes << 5) | 0x0d]; };
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    const uint64_t start = i % 3 == 0 ? 0 : rng();
+    for (uint8_t ipbytes : {0b000, 0b001, 0b010, 0b011, 0b100, 0b110}) {
+      const uint64_t payload = rng() & mask(ipbytes);
+      LastIp a, b;
+      if (i % 3 != 0) {  // (from no IP yet, too)
+        ASSERT_TRUE(a.UpdateInline(0b110, start));
+        ASSERT_TRUE(b.UpdateInline(0b110, start));
+      }
+      ASSERT_TRUE(a.UpdateInline(ipbytes, payload));
+      b.UpdateMasked(ipbytes, payload, mask(ipbytes));
+      EXPECT_EQ(a.raw(), b.raw()) << "IPBytes " << int{ipbytes} << " payload " << payload;
+      EXPECT_EQ(a.have_ip(), b.have_ip());
+      EXPECT_EQ(a.suppressed(), b.suppressed());
+    }
+  }
 }
 
 TEST(LastIp, CompressRoundTripsAndIsShortest) {

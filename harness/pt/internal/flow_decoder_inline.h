@@ -87,30 +87,10 @@ inline void FlowDecoder::TimingMtc(uint8_t ctc) {
   }
 }
 
-// Whether QuietAfterTnt() holds for the packets from `r` on, decided from
-// their first bytes for the commonest case: a TNT-8 or a TIP (where its scan
-// stops), alone or after a CYC of one or two bytes, each with 9 bytes
-// readable (as the scan requires; PacketDecoder::FastAt()). False: not
-// known (QuietAfterTnt() decides).
-inline bool FlowDecoder::QuietAtAGlance(const uint8_t* r) const {
-  if (!packets_.FastAt(r)) return false;
-  uint8_t c = r[0];
-  if ((c & 3) == 3) {  // CYC
-    if ((c & 4) != 0) {
-      if ((r[1] & 1) != 0) return false;  // (longer than 2 bytes)
-      r += 2;
-    } else {
-      r += 1;
-    }
-    if (!packets_.FastAt(r)) return false;
-    c = r[0];
-  }
-  return ((c & 1) == 0 && c > 2) || (c & 0x1f) == 0x0d;  // TNT-8, TIP
-}
-
 // TakeTnt() for the TNT field (Packet::tnt_field(): the bits and the stop
 // bit above them).
-// `quiet`: QuietAfterTnt() is known to hold.
+// `quiet`: QuietAfterTnt() is known to hold (the packets after the TNT lie
+// in the clean stretch: CleanAhead()).
 inline int FlowDecoder::TakeTntField(uint64_t field, bool quiet) {
   // (Packet::tnt_bits() and tnt_size() with the stop bit found once; the
   // decoder returns no TNT without one.)
@@ -120,7 +100,8 @@ inline int FlowDecoder::TakeTntField(uint64_t field, bool quiet) {
   // (Not while tracing is disabled: libipt then queries nothing and reports
   // the TNT itself, -pte_no_enable. Nor for an indirect branch with TNT bits
   // held: its query fails at the TNT, tnt_held_.)
-  // (QuietAfterTnt(): the common case where both checks pass, at a glance.)
+  // (QuietAfterTnt(): the common case where both checks pass, mostly known
+  // from the clean stretch.)
   const bool query = enabled_ && !tnt_held_ && !quiet && !QuietAfterTnt();
   uint64_t after_timing = 0;  // where CheckAhead()'s scan stopped: EventQueryAfterTnt() goes on there
   if (query) {
@@ -146,6 +127,12 @@ inline int FlowDecoder::TakeTntField(uint64_t field, bool quiet) {
 inline __attribute__((always_inline)) int FlowDecoder::TakeIpControl(PacketType type, uint8_t ipbytes,
                                                                      uint64_t payload, uint64_t offset) {
   if (!last_ip_.UpdateInline(ipbytes, payload)) return Fail(EBADMSG, "bad IP packet");
+  return HoldIpControl(type, ipbytes, offset);
+}
+
+// TakeIpControl() once last_ip_ holds the packet's IP.
+inline __attribute__((always_inline)) int FlowDecoder::HoldIpControl(PacketType type, uint8_t ipbytes,
+                                                                     uint64_t offset) {
   ctl_ = type == PacketType::kTip ? Ctl::kTip : type == PacketType::kTipPge ? Ctl::kTipPge : Ctl::kTipPgd;
   if (fup_pending_ && type != PacketType::kTipPge) [[unlikely]] {  // the TIP of an earlier FUP
     fup_pending_ = false;
@@ -202,7 +189,7 @@ inline __attribute__((always_inline)) int FlowDecoder::FetchControl() {
     }
     if ((b & 1) == 0 && b > 2) {
       packets_.Skip(1);
-      return TakeTntField(b >> 1, QuietAtAGlance(q + 1));
+      return TakeTntField(b >> 1, packets_.offset() < clean_end_);
     }
     if (b == internal::kOpcExt && q[1] == internal::kExtTnt64) {  // TNT-64: 6 payload bytes
       uint64_t raw;  // (bytes 1..8 of the 9 readable: the payload is bytes 2..7)
@@ -210,7 +197,7 @@ inline __attribute__((always_inline)) int FlowDecoder::FetchControl() {
       const uint64_t field = (raw >> 8) & 0xffffffffffff;
       if (field == 0) break;  // (no stop bit: the packet decoder's error)
       packets_.Skip(8);
-      return TakeTntField(field, QuietAtAGlance(q + 8));
+      return TakeTntField(field, packets_.offset() < clean_end_);
     }
     // TIP (opcode[4:0] 0Dh), TIP.PGE (11h), TIP.PGD (01h) whose IPBytes
     // (opcode[7:5]) are not reserved (101b, 111b): the packet decoder's
@@ -222,7 +209,9 @@ inline __attribute__((always_inline)) int FlowDecoder::FetchControl() {
       std::memcpy(&raw, q + 1, sizeof raw);
       packets_.Skip(internal::kFast.size[b]);
       const PacketType type = op == 0x0d ? PacketType::kTip : op == 0x11 ? PacketType::kTipPge : PacketType::kTipPgd;
-      return TakeIpControl(type, static_cast<uint8_t>(b >> 5), raw & internal::kFast.mask[b], offset);
+      const uint64_t mask = internal::kFast.mask[b];
+      last_ip_.UpdateMasked(static_cast<uint8_t>(b >> 5), raw & mask, mask);
+      return HoldIpControl(type, static_cast<uint8_t>(b >> 5), offset);
     }
     break;
   }
