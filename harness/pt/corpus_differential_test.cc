@@ -92,10 +92,11 @@
 // MODE.Exec whose event query reads to the end of the trace ends the flow
 // before the next instruction. Also by hand: a standalone PIP/VMCS while
 // enabled is held until its instruction (MOV CR3, VMPTRLD, VMLAUNCH,
-// VMRESUME, far branch). Left open (SEEDS=16 LAYOUTS=4, dispatch_everything
-// seed 12, corruption 6): a PTW or EXSTOP with IP=1 whose FUP comes after
-// an event reported at once (PWRE): libipt gives that FUP to it (evb_fup),
-// we take it as an asynchronous FUP.
+// VMRESUME, far branch). Round 4 (SEEDS=16 LAYOUTS=4, dispatch_everything
+// seed 12, corruption 6): that a PTW or EXSTOP with IP=1 waits for the next
+// FUP past events reported at once (PWRE, PWRX, CBR, MNT: libipt's evb_fup
+// queue, pt_qry_decode_fup; flow_decoder_fup_queue_test.cc) — and, found
+// with it, that a MODE.TSX waits for a FUP only while tracing is enabled.
 #include <gtest/gtest.h>
 
 #include <algorithm>

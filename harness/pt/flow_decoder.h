@@ -473,7 +473,7 @@ class FlowDecoder {
   int Fail(int err, std::string message);
   int FailPacket(int err);
   void Queue(const FlowEvent& e);  // at time_
-  void QueueMwait(bool bound, uint64_t ip);
+  bool TakeFupHeld(const Packet& fup);
   void ApplyPendingMode(bool ip_suppressed = false);
   void Timing(const Packet& p);
   void TimingCyc(const Packet& p);
@@ -533,7 +533,7 @@ class FlowDecoder {
   // The events libipt's instruction decoder has not taken yet (NoteEvent):
   // the first is bound to an IP the flow has not reached; each entry holds
   // that IP (Held::ip), or kUnbound. bound_pending_: there is one; bound_wall_: and more
-  // behind it. mwait_held_: an MWAIT waits for a FUP (its EXSTOP's).
+  // behind it.
   // A PTW's event binds to the PTWRITE instruction at its IP (without one:
   // the next PTWRITE), one at a time (`ptwrite`; ReachBound). An event that `fails` where it goes: a mid-flow
   // PSB+'s MODE.Exec that contradicts the mode (ReadPsbPlus; its offset
@@ -559,8 +559,12 @@ class FlowDecoder {
   bool bad_is_stop_ = false;  // the failing event is a TraceStop's while enabled (at bad_mode_offset_)
   bool bound_pending_ = false;
   bool bound_wall_ = false;
-  bool mwait_held_ = false;
-  FlowEvent mwait_event_;  // the held MWAIT's event (QueueMwait)
+  // The events libipt's query decoder queues for the next FUP (evb_fup;
+  // pt_qry_decode_ptw, _exstop, _mode_tsx, _mwait), in order, their IP not
+  // yet known: a PTW or EXSTOP with IP=1, a MODE.TSX, an MWAIT. The next FUP
+  // (not a PSB+'s) gives each its IP (TakeFupHeld); an OVF or a sync drops
+  // them.
+  std::vector<FlowEvent> fup_held_;
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool fup_cut_ = false;  // the packet after an asynchronous FUP failed to decode (CondJumpPacketError)

@@ -299,7 +299,7 @@ int FlowDecoder::NextPastModeQuery(Packet* q, bool fup_waiting) const {
   int err;
   while ((err = ahead.Next(*q)) == 0) {
     if (internal::IsReadAheadStatus(q->type) || q->type == PacketType::kModeExec) continue;
-    if (q->type == PacketType::kFup && q->ipbytes() != 0 && !mwait_held_) {
+    if (q->type == PacketType::kFup && q->ipbytes() != 0 && fup_held_.empty()) {
       fup_waiting = true;
       continue;
     }

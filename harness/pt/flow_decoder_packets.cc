@@ -34,12 +34,31 @@ void FlowDecoder::Queue(const FlowEvent& e) {
   events_.back().time = time_;
 }
 
-// The held MWAIT's event, now that its FUP came (`bound`: with IP `ip`).
-void FlowDecoder::QueueMwait(bool bound, uint64_t ip) {
-  FlowEvent e = mwait_event_;
-  e.ip_suppressed = !bound;
-  e.ip = bound ? ip : 0;
-  Queue(e);
+// The FUP `fup` (last_ip_ updated by it) for the events held for the next
+// FUP (fup_held_): libipt's pt_qry_decode_fup gives each, in order, the
+// FUP's IP — none for a FUP without one (pt_qry_event_ip: the event's IP
+// suppressed) — and consumes the FUP with the last, unless only a MODE.TSX
+// with TXAbort waited (pt_qry_event_fup: the abort leaves the FUP to be
+// decoded again, as the asynchronous branch's). Returns whether an event
+// consumed the FUP.
+bool FlowDecoder::TakeFupHeld(const Packet& fup) {
+  const bool bound = fup.ipbytes() != 0;
+  bool consumed = false;
+  for (FlowEvent e : fup_held_) {
+    e.ip_suppressed = !bound;
+    e.ip = bound ? last_ip_.raw() : 0;
+    if (e.type == FlowEvent::Type::kPtwrite) {
+      // Held until the flow gets to the PTWRITE at its IP — without an
+      // IP, to the next PTWRITE (pt_insn_check_insn_event).
+      NoteEventHeld(bound, e.ip, true);
+    } else {
+      NoteEvent(bound, e.ip);
+    }
+    consumed |= !(e.type == FlowEvent::Type::kTsx && (e.payload & 2) != 0);
+    Queue(e);
+  }
+  fup_held_.clear();
+  return consumed;
 }
 
 // CYC (Timing() for the most frequent timing packet, inline).
@@ -127,15 +146,10 @@ int FlowDecoder::FetchControlRest() {
         return TakeIpControl(p);
       case PacketType::kFup: {
         if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad FUP");
-        if (mwait_held_) [[unlikely]] {
-          // The FUP an MWAIT waits for (its EXSTOP lost): it gives the
-          // MWAIT's IP, if any, and is no asynchronous event (libipt
-          // pt_qry_decode_fup: events bound to FUP take it first).
-          mwait_held_ = false;
-          NoteEvent(p.ipbytes() != 0, last_ip_.raw());
-          QueueMwait(p.ipbytes() != 0, last_ip_.raw());
-          break;
-        }
+        // The FUP events wait for (libipt pt_qry_decode_fup: the events on
+        // evb_fup take it first): no asynchronous event, unless only an
+        // aborted MODE.TSX waited.
+        if (!fup_held_.empty() && TakeFupHeld(p)) [[unlikely]] break;
         if (p.ipbytes() == 0) {
           // The error is at the FUP, as libipt's (-pte_ip_suppressed):
           // inside the read-ahead window after a TIP, it fails the branch
@@ -249,7 +263,7 @@ int FlowDecoder::FetchControlRest() {
         if (p.type == PacketType::kModeTsx) {
           e.type = FlowEvent::Type::kTsx;
           e.payload = p.payload & 3;
-          want_ip = true;
+          want_ip = enabled_;  // (while disabled, an event of its own: pt_qry_decode_mode_tsx)
         } else if (p.type == PacketType::kPtw) {
           e.type = FlowEvent::Type::kPtwrite;
           e.payload = p.ptw_payload();
@@ -259,71 +273,33 @@ int FlowDecoder::FetchControlRest() {
           e.type = FlowEvent::Type::kExStop;
           want_ip = p.exstop_ip();
         }
-        if (want_ip) {  // the FUP that gives the IP (SDM §33.4.2.8, .21, .22)
+        if (want_ip) {
+          // The FUP that gives the IP (SDM §33.4.2.8, .21, .22): libipt
+          // queues the event for the next FUP, whatever comes first
+          // (pt_qry_decode_mode_tsx, _ptw, _exstop: evb_fup; TakeFupHeld()),
+          // and asks for it as soon as its read-ahead stops at this packet:
+          // pt_qry_event decodes on through PAD and timing packets, and a
+          // TNT or a TIP that no event binds to there is -pte_bad_query.
           Packet q;
           for (;;) {
             if (const int err = ReadPacket(&q)) {
-              // libipt's event query decodes this packet (an event packet)
-              // as soon as its read-ahead stops at it, and reads on past it:
-              // an unknown opcode there fails the query at once.
+              // (An unknown opcode there fails the query at once.)
               if (enabled_ && err == EILSEQ) event_query_failed_ = true;
               return err;
             }
-            if (q.type == PacketType::kCyc || q.type == PacketType::kMtc || q.type == PacketType::kPad) {
-              Timing(q);
-              continue;
-            }
-            break;
+            if (!IsReadAheadStatus(q.type)) break;
+            Timing(q);
           }
-          if (q.type == PacketType::kFup) {
-            if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
-            e.ip_suppressed = q.ipbytes() == 0;
-            e.ip = last_ip_.raw();
-          } else if (enabled_ && NoEventFor(q)) {
-            // libipt binds a MODE.TSX, or a PTW/EXSTOP with IP=1, to the next
-            // FUP (pt_qry_decode_mode_tsx, _ptw, _exstop) and asks for its
-            // event as soon as the read-ahead stops at it:
-            // pt_qry_event reads on and meets a TNT or a TIP that no event
-            // binds to, -pte_bad_query.
-            return FailEventQuery(p, q, "its FUP");
-          } else {
-            if (BindsToFup(q)) {
-              // libipt queues both on the FUP binding (pt_evq_enqueue,
-              // evb_fup); the next FUP gives each its IP in turn, and is
-              // consumed only with the last (pt_qry_decode_fup).
-              PacketDecoder ahead = packets_;
-              Packet r;
-              while (ahead.Next(r) == 0) {
-                if (r.type == PacketType::kCyc || r.type == PacketType::kMtc || r.type == PacketType::kPad ||
-                    BindsToFup(r))
-                  continue;
-                if (r.type == PacketType::kFup) {
-                  LastIp ip = last_ip_;
-                  if (ip.UpdateInline(r.ipbytes(), r.payload) && r.ipbytes() != 0) {
-                    e.ip_suppressed = false;
-                    e.ip = ip.raw();
-                  }
-                }
-                break;
-              }
-            }
-            Unread(q);
-          }
-        }
-        // libipt holds an MWAIT until the next FUP (it binds to FUP, as an
-        // EXSTOP, PTW or MODE.TSX with an IP does): the FUP of this packet,
-        // if it has one, gives both their IP, the MWAIT's first.
-        if (mwait_held_ && !e.ip_suppressed) {
-          NoteEvent(true, e.ip);
-          QueueMwait(true, e.ip);
-          mwait_held_ = false;
+          if (enabled_ && NoEventFor(q)) return FailEventQuery(p, q, "its FUP");
+          Unread(q);
+          fup_held_.push_back(e);
+          break;
         }
         if (e.type == FlowEvent::Type::kPtwrite) {
-          // Held until the flow gets to the PTWRITE at its IP — without an
-          // IP, to the next PTWRITE (pt_insn_check_insn_event).
-          NoteEventHeld(!e.ip_suppressed, e.ip, true);
+          // Held until the flow gets to the next PTWRITE (pt_insn_check_insn_event).
+          NoteEventHeld(false, 0, true);
         } else {
-          NoteEvent(!e.ip_suppressed, e.ip);
+          NoteEvent(false, 0);
         }
         Queue(e);
         break;
@@ -340,7 +316,7 @@ int FlowDecoder::FetchControlRest() {
         // MWAIT waiting for a FUP (the next FUP is an asynchronous one
         // again), a MODE.Exec waiting for its TIP, an asynchronous FUP
         // waiting for its TIP or TIP.PGD.
-        mwait_held_ = false;
+        fup_held_.clear();
         mode_pending_ = false;
         fup_pending_ = false;
         fups_behind_.clear();
@@ -417,9 +393,8 @@ int FlowDecoder::FetchControlRest() {
         // Bound to the next FUP (above), and reported there, with its IP
         // (libipt pt_qry_decode_mwait queues it on evb_fup; an OVF or a
         // sync drops it unreported: pt_qry_decode_ovf resets the queue).
-        mwait_held_ = true;
-        mwait_event_ = FlowEvent{.type = FlowEvent::Type::kMwait, .ip_suppressed = true, .payload = p.payload,
-                                 .offset = p.offset};
+        fup_held_.push_back(FlowEvent{.type = FlowEvent::Type::kMwait, .ip_suppressed = true, .payload = p.payload,
+                                      .offset = p.offset});
         break;
       case PacketType::kPwre:
         NoteEvent(false, 0);

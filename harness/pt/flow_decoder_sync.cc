@@ -121,7 +121,8 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   // ptem_unknown; the PSB+ has one as a rule).
   mode_ = ExecMode::kInvalid;
   bound_.clear();
-  bound_pending_ = bound_wall_ = mwait_held_ = false;
+  bound_pending_ = bound_wall_ = false;
+  fup_held_.clear();
   events_.clear();
   event_head_ = 0;
   deferred_error_ = 0;
@@ -171,7 +172,7 @@ int FlowDecoder::ReadAheadAfterSync() {
     // for the next TIP.)
     size_t fups = 0;
     while (ahead.Next(m) == 0 && (internal::IsReadAheadStatus(m.type) ||
-                                  (m.type == PacketType::kFup && m.ipbytes() != 0 && !mwait_held_))) {
+                                  (m.type == PacketType::kFup && m.ipbytes() != 0 && fup_held_.empty()))) {
       if (m.type == PacketType::kFup && ++fups > kTipQueueMax) return FailTipQueueFull(m);  // (the sync fails)
     }
     Packet q;

@@ -1,0 +1,119 @@
+// FlowDecoder against libipt's queue of events bound to a FUP (evb_fup):
+// libipt's query decoder queues a PTW or EXSTOP with IP=1, a MODE.TSX and an
+// MWAIT for the next FUP (pt_qry_decode_ptw, _exstop, _mode_tsx, _mwait),
+// whatever comes before that FUP — standalone events (PWRE, PWRX, CBR,
+// MNT) are reported meanwhile — and the next FUP gives each its IP in turn,
+// consumed with the last (pt_qry_decode_fup); only a FUP with nothing
+// waiting for it is an asynchronous branch. The expected flow and events
+// come from libipt's pt_insn_next and pt_insn_event at test time.
+#include "harness/pt/flow_decoder.h"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/pt/flow_decoder_test_support.h"
+#include "harness/pt/packet_encoder.h"
+#include "harness/pt/testing/libipt_flow.h"
+
+namespace perftest::pt {
+namespace {
+
+using flow_test::ExpectHeldEventFlow;
+using flow_test::ExpectSameEventsAsLibipt;
+using flow_test::kBase;
+using flow_test::kCondRet;
+using flow_test::PsbPlus;
+
+// A PTW or EXSTOP with IP=1 whose FUP comes after a standalone event
+// (PWRE, PWRX, CBR, MNT): the FUP is still theirs (pt_qry_decode_fup takes
+// the events queued on evb_fup first), not an asynchronous branch. The PTW
+// then binds to the FUP's IP, and held there while the flow has not reached
+// it, it holds the PWRX behind it, which the jz's TNT query meets
+// (-pte_bad_query); at the jz, both go and the jz takes its bit.
+// (Corpus divergence PERFTEST_PT_CORPUS_SEEDS=16 LAYOUTS=4,
+// dispatch_everything seed 12, corruption 6: a dropped FUP left a PTW
+// waiting across a PWRE for the EXSTOP's FUP; we took it as an
+// asynchronous FUP.)
+TEST(FlowDecoder, FupEventsWaitForTheirFupPastStandaloneEvents) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  const std::vector<std::pair<std::string, Packet>> between = {
+      {"PWRE", make::Pwre(2, 0, false)}, {"PWRX", make::Pwrx(2, 2, 1)}, {"CBR", make::Cbr(0x20)},
+      {"MNT", make::Mnt(0x1234)}};
+  for (const bool exstop : {false, true}) {
+    for (const auto& [name, packet] : between) {
+      for (const uint64_t fup : {uint64_t{0x402000}, kBase + 1}) {
+        const bool reached = fup == kBase + 1;
+        SCOPED_TRACE(fmt::format("{}, {}, FUP {}", exstop ? "EXSTOP" : "PTW", name,
+                                 reached ? "at the jz" : "unreached"));
+        PacketEncoder enc;
+        PsbPlus(enc, kBase);
+        (void)enc.Next(exstop ? make::ExStop(true) : make::Ptw(0x1234, 8, true));
+        (void)enc.Next(make::Cyc(3));
+        (void)enc.Next(packet);
+        (void)enc.NextIp(PacketType::kFup, fup);
+        (void)enc.Next(make::Pwrx(2, 2, 1));
+        (void)enc.Next(make::Tnt8(1, 1));
+        ExpectHeldEventFlow(enc.bytes(), image, reached);
+        // (Unreached, libipt never reports the held event; we report
+        // events when we read them.)
+        if (reached) {
+          ExpectSameEventsAsLibipt(enc.bytes(), image,
+                                   {FlowEvent::Type::kPtwrite, FlowEvent::Type::kExStop, FlowEvent::Type::kPwre});
+        }
+      }
+    }
+  }
+}
+
+// A MODE.TSX with TXAbort takes its FUP's IP but leaves the FUP (libipt
+// pt_qry_event_fup consumes it for any other event): decoded again, it is
+// the asynchronous branch of the abort, from the jz to the TIP's target
+// (then the ret has no packet: -pte_eos). Without TXAbort the FUP is the
+// MODE.TSX's alone, and the jz's TNT query meets the TIP (-pte_bad_query).
+TEST(FlowDecoder, AbortedModeTsxLeavesItsFupForTheAsyncBranch) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (const bool abort : {false, true}) {
+    SCOPED_TRACE(abort ? "TXAbort" : "no TXAbort");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::ModeTsx(!abort, abort));
+    (void)enc.NextIp(PacketType::kFup, kBase + 1);
+    (void)enc.NextIp(PacketType::kTip, kBase + 3);
+    const flow_test::Walk w =
+        abort ? flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 3})
+              : flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
+    EXPECT_EQ(std::count(w.events.begin(), w.events.end(), FlowEvent::Type::kAsyncBranch), abort ? 1 : 0);
+  }
+}
+
+// While tracing is disabled a MODE.TSX is an event of its own, with no IP
+// (pt_qry_decode_mode_tsx queues it for a FUP only while enabled): the FUP
+// after the TIP.PGE is an asynchronous one, and with the TIP.PGD tracing
+// stops at the jz (then the end of the trace, -pte_eos). Had the MODE.TSX
+// waited for it, the TIP.PGD would stop tracing at the jz's branch, which
+// has no TNT bit. (Corpus divergence compiled_o0_interrupts seed 1,
+// corruption 6: a MODE.Exec flipped into a MODE.TSX after a TIP.PGD.)
+TEST(FlowDecoder, ModeTsxWhileDisabledIsAnEventOfItsOwn) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, std::nullopt);
+  (void)enc.Next(make::ModeTsx(true, false));
+  (void)enc.NextIp(PacketType::kTipPge, kBase);
+  (void)enc.NextIp(PacketType::kFup, kBase + 1);
+  (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+  const flow_test::Walk w = flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase});
+  EXPECT_EQ(std::count(w.events.begin(), w.events.end(), FlowEvent::Type::kAsyncDisabled), 1);
+}
+
+}  // namespace
+}  // namespace perftest::pt
