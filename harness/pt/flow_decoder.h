@@ -63,7 +63,10 @@
 //             execution mode (MODE.Exec CS.L=1 CS.D=1), a mid-flow PSB+ whose
 //             MODE.Exec contradicts the mode (where the flow reaches its
 //             FUP), an event packet where an indirect branch with TNT bits
-//             cached needs its TIP, a 7th asynchronous FUP or MODE.Exec
+//             cached needs its TIP, a packet cut by the end of the trace
+//             that libipt's query meets by its opcode alone (a TIP.PGE or
+//             TIP.PGD while an event is held; a TIP or TNT-64 after an
+//             event waiting for its FUP), a 7th asynchronous FUP or MODE.Exec
 //             waiting for one TIP (libipt's event queue holds 6), or more than
 //             max_steps_without_packet blocks without a packet (a loop)
 //   others    a packet error, as PacketDecoder::Next (EILSEQ, EBADMSG,

@@ -115,5 +115,58 @@ TEST(FlowDecoder, ModeTsxWhileDisabledIsAnEventOfItsOwn) {
   EXPECT_EQ(std::count(w.events.begin(), w.events.end(), FlowEvent::Type::kAsyncDisabled), 1);
 }
 
+// A packet cut by the end of the trace that libipt's query decoder meets
+// before it decodes it, known by its opcode alone (pt_df_fetch), fails that
+// query (-pte_bad_query) where we read a cut packet (EMSGSIZE, -pte_eos):
+//   - an event waits for its FUP (a PTW with IP=1, an MWAIT): its event
+//     query meets a TIP or TNT-64 (pt_qry_event: no event binds to it),
+//     and fails the branch before; a TIP.PGE or TIP.PGD it decodes (-pte_eos);
+//   - an event is held for an instruction the flow has not reached (a PTW
+//     without an IP, held until the next PTWRITE): the branch's query meets
+//     a TIP.PGE or TIP.PGD as an event ahead (pt_qry_cache_tnt,
+//     pt_qry_indirect_branch: pt_qry_will_event), and the jz's TNT query a
+//     TIP; the ret (after a TNT bit) decodes its TIP (-pte_eos), and the
+//     jz its TNT-64.
+// (Found by hand: a PTW without an IP before a cut TIP.PGE or TIP.PGD was
+// EMSGSIZE; so was a cut TIP or TNT-64 after an event waiting for its FUP.)
+TEST(FlowDecoder, QueryFailsAtAPacketCutByTheEndKnownByItsOpcode) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  const std::vector<PacketType> cuts = {PacketType::kTipPge, PacketType::kTipPgd, PacketType::kTip,
+                                        PacketType::kTnt64};
+  for (const bool tnt : {false, true}) {
+    for (const Packet& event : {make::Ptw(0x1234, 4, false), make::Ptw(0x1234, 4, true), make::Mwait(1, 0)}) {
+      const bool held = event.type == PacketType::kPtw && !event.ptw_ip();
+      for (const PacketType cut : cuts) {
+        SCOPED_TRACE(fmt::format("{}{}{}, then a cut {}", tnt ? "TNT, " : "", PacketName(event.type),
+                                 event.type != PacketType::kPtw ? "" : held ? " IP=0" : " IP=1", PacketName(cut)));
+        PacketEncoder enc;
+        PsbPlus(enc, kBase);
+        if (tnt) (void)enc.Next(make::Tnt8(1, 1));
+        (void)enc.Next(event);
+        if (cut == PacketType::kTnt64) {
+          (void)enc.Next(make::Tnt64(1, 1));
+        } else {
+          (void)enc.NextIp(cut, 0x12345678);
+        }
+        std::vector<uint8_t> trace = enc.bytes();
+        trace.pop_back();  // the last byte
+        const bool pg = cut == PacketType::kTipPge || cut == PacketType::kTipPgd;
+        const bool bad = held ? pg || (cut == PacketType::kTip && !tnt) : !pg;
+        // (Through the first error: libipt, which asks for the event
+        // before the first instruction, may fail one instruction earlier —
+        // pt.libipt.error_point.)
+        const testing::FlowLog ours = testing::OurInsnFlow(trace, image);
+        const testing::FlowLog ref = testing::LibiptInsnFlow(trace, image);
+        EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
+        const auto first = std::find_if(ref.entries.begin(), ref.entries.end(),
+                                        [](const testing::FlowEntry& e) { return e.kind == testing::FlowEntry::kError; });
+        ASSERT_NE(first, ref.entries.end());
+        EXPECT_EQ(first->code, bad ? -pte_bad_query : -pte_eos);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

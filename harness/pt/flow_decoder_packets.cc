@@ -5,6 +5,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -28,6 +29,24 @@ FlowEvent internal::StatusEvent(const Packet& p) {
       return FlowEvent{.type = FlowEvent::Type::kCbr, .ip_suppressed = true, .payload = p.cbr(), .offset = p.offset};
   }
 }
+
+namespace {
+// The packet at `at`, cut by the end of the trace, as libipt's read-ahead
+// knows it, by its opcode alone (pt_df_fetch): a TIP or a TNT-64 (type and
+// offset only), else kInvalid. Its event query fails at such a packet before
+// it decodes it (NoEventFor(): -pte_bad_query), not with the -pte_eos of
+// its cut payload.
+Packet CutPacket(std::span<const uint8_t> trace, uint64_t at) {
+  Packet q;
+  q.offset = at;
+  if (at < trace.size() && (trace[at] & 0x1f) == 0x0d) {
+    q.type = PacketType::kTip;
+  } else if (at + 1 < trace.size() && trace[at] == 0x02 && trace[at + 1] == 0xa3) {
+    q.type = PacketType::kTnt64;
+  }
+  return q;
+}
+}  // namespace
 
 void FlowDecoder::Queue(const FlowEvent& e) {
   events_.push_back(e);
@@ -283,8 +302,12 @@ int FlowDecoder::FetchControlRest() {
           Packet q;
           for (;;) {
             if (const int err = ReadPacket(&q)) {
-              // (An unknown opcode there fails the query at once.)
+              // (An unknown opcode there fails the query at once; so does a
+              // TIP or TNT-64 cut by the end, known by its opcode.)
               if (enabled_ && err == EILSEQ) event_query_failed_ = true;
+              if (const Packet cut = CutPacket(packets_.trace(), error_offset_);
+                  enabled_ && err == EMSGSIZE && NoEventFor(cut))
+                return FailEventQuery(p, cut, "its FUP");
               return err;
             }
             if (!IsReadAheadStatus(q.type)) break;
@@ -388,7 +411,9 @@ int FlowDecoder::FetchControlRest() {
           // PAD and timing), and a TNT or a TIP that no event binds to is
           // -pte_bad_query, failing the branch before.
           Packet q;
-          if (NextPastStatus(&q) == 0 && NoEventFor(q)) return FailEventQuery(p, q, "its FUP");
+          const int end = NextPastStatus(&q);
+          if (end == EMSGSIZE) q = CutPacket(packets_.trace(), q.offset);  // (cut by the end: by its opcode)
+          if ((end == 0 || end == EMSGSIZE) && NoEventFor(q)) return FailEventQuery(p, q, "its FUP");
         }
         // Bound to the next FUP (above), and reported there, with its IP
         // (libipt pt_qry_decode_mwait queues it on evb_fup; an OVF or a
@@ -432,12 +457,13 @@ int FlowDecoder::FetchControlRest() {
 
 // The packet libipt's read-ahead stops at from the decoder's position
 // (pt_qry_read_ahead: through PAD and timing), into *q, the decoder not
-// moved; 0, or the error Next() met first.
+// moved; 0, or the error Next() met first (q->offset: where).
 int FlowDecoder::NextPastStatus(Packet* q) const {
   PacketDecoder ahead = packets_;
   int err;
   while ((err = ahead.Next(*q)) == 0 && IsReadAheadStatus(q->type)) {
   }
+  if (err != 0) q->offset = ahead.offset();
   return err;
 }
 

@@ -340,11 +340,31 @@ int FlowDecoder::Resolve(uint32_t block) {
   // reading ahead (sticky_error_) lies behind the events read before it:
   // while one of those is held, unreached, with another behind it, libipt's
   // query stops at that one first (CheckBound(): -pte_bad_query).
+  // A TIP.PGE or TIP.PGD cut by the end of the trace while libipt holds an
+  // event the flow has not reached (bound_pending_): its instruction decoder
+  // has not asked for the next event, so the branch's query meets the
+  // packet, an event ahead known by its opcode (pt_df_fetch), and fails
+  // before it decodes it (pt_qry_cache_tnt, pt_qry_indirect_branch:
+  // pt_qry_will_event, -pte_bad_query). With none held, the event query
+  // decodes it first: the end of the trace.
   auto need_control = [&]() -> int {
     if (bound_wall_ && sticky_error_ != 0 && tnt_count_ == 0 && ctl_ == Ctl::kNone) [[unlikely]] {
       if (const int err = CheckBound(b)) return err;
     }
-    return NeedControl();
+    const int err = NeedControl();
+    if (err == EMSGSIZE && bound_pending_) [[unlikely]] {
+      const uint64_t at = error_offset_;
+      const std::span<const uint8_t> trace = packets_.trace();
+      const uint8_t op = at < trace.size() ? trace[at] & 0x1f : 0;
+      if (op == 0x11 || op == 0x01) {  // TIP.PGE, TIP.PGD
+        const int bad = Fail(EBADMSG, fmt::format("{} at {:#x}: {} at {:#x} (cut by the end of the trace) is an event "
+                                                  "ahead of its packet while an event is held",
+                                                  BranchClassName(x.branch), x.ip, op == 0x11 ? "TIP.PGE" : "TIP.PGD", at));
+        error_offset_ = at;
+        return bad;
+      }
+    }
+    return err;
   };
   switch (x.branch) {
     case BranchClass::kNone:
