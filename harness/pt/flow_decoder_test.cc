@@ -345,5 +345,28 @@ TEST(FlowDecoder, ImageChangedMidWalkGivesTheNewCode) {
   }
 }
 
+// A loop of branches that need no packet (nop; jmp back) is endless:
+// libipt's pt_insn_next walks it for ever, our decoder fails after
+// Options::max_steps_without_packet blocks (EBADMSG). The differential's
+// walks (testing/libipt_flow.h) end it after kEndlessLoopInsns instructions
+// without a packet on both sides, as the same error — without that cap the
+// corpus at PERFTEST_PT_CORPUS_SEEDS=16 (dispatch_cbr_cyc_mtc seed 13,
+// corruption 3) filled the memory with libipt's instructions.
+TEST(FlowDecoder, EndlessLoopEndsBothDifferentialWalks) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xeb, 0xfd}).ok());  // nop; jmp kBase
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  const testing::FlowLog ours = testing::OurInsnFlow(enc.bytes(), image);
+  const testing::FlowLog ref = testing::LibiptInsnFlow(enc.bytes(), image);
+  EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
+  ASSERT_EQ(ref.errors, 1u);
+  EXPECT_EQ(ref.entries.back().code, testing::kLibiptEndlessLoop);
+  EXPECT_EQ(ref.insns, testing::kEndlessLoopInsns + 1);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, EBADMSG);
+  EXPECT_GT(w.ips.size(), testing::kEndlessLoopInsns);  // (its own limit: blocks, here of 2 instructions)
+}
+
 }  // namespace
 }  // namespace perftest::pt
