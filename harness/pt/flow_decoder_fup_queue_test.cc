@@ -168,5 +168,34 @@ TEST(FlowDecoder, QueryFailsAtAPacketCutByTheEndKnownByItsOpcode) {
   }
 }
 
+// An event query that fails (a PTW with IP=1, then a TIP: pt_qry_event,
+// -pte_bad_query) behind a PTW held for an IP the flow has not reached:
+// libipt's instruction decoder asks for the next event only once the flow
+// gets to the held one's IP (pt_insn_check_ip_event), so the flow goes on
+// until then — to an IP with no code (-pte_nomap), or to the jz, whose TNT
+// query meets the event packet (-pte_bad_query). We failed at once, when
+// the read-ahead after the TIP.PGE met the failing query. (Corpus
+// divergence at PERFTEST_PT_CORPUS_SEEDS=16: dispatch_branch0_ptw_fup_pwr_evt
+// seed 11, corruption 1, at 0x7ffff7fe1230: a FUP flipped into a TIP.PGE.)
+TEST(FlowDecoder, FailingEventQueryWaitsBehindAHeldEvent) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (const bool code : {false, true}) {
+    SCOPED_TRACE(code ? "TIP.PGE to the code" : "TIP.PGE to no code");
+    PacketEncoder enc;
+    PsbPlus(enc, std::nullopt);
+    (void)enc.NextIp(PacketType::kTipPge, code ? kBase : 0x500000);
+    (void)enc.Next(make::Ptw(0x1234, 8, true));
+    (void)enc.NextIp(PacketType::kFup, 0x402000);  // never reached
+    (void)enc.Next(make::Ptw(0x5678, 8, true));
+    (void)enc.NextIp(PacketType::kTip, kBase);
+    if (code) {
+      flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
+    } else {
+      flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_nomap, ENXIO, {});
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

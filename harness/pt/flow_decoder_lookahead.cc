@@ -227,7 +227,13 @@ int FlowDecoder::ReadAheadPastEventPacket() {
 __attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, int err) {
   if (event_query_failed_) {  // (not a packet error: the event query right after the read-ahead)
     event_query_failed_ = false;
-    return err;
+    // Behind an event libipt holds for an IP the flow has not reached, its
+    // instruction decoder asks for the next event only once the flow gets
+    // there (pt_insn_check_ip_event): the query fails then, not now — here,
+    // when the flow next needs a packet (as a packet error read ahead).
+    if (!bound_pending_) return err;
+    sticky_error_ = err;
+    return 0;
   }
   PacketDecoder ahead = packets_;
   if (!ahead.SyncSet(start).ok()) return err;
