@@ -360,5 +360,36 @@ TEST(FlowDecoder, ModeExecAtTheEndFailsBeforeTheNextInstruction) {
   EXPECT_TRUE(w.ips.empty());
 }
 
+// Past a held asynchronous FUP+TIP (its FUP IP never reached), an indirect
+// jump's query reads on for its TIP and decodes a single TNT packet met on
+// the way into its empty TNT cache (pt_qry_indirect_branch: "we may see a
+// single TNT packet if the current tnt is empty"): the jump takes the TIP
+// after it, and the TNT's bit goes to the jz there (taken: to the ret,
+// which has no packet left, -pte_eos). A second TNT before the TIP fails
+// the jump's query (-pte_bad_query). (Corpus divergence at
+// PERFTEST_PT_CORPUS=all SEEDS=16 LAYOUTS=4, compiled_o0_cbr_cyc_mtc seed 15,
+// corruption 3: an MTC flipped into a FUP; we failed the indirect call.)
+TEST(FlowDecoder, IndirectBranchPastAHeldAsyncFupCachesATntOnTheWayToItsTip) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  ASSERT_TRUE(image.AddBlob(kTarget, kCondRet).ok());
+  for (const bool second : {false, true}) {
+    SCOPED_TRACE(second ? "two TNTs before the TIP" : "one TNT before the TIP");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kFup, 0x402000);  // never reached
+    (void)enc.NextIp(PacketType::kTip, 0x500000);
+    (void)enc.Next(make::Tnt8(1, 1));
+    if (second) (void)enc.Next(make::Tnt8(1, 1));
+    (void)enc.NextIp(PacketType::kTip, kTarget);  // the jump's
+    if (second) {
+      flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
+    } else {
+      flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA,
+                                     {kBase, kBase + 1, kTarget, kTarget + 1});
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

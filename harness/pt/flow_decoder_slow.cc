@@ -469,7 +469,8 @@ int FlowDecoder::Resolve(uint32_t block) {
 // a TNT for a conditional branch or a return, a TIP for an indirect branch or
 // a return, is the branch's, and the event stays held. Returns 0 (the TIP
 // taken: ip_ set), kRetry (TNT bits fetched: resolve the branch again), an
-// error, or kNotPast (another packet next: BeyondControl()).
+// error, or kNotPast (another packet next: BeyondControl()). An indirect
+// jump or call caches a TNT it meets first and takes the TIP after it.
 int FlowDecoder::BranchPastAsync(const Insn& x) {
   if (mode_pending_ && mode_at_ == 0 && (ctl_ == Ctl::kAsyncDisable || ctl_suppressed_)) {
     // A MODE.Exec read before the FUP: its exec-mode event came first off
@@ -484,12 +485,31 @@ int FlowDecoder::BranchPastAsync(const Insn& x) {
   Packet q;
   if (NextPastStatus(&q) != 0) return kNotPast;
   const bool tnt = q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64;
-  if (tnt ? !(cond || ret) : (q.type != PacketType::kTip || cond)) return kNotPast;
+  if (!tnt && (q.type != PacketType::kTip || cond)) return kNotPast;
   const Ctl held = ctl_;
   const bool held_suppressed = ctl_suppressed_;
   const uint64_t held_ip = ctl_ip_, held_offset = ctl_offset_;
   ctl_ = Ctl::kNone;
-  const int err = FetchControl();
+  int err = FetchControl();
+  if (err == 0 && !cond && !ret && tnt_count_ != 0 && ctl_ == Ctl::kNone) {
+    // An indirect jump or call: its query decodes a single TNT packet into
+    // the empty TNT cache on its way to the TIP, and the bits stay for the
+    // branches after it (pt_qry_indirect_branch); an event packet before
+    // the TIP (EventBeforeTip()) or a second TNT fails it (-pte_bad_query).
+    err = EventBeforeTip(x);
+    if (err == 0) {
+      const uint64_t bits = tnt_bits_;
+      const uint32_t count = tnt_count_;
+      tnt_count_ = 0;
+      tnt_held_ = true;
+      err = FetchControl();
+      tnt_held_ = false;
+      if (err == 0 && tnt_count_ != 0)
+        err = Fail(EBADMSG, fmt::format("{} at {:#x}: a second TNT before its TIP", BranchClassName(x.branch), x.ip));
+      tnt_bits_ = bits;
+      tnt_count_ = count;
+    }
+  }
   const bool tip = ctl_ == Ctl::kTip, tip_suppressed = ctl_suppressed_;
   const uint64_t tip_ip = ctl_ip_;
   ctl_ = held;
