@@ -479,6 +479,7 @@ class FlowDecoder {
   bool TakeFupHeld(const Packet& fup);
   void ApplyPendingMode(bool ip_suppressed = false);
   void Timing(const Packet& p);
+  int TakeTma(const Packet& p, bool tsc_before);
   void TimingCyc(const Packet& p);
   void AddCycles(uint64_t cycles);
   void TimingTsc(uint64_t tsc);
@@ -640,6 +641,10 @@ class FlowDecoder {
   uint64_t error_offset_ = 0;
   uint64_t error_ip_ = 0;
   std::string error_message_;
+
+  // tsc_base_ when the last TMA came, or at the sync: a TMA takes a TSC
+  // after that (TakeTma()).
+  uint64_t tma_tsc_ = 0;
 };
 
 }  // namespace perftest::pt

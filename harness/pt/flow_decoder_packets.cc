@@ -110,6 +110,27 @@ void FlowDecoder::Timing(const Packet& p) {
   }
 }
 
+// A TMA: libipt's time update takes it only after a TSC (since the sync),
+// one per TSC — else -pte_bad_context (pt_time_update_tma, through
+// pt_qry_apply_tma, which passes on any error but a configuration one),
+// failing the query that decodes it: the PSB+ (the sync, or the read-ahead
+// into a mid-flow PSB+), or the read-ahead after a TNT or TIP. `tsc_before`:
+// a TSC came before it in the same PSB+; else (a TSC read elsewhere, by the
+// fast path, goes uncounted) the last TSC must differ from the one the last
+// TMA, or the sync, saw (tma_tsc_). EBADMSG at the TMA, or 0 (the TMA
+// taken as timing).
+int FlowDecoder::TakeTma(const Packet& p, bool tsc_before) {
+  if (!tsc_before && tsc_base_ == tma_tsc_) [[unlikely]] {
+    const int err = Fail(EBADMSG, fmt::format("TMA at {:#x} without a TSC of its own (none since the sync, or one "
+                                              "that had its TMA)", p.offset));
+    error_offset_ = p.offset;
+    return err;
+  }
+  tma_tsc_ = tsc_base_;
+  Timing(p);
+  return 0;
+}
+
 // A TNT packet read by FetchControl(): its bits are at hand.
 inline int FlowDecoder::TakeTnt(const Packet& p) {
   return TakeTntField(p.type == PacketType::kTnt8 ? uint64_t{p.opcode} >> 1 : p.payload);
@@ -217,8 +238,12 @@ int FlowDecoder::FetchControlRest() {
               return FailEventQuery(q, r, "its TIP");
             continue;
           }
-          if (q.type == PacketType::kTsc || q.type == PacketType::kTma || q.type == PacketType::kMtc ||
-              q.type == PacketType::kCyc || q.type == PacketType::kPad) {
+          if (q.type == PacketType::kTma) {
+            if (const int err = TakeTma(q, false)) return err;
+            continue;
+          }
+          if (q.type == PacketType::kTsc || q.type == PacketType::kMtc || q.type == PacketType::kCyc ||
+              q.type == PacketType::kPad) {
             Timing(q);
             continue;
           }
@@ -311,6 +336,10 @@ int FlowDecoder::FetchControlRest() {
               return err;
             }
             if (!IsReadAheadStatus(q.type)) break;
+            if (q.type == PacketType::kTma) {
+              if (const int err = TakeTma(q, false)) return err;
+              continue;
+            }
             Timing(q);
           }
           if (enabled_ && NoEventFor(q)) return FailEventQuery(p, q, "its FUP");
@@ -351,8 +380,12 @@ int FlowDecoder::FetchControlRest() {
             q.type = PacketType::kInvalid;
             break;
           }
+          if (q.type == PacketType::kTma) {
+            if (const int err = TakeTma(q, false)) return err;
+            continue;
+          }
           if (q.type == PacketType::kCyc || q.type == PacketType::kMtc || q.type == PacketType::kTsc ||
-              q.type == PacketType::kTma || q.type == PacketType::kPad || q.type == PacketType::kCbr) {
+              q.type == PacketType::kPad || q.type == PacketType::kCbr) {
             Timing(q);
             continue;
           }
@@ -444,8 +477,10 @@ int FlowDecoder::FetchControlRest() {
       case PacketType::kCyc:
         TimingCyc(p);
         break;
-      case PacketType::kTsc:
       case PacketType::kTma:
+        if (const int err = TakeTma(p, false)) return err;
+        break;
+      case PacketType::kTsc:
       case PacketType::kMtc:
         Timing(p);
         break;

@@ -28,6 +28,7 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
   auto event = [&](uint8_t kind) {
     if (nevents < std::size(events)) events[nevents++] = kind;
   };
+  bool tsc_for_tma = false;  // a TSC in this PSB+ that has no TMA yet (TakeTma())
   for (;;) {
     Packet p;
     if (const int err = ReadPacket(&p)) return err;
@@ -86,8 +87,17 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         event(kNotBound);
         Queue(StatusEvent(p));
         break;
-      case PacketType::kTsc:
       case PacketType::kTma:
+        if (const int err = TakeTma(p, tsc_for_tma)) {
+          error_offset_ = psb_offset;  // (libipt goes back to the PSB: pt_qry_decode_psb)
+          return err;
+        }
+        tsc_for_tma = false;
+        break;
+      case PacketType::kTsc:
+        tsc_for_tma = true;
+        Timing(p);
+        break;
       case PacketType::kMtc:
       case PacketType::kCyc:
         Timing(p);
@@ -123,6 +133,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   bound_.clear();
   bound_pending_ = bound_wall_ = false;
   fup_held_.clear();
+  tma_tsc_ = tsc_base_;  // (libipt's time starts afresh at a sync, pt_qry_reset: no TMA until a TSC)
   events_.clear();
   event_head_ = 0;
   deferred_error_ = 0;
