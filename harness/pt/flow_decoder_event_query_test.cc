@@ -290,5 +290,36 @@ TEST(FlowDecoder, TipPgdWhileDisabledIsTheTipOfAModeExec) {
   ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1});
 }
 
+// An OVF inside a PSB+ ends it as a PSBEND would (libipt's header read
+// stops at it: pdff_psbend, pt_qry_read_psb_header), and is then an
+// overflow: without a FUP after it tracing is off until the TIP.PGE (here
+// to the code: the jz takes the TNT's bit; or to an address without code,
+// -pte_nomap). (Corpus divergence at PERFTEST_PT_CORPUS=all SEEDS=16
+// LAYOUTS=4, compiled_o0_mtc_period3 seed 15, corruption 6: a dropped byte
+// range left PSB, TSC, TMA, CBR, OVF, TIP.PGE; we failed the sync at the
+// TIP.PGE inside the PSB+.)
+TEST(FlowDecoder, OverflowInsideAPsbPlusEndsIt) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (const bool code : {false, true}) {
+    SCOPED_TRACE(code ? "TIP.PGE to the code" : "TIP.PGE to no code");
+    PacketEncoder enc;
+    (void)enc.Next(make::Psb());
+    (void)enc.Next(make::Tsc(0x10000000));
+    (void)enc.Next(make::Tma(0, 0));
+    (void)enc.Next(make::Cbr(0x20));
+    (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+    (void)enc.Next(make::Ovf());
+    (void)enc.Next(make::Cyc(3));
+    (void)enc.Next(make::TipPge(IpBytes::kSext48, code ? kBase : 0x500000));  // (a full IP after an OVF)
+    (void)enc.Next(make::Tnt8(1, 1));
+    if (code) {
+      ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1});
+    } else {
+      ExpectFailsAsLibipt(enc.bytes(), image, -pte_nomap, ENXIO, {});
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

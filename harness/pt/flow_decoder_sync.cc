@@ -33,6 +33,12 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
     Packet p;
     if (const int err = ReadPacket(&p)) return err;
     switch (p.type) {
+      case PacketType::kOvf:
+        // An OVF ends the PSB+ as a PSBEND does (libipt's header read stops
+        // at it, pdff_psbend: pt_qry_read_psb_header), its events go first
+        // (pt_qry_decode_ovf), then it is an overflow as anywhere.
+        Unread(p);
+        [[fallthrough]];
       case PacketType::kPsbEnd:
         psb_events_ = static_cast<uint32_t>(nevents);
         if (at_sync) {
@@ -106,7 +112,6 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         event(kNotBound);
         break;
       case PacketType::kPad:
-      case PacketType::kOvf:  // an overflow resolved at the PSB: the PSB+ gives the state
         break;
       default:
         return Fail(EBADMSG, fmt::format("{} inside the PSB+ at {:#x}", PacketName(p.type), psb_offset));
