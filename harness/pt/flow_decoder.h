@@ -417,6 +417,7 @@ class FlowDecoder {
   bool NoEventFor(const Packet& q) const;
   static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt(uint64_t from);
+  int CutEventPacketAhead(uint64_t start, uint64_t at);
   int NextPastStatus(Packet* q) const;
   int NextPastModeQuery(Packet* q, bool fup_waiting) const;
   int FailEventQuery(const Packet& event, const Packet& q, std::string_view wanted);

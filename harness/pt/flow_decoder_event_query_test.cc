@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/pt/flow_decoder_test_support.h"
@@ -23,12 +25,14 @@
 namespace perftest::pt {
 namespace {
 
+using flow_test::Decode;
 using flow_test::ExpectFailsAsLibipt;
 using flow_test::ExpectSameEventsAsLibipt;
 using flow_test::kBase;
 using flow_test::kCondRet;
 using flow_test::NopJmpRax;
 using flow_test::PsbPlus;
+using flow_test::Walk;
 using flow_test::WithBadOpcode;
 
 // An MWAIT right after a TIP: the indirect branch that took it is followed
@@ -319,6 +323,61 @@ TEST(FlowDecoder, OverflowInsideAPsbPlusEndsIt) {
       ExpectFailsAsLibipt(enc.bytes(), image, -pte_nomap, ENXIO, {});
     }
   }
+}
+
+// An event packet cut by the end of the trace right after the TIP a ret
+// takes (past timing packets): libipt's read-ahead knows it by its opcode
+// (pt_df_fetch), its instruction decoder asks for the event at once
+// (pt_insn_check_ip_event), and the event query's decode meets the end
+// (-pte_eos), failing the ret before the flow gets to the TIP's target —
+// here an address without code. We report the ret, then the end of the
+// trace (EMSGSIZE) where the flow finds no code (pt.libipt.error_point:
+// ours later). A cut TNT-64 is no event: the read-ahead stops at it, and
+// the flow goes to the target (-pte_nomap). (Corpus divergence at
+// PERFTEST_PT_CORPUS=all SEEDS=20 LAYOUTS=6, deep_cbr_cyc_mtc seed 17,
+// corruption 3: a TIP to corrupted bytes, then a cut TIP.PGD; ours was
+// ENXIO at the target.)
+TEST(FlowDecoder, CutEventPacketAfterATipFailsTheBranchThatTookIt) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  const std::vector<std::pair<std::string, Packet>> cuts = {
+      {"TIP.PGE", make::TipPge(IpBytes::kUpdate32, 0x12345678)}, {"TIP.PGD", make::TipPgd(IpBytes::kUpdate32, 0x12345678)},
+      {"PIP", make::Pip(0x12345000, false)}, {"MODE.Exec", make::ModeExec(ExecMode::k64Bit)},
+      {"TNT-64", make::Tnt64(1, 1)}};
+  for (const auto& [name, cut] : cuts) {
+    SCOPED_TRACE("a cut " + name);
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Tnt8(1, 1));              // the jz: taken, to the ret
+    (void)enc.NextIp(PacketType::kTip, 0x500000);  // the ret's: no code there
+    (void)enc.Next(make::Mtc(1));
+    (void)enc.Next(cut);
+    std::vector<uint8_t> trace = enc.bytes();
+    trace.pop_back();  // its last byte
+    if (name == "TNT-64") {
+      ExpectFailsAsLibipt(trace, image, -pte_nomap, ENXIO, {kBase, kBase + 1, kBase + 4});
+      continue;
+    }
+    const testing::FlowLog ours = testing::OurInsnFlow(trace, image);
+    const testing::FlowLog ref = testing::LibiptInsnFlow(trace, image);
+    int64_t lead = 0;
+    EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref, &lead), "");
+    EXPECT_EQ(lead, 1);  // (the ret)
+    ASSERT_EQ(ref.entries.size(), 4u);
+    EXPECT_EQ(ref.entries.back().code, -pte_eos);
+    const Walk w = Decode(trace, image);
+    EXPECT_EQ(w.err, EMSGSIZE);
+    EXPECT_EQ(w.ips, (std::vector<uint64_t>{kBase, kBase + 1, kBase + 4}));
+  }
+  // The same after the TNT whose last bit the jz takes (the event query
+  // comes once the TNT's bits are used): the jz fails.
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.Next(make::Pip(0x12345000, false));
+  std::vector<uint8_t> trace = enc.bytes();
+  trace.pop_back();
+  ExpectFailsAsLibipt(trace, image, -pte_eos, EMSGSIZE, {kBase});
 }
 
 }  // namespace

@@ -31,6 +31,28 @@ FlowEvent internal::StatusEvent(const Packet& p) {
 }
 
 namespace {
+// Whether the bytes at `at` open a packet libipt's read-ahead takes for an
+// event packet by its opcode alone (pt_df_fetch; pdff_event): TIP.PGE,
+// TIP.PGD, MODE, and the 02h packets PIP, OVF, CBR, TraceStop, VMCS, MNT,
+// EXSTOP, MWAIT, PWRE, PWRX, PTW — a TIP too if `tip_bound` (an event waits
+// for it), a FUP if `fup_bound`. (For a packet cut by the end of the trace:
+// libipt's instruction decoder asks for that event, whose decode fails.)
+bool OpensEventPacket(std::span<const uint8_t> trace, uint64_t at, bool tip_bound, bool fup_bound) {
+  if (at >= trace.size()) return false;
+  const uint8_t b0 = trace[at], op = b0 & 0x1f;
+  if (op == 0x11 || op == 0x01 || b0 == 0x99) return true;  // TIP.PGE, TIP.PGD, MODE
+  if (op == 0x0d) return tip_bound;
+  if (op == 0x1d) return fup_bound;
+  if (b0 != 0x02 || at + 1 >= trace.size()) return false;
+  switch (const uint8_t e = trace[at + 1]) {
+    case 0x43: case 0xf3: case 0x03: case 0x83: case 0xc8: case 0xc3: case 0x62: case 0xe2: case 0xc2: case 0x22:
+    case 0xa2:
+      return true;
+    default:
+      return (e & 0x1f) == 0x12;  // PTW
+  }
+}
+
 // The packet at `at`, cut by the end of the trace, as libipt's read-ahead
 // knows it, by its opcode alone (pt_df_fetch): a TIP or a TNT-64 (type and
 // offset only), else kInvalid. Its event query fails at such a packet before
@@ -558,7 +580,9 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
   PacketDecoder ahead = packets_;
   Packet q;
   do {
-    if (ahead.Next(q) != 0) return 0;  // (CheckAhead's)
+    // (CheckAhead's error — but an event packet cut by the end right here:
+    // its event query's decode meets the end at once, CutEventPacketAhead().)
+    if (const int e = ahead.Next(q)) return e == EMSGSIZE ? CutEventPacketAhead(packets_.offset(), ahead.offset()) : 0;
   } while (IsReadAheadStatus(q.type) || q.type == PacketType::kCbr || q.type == PacketType::kMnt);
   if (!StartsEventQuery(q)) return 0;
   for (;;) {
@@ -577,6 +601,30 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
     }
     if (!IsReadAheadStatus(r.type)) return 0;
   }
+}
+
+// A packet cut by the end of the trace at `at`, read ahead from `start`
+// (after a TIP or TNT): if it comes first, past PAD and timing packets, and
+// is an event packet by its opcode (OpensEventPacket()), and no
+// event is held, libipt's instruction decoder asks for that event at once
+// (pt_insn_check_ip_event) and its decode meets the end (-pte_eos), failing
+// the branch before: EMSGSIZE (error_offset_ at), else 0 (the end of the
+// trace, later).
+__attribute__((noinline, cold)) int FlowDecoder::CutEventPacketAhead(uint64_t start, uint64_t at) {
+  if (bound_pending_) return 0;
+  PacketDecoder ahead = packets_;
+  if (!ahead.SyncSet(start).ok()) return 0;
+  for (Packet q; ahead.Next(q) == 0;) {
+    if (!IsReadAheadStatus(q.type)) return 0;
+  }
+  if (ahead.offset() != at ||
+      !OpensEventPacket(packets_.trace(), at, fup_pending_ || mode_pending_, !fup_held_.empty()))
+    return 0;
+  error_offset_ = at;
+  error_ip_ = ip_;
+  error_message_ = fmt::format("{} at offset {:#x} (an event packet, queried at once)",
+                               PacketDecoder::ErrorDescription(EMSGSIZE), at);
+  return EMSGSIZE;
 }
 
 // Whether `q`, the first packet after a TNT's PAD and timing packets, makes

@@ -26,6 +26,23 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     if (err != 0) synced_ = false;
     return err;
   };
+  // No code (or no instruction) where the flow got to after an IP packet
+  // whose read-ahead (PeekAfterIp(), sticky_error_) ended at a packet cut
+  // by the end of the trace: if that is an event packet right after the IP
+  // packet, libipt asked for its event there and failed (-pte_eos,
+  // CutEventPacketAhead()) before its flow got here — the end of the trace,
+  // EMSGSIZE, not `err`.
+  auto code_error = [&](int err) -> int {
+    if (sticky_error_ != EMSGSIZE) return err;
+    PacketDecoder ahead = packets_;
+    Packet ip;
+    if (!ahead.SyncSet(ctl_offset_).ok() || ahead.Next(ip) != 0 || !ip.is_ip()) return err;
+    const uint64_t at = packets_.offset();
+    if (CutEventPacketAhead(ahead.offset(), at) == 0) return err;
+    return Fail(EMSGSIZE, fmt::format("{} at offset {:#x}: the event packet after the IP packet at {:#x} is cut "
+                                      "by the end of the trace",
+                                      PacketDecoder::ErrorDescription(EMSGSIZE), at, ctl_offset_));
+  };
   for (;;) {
     if (TakeQueuedEvent(step)) return 0;
     if (deferred_error_ != 0) {
@@ -247,8 +264,8 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     }
     if (b->ninsn() == 0) [[unlikely]] {
       synced_ = false;
-      return Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
-                                              : fmt::format("invalid instruction at {:#x}", ip_));
+      return code_error(Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
+                                                         : fmt::format("invalid instruction at {:#x}", ip_)));
     }
     FlowBlock& out = step->block;
     step->kind = FlowStep::kBlock;
@@ -285,8 +302,8 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       // The block stops before an instruction that cannot be decoded: the
       // error comes after the block.
       ip_ = b->end();
-      deferred_error_ = Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
-                                                         : fmt::format("invalid instruction at {:#x}", ip_));
+      deferred_error_ = code_error(Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
+                                                                    : fmt::format("invalid instruction at {:#x}", ip_)));
       out.truncated = true;
       return 0;
     }
