@@ -380,5 +380,34 @@ TEST(FlowDecoder, CutEventPacketAfterATipFailsTheBranchThatTookIt) {
   ExpectFailsAsLibipt(trace, image, -pte_eos, EMSGSIZE, {kBase});
 }
 
+// A TIP.PGD with the IP of a TIP.PGE right before it: libipt binds a
+// disable with an IP to an instruction (pt_insn_at_disabled_event) and
+// decodes the one at the enable's IP first — no code there (-pte_nomap), or
+// a nop and a ret that the disable binds to. Our rule for a direct branch
+// leaving the traced region (a TIP.PGD at its target) must not see the jmp
+// before the asynchronous disable that preceded the TIP.PGE. (Corpus
+// divergence at PERFTEST_PT_CORPUS=all SEEDS=20 LAYOUTS=6,
+// compiled_o0_interrupts seed 14, corruption 7, at 0x55f448add6f3: a
+// dropped byte range left TIP.PGE, TIP.PGD, TIP.PGD; we disabled at once.)
+TEST(FlowDecoder, TipPgdAtTheEnableIpBindsToAnInstructionThere) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0xeb, 0x00, 0x90, 0xc3}).ok());  // jmp .+2; nop; ret
+  for (const bool code : {false, true}) {
+    SCOPED_TRACE(code ? "TIP.PGE to the nop" : "TIP.PGE to no code");
+    const uint64_t at = code ? kBase + 2 : 0x500000;
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kFup, kBase + 2);  // after the jmp: disabled before the nop
+    (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+    (void)enc.NextIp(PacketType::kTipPge, at);
+    (void)enc.NextIp(PacketType::kTipPgd, at);
+    if (code) {
+      ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 2, kBase + 3});
+    } else {
+      ExpectFailsAsLibipt(enc.bytes(), image, -pte_nomap, ENXIO, {kBase});
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -71,6 +71,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           ctl_ = Ctl::kNone;
           ip_ = ctl_ip_;
           enabled_ = true;
+          last_direct_ = false;
           ApplyPendingMode();
           Queue(FlowEvent{.type = FlowEvent::Type::kEnabled, .mode = mode_, .ip = ip_, .offset = ctl_offset_});
           if (const int err = PeekAfterIp()) {
@@ -118,6 +119,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
                       .offset = ctl_offset_});
       enabled_ = !ctl_suppressed_;
       if (enabled_) ip_ = ctl_ip_;
+      last_direct_ = false;  // (no branch brought the flow here: see the TIP.PGD rule below)
       if (const int err = PeekAfterIp()) {
         synced_ = false;
         return err;
@@ -149,6 +151,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           Queue(FlowEvent{.type = FlowEvent::Type::kAsyncDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
                           .from = ip_, .offset = ctl_offset_});
           enabled_ = false;
+          last_direct_ = false;
           ctl_ = Ctl::kNone;
           // A MODE.Exec read right after the FUP: its exec-mode event comes
           // next off evb_tip, the IP suppressed (pt_qry_event_tip_pgd).
@@ -193,6 +196,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
         }
         Queue(FlowEvent{.type = FlowEvent::Type::kAsyncBranch, .ip = ctl_ip_, .from = ip_, .offset = ctl_offset_});
         ip_ = ctl_ip_;
+        last_direct_ = false;
         if (!tip_status_.empty()) ReleaseTipStatus(false);  // (a MODE.Exec among them too; below otherwise)
         if (mode_at_ != 0) --mode_at_;  // (a MODE.Exec behind this FUP: one FUP fewer before it)
         if (!fups_behind_.empty()) [[unlikely]] {
@@ -211,8 +215,13 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       }
     } else if (ctl_ == Ctl::kTipPgd && tnt_count_ == 0 && last_direct_ && !ctl_suppressed_ && ctl_ip_ == ip_) {
       // A direct branch left the traced region (SDM §33.2.5.3 IP filtering).
+      // (last_direct_: the last block ended with one and brought the flow
+      // here; an enable, asynchronous event or overflow clears it — libipt
+      // binds a disable with an IP to an instruction, pt_insn_at_disabled_event,
+      // and decodes none at an enable's IP before the TIP.PGD.)
       Queue(FlowEvent{.type = FlowEvent::Type::kDisabled, .ip = ctl_ip_, .offset = ctl_offset_});
       enabled_ = false;
+      last_direct_ = false;
       ctl_ = Ctl::kNone;
       continue;
     }

@@ -145,6 +145,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   sticky_error_ = 0;
   event_query_failed_ = false;
   steps_without_packet_ = 0;
+  last_direct_ = false;
   hint_ = link_block_ = 0;
   walk_gen_ = kNoWalk;
   if (!psb.ok()) return psb;
