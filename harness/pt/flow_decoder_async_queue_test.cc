@@ -391,5 +391,32 @@ TEST(FlowDecoder, IndirectBranchPastAHeldAsyncFupCachesATntOnTheWayToItsTip) {
   }
 }
 
+// An asynchronous FUP read ahead after a TIP, then a TIP.PGE: libipt's
+// read-ahead stops at the TIP.PGE (an event packet), and the event query
+// hands it the asynchronous branch waiting on evb_tip, which it rejects
+// (pt_qry_decode_tip_pge -> pt_qry_event_tip_pge: -pte_bad_context) before
+// the flow gets to the TIP's target — here an address without code. We
+// failed at the target (ENXIO): the error waited as a packet error read
+// ahead. (Corpus divergences at PERFTEST_PT_CORPUS=all SEEDS=20 LAYOUTS=10
+// FIXED=3: dispatch_psb_period3 seeds 6 and 13, at 0x7ffff7fe1230.)
+TEST(FlowDecoder, AsyncFupThenTipPgeFailsTheEventQuery) {
+  const Image image = flow_test::NopJmpRax();
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, 0x500000);  // the jmp's: no code there
+  (void)enc.NextIp(PacketType::kFup, 0x401234);
+  (void)enc.Next(make::Cyc(3));
+  (void)enc.NextIp(PacketType::kTipPge, 0x401238);
+  const testing::FlowLog ours = testing::OurInsnFlow(enc.bytes(), image);
+  const testing::FlowLog ref = testing::LibiptInsnFlow(enc.bytes(), image);
+  EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
+  ASSERT_GE(ref.entries.size(), 2u);
+  const auto error = std::find_if(ref.entries.begin(), ref.entries.end(),
+                                  [](const testing::FlowEntry& e) { return e.kind == testing::FlowEntry::kError; });
+  ASSERT_NE(error, ref.entries.end());
+  EXPECT_EQ(error->code, -pte_bad_context);
+  EXPECT_EQ(flow_test::Decode(enc.bytes(), image).err, EBADMSG);
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -276,7 +276,13 @@ int FlowDecoder::FetchControlRest() {
             if (TipQueueFull()) return FailTipQueueFull(q);
             continue;
           }
-          if (q.type == PacketType::kTipPge || q.type == PacketType::kFup)
+          // A TIP.PGE is an event packet: libipt's read-ahead stops there,
+          // and the event query hands it the asynchronous branch waiting on
+          // evb_tip, which it rejects (pt_qry_decode_tip_pge,
+          // pt_qry_event_tip_pge: -pte_bad_context) — at once, failing the
+          // branch before (or, behind a held event, later: ReadAheadError()).
+          if (q.type == PacketType::kTipPge) return FailEventQuery(p, q, "TIP or TIP.PGD");
+          if (q.type == PacketType::kFup)
             return Fail(EBADMSG, fmt::format("FUP at {:#x} followed by {} at {:#x}, not TIP or TIP.PGD", p.offset,
                                              PacketName(q.type), q.offset));
           // An OVF (libipt's event query for it drops the waiting
