@@ -28,6 +28,7 @@ namespace {
 using flow_test::Decode;
 using flow_test::ExpectFailsAsLibipt;
 using flow_test::ExpectSameEventsAsLibipt;
+using flow_test::ExpectSameFlowAsLibipt;
 using flow_test::kBase;
 using flow_test::kCondRet;
 using flow_test::NopJmpRax;
@@ -405,6 +406,35 @@ TEST(FlowDecoder, TipPgdAtTheEnableIpBindsToAnInstructionThere) {
       ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 2, kBase + 3});
     } else {
       ExpectFailsAsLibipt(enc.bytes(), image, -pte_nomap, ENXIO, {kBase});
+    }
+  }
+}
+
+// A PSB+ followed by an event packet with a bad payload (a MODE with a
+// reserved leaf): libipt's read-ahead after the PSB+ stops at it, and the
+// event query for it (after the PSB+'s events; in pt_insn_start when there
+// are none) fails (-pte_bad_packet): the sync itself fails, or the first
+// step after the PSB+'s events. We synchronized and failed at the first
+// step. (Corpus divergence at PERFTEST_PT_CORPUS=all SEEDS=20 LAYOUTS=10
+// FIXED=3: exit_psb_period3 seed 4, corruption 2.)
+TEST(FlowDecoder, BadEventPacketAfterThePsbPlusFailsTheSync) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (const bool pip : {false, true}) {
+    SCOPED_TRACE(pip ? "a PIP in the PSB+" : "no event in the PSB+");
+    PacketEncoder enc;
+    (void)enc.Next(make::Psb());
+    (void)enc.Next(make::Tsc(0x10000000));
+    if (pip) (void)enc.Next(make::Pip(0x12345000, false));
+    (void)enc.Next(make::PsbEnd());
+    std::vector<uint8_t> trace = enc.bytes();
+    trace.insert(trace.end(), {0x99, 0x40, 0x00, 0x00});  // MODE, leaf 010b (reserved)
+    ExpectSameFlowAsLibipt(trace, image, -pte_bad_packet);
+    FlowDecoder dec(trace, &image);
+    const Result<uint64_t> s = dec.SyncForward();
+    EXPECT_EQ(s.ok(), pip);
+    if (!pip) {
+      EXPECT_EQ(s.error(), EBADMSG);
     }
   }
 }

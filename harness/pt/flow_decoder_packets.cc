@@ -30,14 +30,13 @@ FlowEvent internal::StatusEvent(const Packet& p) {
   }
 }
 
-namespace {
 // Whether the bytes at `at` open a packet libipt's read-ahead takes for an
 // event packet by its opcode alone (pt_df_fetch; pdff_event): TIP.PGE,
 // TIP.PGD, MODE, and the 02h packets PIP, OVF, CBR, TraceStop, VMCS, MNT,
 // EXSTOP, MWAIT, PWRE, PWRX, PTW — a TIP too if `tip_bound` (an event waits
 // for it), a FUP if `fup_bound`. (For a packet cut by the end of the trace:
 // libipt's instruction decoder asks for that event, whose decode fails.)
-bool OpensEventPacket(std::span<const uint8_t> trace, uint64_t at, bool tip_bound, bool fup_bound) {
+bool internal::OpensEventPacket(std::span<const uint8_t> trace, uint64_t at, bool tip_bound, bool fup_bound) {
   if (at >= trace.size()) return false;
   const uint8_t b0 = trace[at], op = b0 & 0x1f;
   if (op == 0x11 || op == 0x01 || b0 == 0x99) return true;  // TIP.PGE, TIP.PGD, MODE
@@ -53,6 +52,7 @@ bool OpensEventPacket(std::span<const uint8_t> trace, uint64_t at, bool tip_boun
   }
 }
 
+namespace {
 // The packet at `at`, cut by the end of the trace, as libipt's read-ahead
 // knows it, by its opcode alone (pt_df_fetch): a TIP or a TNT-64 (type and
 // offset only), else kInvalid. Its event query fails at such a packet before
@@ -624,7 +624,7 @@ __attribute__((noinline, cold)) int FlowDecoder::CutEventPacketAhead(uint64_t st
     if (!IsReadAheadStatus(q.type)) return 0;
   }
   if (ahead.offset() != at ||
-      !OpensEventPacket(packets_.trace(), at, fup_pending_ || mode_pending_, !fup_held_.empty()))
+      !internal::OpensEventPacket(packets_.trace(), at, fup_pending_ || mode_pending_, !fup_held_.empty()))
     return 0;
   error_offset_ = at;
   error_ip_ = ip_;

@@ -178,7 +178,26 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
 //     the PSB+'s events, before any instruction.
 int FlowDecoder::ReadAheadAfterSync() {
   uint64_t at = 0;
-  const int end = ReadAheadEos(&at);
+  int end = ReadAheadEos(&at);
+  if (end == 0 && !have_unread_) {
+    // The read-ahead stops at an event packet (pt_df_fetch knows it by its
+    // opcode): libipt asks for its event after the PSB+'s, in the sync
+    // itself if the PSB+ has none (pt_insn_start -> pt_insn_check_ip_event);
+    // a bad payload there fails that query (-pte_bad_packet).
+    PacketDecoder ahead = packets_;
+    Packet q;
+    int e;
+    while ((e = ahead.Next(q)) == 0 && internal::IsReadAheadStatus(q.type)) {
+    }
+    if (e == EBADMSG && internal::OpensEventPacket(packets_.trace(), ahead.offset(), false, false)) {
+      const int err = Fail(e, fmt::format("{} at offset {:#x} after the PSB+ (an event packet, queried at once)",
+                                          PacketDecoder::ErrorDescription(e), ahead.offset()));
+      error_offset_ = ahead.offset();
+      if (psb_events_ == 0) return err;
+      deferred_error_ = err;
+      return 0;
+    }
+  }
   if (end == 0 && enabled_) {
     // A MODE.Exec the read-ahead stops at (or a PIP or VMCS after a FUP):
     // its event query comes before the first instruction (pt_insn_start),

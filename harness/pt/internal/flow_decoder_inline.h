@@ -20,6 +20,10 @@ namespace internal {
 // inside a PSB+ and in the stream (flow_decoder_packets.cc).
 FlowEvent StatusEvent(const Packet& p);
 
+// Whether the bytes at `at` open an event packet by libipt's opcode table
+// (pt_df_fetch; flow_decoder_packets.cc).
+bool OpensEventPacket(std::span<const uint8_t> trace, uint64_t at, bool tip_bound, bool fup_bound);
+
 // The packets libipt's query decoder decodes as status updates while it
 // reads ahead to the next packet a query needs (pt_qry_read_ahead): PAD and
 // the timing packets TSC, MTC, CYC and TMA. It stops, without decoding, at
