@@ -433,6 +433,7 @@ class FlowDecoder {
   int ReadAheadError(uint64_t start, int err);
   int CheckAhead(uint64_t* next = nullptr);
   bool QuietAfterTnt() const;
+  bool QuietAtFup(uint64_t off) const;
   bool QuietAtAGlance(const uint8_t* r) const;
   int Resolve(uint32_t block);
   int NextFill(FlowStep* step);

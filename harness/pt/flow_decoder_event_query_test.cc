@@ -439,5 +439,31 @@ TEST(FlowDecoder, BadEventPacketAfterThePsbPlusFailsTheSync) {
   }
 }
 
+// After a TNT, libipt's read-ahead decodes a FUP that no event waits for
+// (an asynchronous branch queued for the next TIP, pt_qry_decode_fup) and
+// reads on: an unknown opcode after it (-pte_bad_opc), or the FUP's own
+// missing IP (-pte_ip_suppressed), fails the jz whose TNT query read that
+// far. We stopped looking at the FUP and took the TNT's bit first.
+// (Corpus divergence at PERFTEST_PT_CORPUS=all SEEDS=20 LAYOUTS=10 FIXED=3:
+// deep_tnt64 seed 6, corruption 7.)
+TEST(FlowDecoder, ReadAheadAfterATntDecodesAFupAndGoesOn) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (const bool ip : {true, false}) {
+    SCOPED_TRACE(ip ? "FUP, then a bad opcode" : "FUP without an IP");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Tnt8(1, 1));
+    if (ip) {
+      (void)enc.NextIp(PacketType::kFup, 0x402000);
+    } else {
+      (void)enc.NextIp(PacketType::kFup, std::nullopt);
+    }
+    (void)enc.Next(make::Cyc(3));
+    const std::vector<uint8_t> trace = ip ? WithBadOpcode(enc) : enc.bytes();
+    ExpectFailsAsLibipt(trace, image, ip ? -pte_bad_opc : -pte_ip_suppressed, ip ? EILSEQ : EBADMSG, {kBase});
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -36,8 +36,13 @@ bool ReadAheadStopsAt(std::span<const uint8_t> trace, uint64_t at) {
 }
 }  // namespace
 
+namespace {
+bool QuietPastFup(std::span<const uint8_t> trace, uint64_t off, unsigned size, uint8_t ipbytes);
+}  // namespace
+
 // Decodes (without consuming) the packets after the current position up to
-// the first one that is not PAD or timing; returns the error met, if any
+// the first one that is not PAD or timing (or a FUP that no event waits
+// for, which libipt's read-ahead decodes too); returns the error met, if any
 // (the end of the trace, or a packet cut by it, is none). `next`, if given:
 // where the PAD and timing packets it skipped without copying the packet
 // decoder end (the current position if none).
@@ -59,6 +64,7 @@ int FlowDecoder::CheckAhead(uint64_t* next) {
         continue;
       }
       if (q.type == PacketType::kMwait) break;  // the careful way
+      if (q.type == PacketType::kFup && fup_held_.empty() && !QuietPastFup(trace, off, size, q.ipbytes())) break;
       if (next != nullptr) *next = off;
       return 0;
     }
@@ -79,6 +85,17 @@ int FlowDecoder::CheckAhead(uint64_t* next) {
       case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
       case PacketType::kTma: case PacketType::kCbr: case PacketType::kMnt:
         continue;
+      case PacketType::kFup: {
+        // libipt's read-ahead decodes a FUP that no event waits for (an
+        // asynchronous branch queued for the next TIP: pt_qry_decode_fup;
+        // pt_qry_will_event holds it only while evb_fup has one) and reads
+        // on; without an IP its decode fails (-pte_ip_suppressed).
+        if (!fup_held_.empty()) return 0;
+        if (q.ipbytes() != 0) continue;
+        const int e = Fail(EBADMSG, fmt::format("FUP at {:#x} without an IP (read ahead)", q.offset));
+        error_offset_ = q.offset;
+        return e;
+      }
       case PacketType::kMwait:
         // An event packet: libipt's instruction decoder asks for the event
         // at once. MWAIT makes none by itself (it waits for a FUP), so the
@@ -151,6 +168,34 @@ struct QuietTable {
   }
 };
 constexpr QuietTable kQuiet;
+
+// A FUP's size by IPBytes (opcode[7:5]); 0: none or reserved.
+constexpr uint8_t kFupSize[8] = {1, 3, 5, 7, 7, 0, 9, 0};
+
+// CheckAhead()'s quick look past a FUP that no event waits for, at `off`
+// (`size` bytes, IPBytes `ipbytes`): libipt's read-ahead decodes it and
+// reads on — as a rule through status packets (as QuietAfterTnt() sees
+// them) to its TIP, TIP.PGD or TIP.PGE, or a TNT-8, where it stops: true.
+// False: the careful way (a FUP without an IP, whose decode fails; any
+// other packet after it).
+__attribute__((noinline)) bool QuietPastFup(std::span<const uint8_t> trace, uint64_t off, unsigned size,
+                                            uint8_t ipbytes) {
+  if (ipbytes == 0 || size == 0) return false;
+  const uint8_t* const t = trace.data();
+  for (off += size; off + 9 <= trace.size();) {
+    const uint8_t e = kQuiet.at[t[off]];
+    if (e < kQuietIp) {  // a status packet, or anything else
+      if (e == 0) return false;
+      off += e;
+    } else if (e & kQuietCycExp) {
+      if ((t[off + 1] & 1) != 0) return false;
+      off += 2;
+    } else {
+      return (e & kQuietStop) != 0 || (t[off] & 0x1f) != 0x1d;  // (not another FUP: the careful way)
+    }
+  }
+  return false;
+}
 }  // namespace
 
 bool FlowDecoder::QuietAfterTnt() const {
@@ -176,10 +221,20 @@ bool FlowDecoder::QuietAfterTnt() const {
       off += e & 0xf;
       after_event = true;
     } else {
-      return false;
+      return QuietAtFup(off);  // (a FUP, or a TIP.PGE: false)
     }
   }
   return false;
+}
+
+// QuietAfterTnt() at an IP packet at `off` (no TIP.PGD before it): a FUP
+// that no event waits for, with its IP — CheckAhead() looks past it
+// (QuietPastFup()), EventQueryAfterTnt() stops at it. (Out of line: the
+// loop above keeps its registers.)
+__attribute__((noinline)) bool FlowDecoder::QuietAtFup(uint64_t off) const {
+  const std::span<const uint8_t> trace = packets_.trace();
+  const uint8_t b0 = trace[off], ipbytes = b0 >> 5;
+  return (b0 & 0x1f) == 0x1d && fup_held_.empty() && QuietPastFup(trace, off, kFupSize[ipbytes], ipbytes);
 }
 
 // PeekAfterIp(): internal/flow_decoder_inline.h.
