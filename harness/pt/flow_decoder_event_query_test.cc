@@ -465,5 +465,27 @@ TEST(FlowDecoder, ReadAheadAfterATntDecodesAFupAndGoesOn) {
   }
 }
 
+// A TIP.PGE while tracing is enabled, behind a PTW without an IP (held
+// until the next PTWRITE): libipt asks for the TIP.PGE's event only once
+// the PTW binds to the PTWRITE at kBase, which it reports; the event query
+// then reads ahead past the TIP.PGE — an unknown opcode there is the error
+// (-pte_bad_opc); else the enabled event while enabled (-pte_bad_context).
+// We failed at once, before the PTWRITE, on the TIP.PGE. (Corpus
+// divergence at PERFTEST_PT_CORPUS=all SEEDS=20 LAYOUTS=10 FIXED=3:
+// dispatch_everything_noretcomp_tnt64 seed 5, corruption 5.)
+TEST(FlowDecoder, TipPgeWhileEnabledWaitsBehindAHeldPtw) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0xf3, 0x0f, 0xae, 0xe0, 0x90, 0xc3}).ok());  // ptwrite %eax; nop; ret
+  for (const bool bad : {false, true}) {
+    SCOPED_TRACE(bad ? "an unknown opcode after the TIP.PGE" : "the end after the TIP.PGE");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Ptw(0x1234, 4, false));
+    (void)enc.NextIp(PacketType::kTipPge, kBase + 4);
+    const std::vector<uint8_t> trace = bad ? WithBadOpcode(enc) : enc.bytes();
+    ExpectFailsAsLibipt(trace, image, bad ? -pte_bad_opc : -pte_bad_context, bad ? EILSEQ : EBADMSG, {kBase});
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

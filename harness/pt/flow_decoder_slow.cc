@@ -126,8 +126,15 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       }
       continue;
     }
-    if (ctl_ == Ctl::kTipPge) {
+    if (ctl_ == Ctl::kTipPge && !AsyncHeldBack()) {
+      // (Behind an event libipt holds for an IP or instruction the flow has
+      // not reached, it asks for the TIP.PGE's event only once the flow gets
+      // there: the flow goes on, and a branch's query meets the TIP.PGE,
+      // -pte_bad_query.) The event query decodes the TIP.PGE and reads ahead
+      // past it: an error there comes first; else its enabled event while
+      // tracing is enabled, -pte_bad_context (pt_insn_process_enabled).
       synced_ = false;
+      if (const int err = ReadAheadPastEventPacket()) return err;
       return Fail(EBADMSG, fmt::format("TIP.PGE at {:#x} while tracing is enabled", ctl_offset_));
     }
     if (ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) {
