@@ -368,5 +368,34 @@ TEST(FlowDecoder, EndlessLoopEndsBothDifferentialWalks) {
   EXPECT_GT(w.ips.size(), testing::kEndlessLoopInsns);  // (its own limit: blocks, here of 2 instructions)
 }
 
+// C6 and C7 (group 11, MOV r/m, imm) with a ModRM.reg other than 0 are
+// undefined (but XABORT, XBEGIN at C6/C7 F8); libipt's length decoder sizes
+// them by ModRM (and displacement), C6 with an imm8 — its immediate width is
+// a constant — and C7 with none (its width is resolved by ModRM.reg, and
+// only /0 has one), and pt_insn_next walks over them. We failed there
+// (EILSEQ). (Corpus divergence at PERFTEST_PT_CORPUS=all SEEDS=20
+// LAYOUTS=10 FIXED=3: compiled_o0_interrupts seed 12, corruption 4 — a
+// corrupted TIP into the middle of a lea, at C6 48 8D 05.)
+TEST(FlowDecoder, UndefinedGroup11EncodingsAreWalkedAsLibiptDoes) {
+  const std::vector<std::vector<uint8_t>> insns = {
+      {0xc6, 0x48, 0x8d, 0x05}, {0xc6, 0xf9, 0x01}, {0xc6, 0x38, 0x01}, {0xc7, 0xc8}, {0x66, 0xc7, 0x50, 0x10}};
+  std::vector<uint8_t> code;
+  std::vector<uint64_t> ips;
+  for (const std::vector<uint8_t>& insn : insns) {
+    ips.push_back(kBase + code.size());
+    code.insert(code.end(), insn.begin(), insn.end());
+  }
+  code.push_back(0xc3);
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, code).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, ips);
+  // C7 /7 other than XBEGIN's F8 libipt rejects (-pte_bad_insn).
+  Image xbegin;
+  ASSERT_TRUE(xbegin.AddBlob(kBase, std::vector<uint8_t>{0x90, 0x48, 0xc7, 0x38, 0xc3}).ok());
+  flow_test::ExpectFailsAsLibipt(enc.bytes(), xbegin, -pte_bad_insn, EILSEQ, {kBase});
+}
+
 }  // namespace
 }  // namespace perftest::pt
