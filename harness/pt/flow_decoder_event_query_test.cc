@@ -487,5 +487,26 @@ TEST(FlowDecoder, TipPgeWhileEnabledWaitsBehindAHeldPtw) {
   }
 }
 
+// A malformed PSB right after a TIP.PGD that follows the TIP a jmp takes:
+// libipt's event query for the TIP.PGD reads ahead past it and decodes the
+// PSB as a status packet (pt_decode_psb has no flags: pt_qry_read_ahead
+// decodes it), which fails (-pte_bad_packet) — the jmp fails before the flow
+// gets to its target (no code there). We took only timing packets' errors
+// there and failed at the target (ENXIO). (Corpus divergence at
+// PERFTEST_PT_CORPUS=all SEEDS=20 LAYOUTS=10 FIXED=3: compiled_o0_overflow
+// seed 15, corruption 4 — a dropped byte range left a TIP.PGD overlapping
+// the next PSB.)
+TEST(FlowDecoder, BadPsbInTheReadAheadAfterAnEventFailsTheBranch) {
+  const Image image = NopJmpRax();
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, 0x500000);  // the jmp's: no code there
+  (void)enc.NextIp(PacketType::kTipPgd, 0x500000);
+  std::vector<uint8_t> trace = enc.bytes();
+  trace.insert(trace.end(), {0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x00, 0x00, 0x00, 0x00,
+                             0x00, 0x00, 0x00, 0x00});  // a PSB cut short by PADs
+  ExpectFailsAsLibipt(trace, image, -pte_bad_packet, EBADMSG, {kBase});
+}
+
 }  // namespace
 }  // namespace perftest::pt

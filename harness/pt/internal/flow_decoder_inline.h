@@ -33,14 +33,15 @@ inline constexpr bool IsReadAheadStatus(PacketType t) {
          t == PacketType::kTma;
 }
 
-// Whether the bytes at `at` open a packet IsReadAheadStatus() names, by its
-// opcode alone (for a read-ahead that met a packet error there: libipt's
-// decodes that packet, and fails, only if it is one of those).
+// Whether the bytes at `at` open a packet IsReadAheadStatus() names, or a
+// PSB, by its opcode alone (for a read-ahead that met a packet error there:
+// libipt's decodes that packet, and fails, only if it is one of those — a
+// PSB too, pt_decode_psb has no flags: pt_qry_read_ahead decodes it).
 inline bool OpensReadAheadStatus(std::span<const uint8_t> trace, uint64_t at) {
   if (at >= trace.size()) return false;
   const uint8_t b0 = trace[at];
   if (b0 == 0x00 || b0 == 0x19 || b0 == 0x59 || (b0 & 3) == 3) return true;  // PAD, TSC, MTC, CYC
-  return b0 == 0x02 && at + 1 < trace.size() && trace[at + 1] == 0x73;       // TMA
+  return b0 == 0x02 && at + 1 < trace.size() && (trace[at + 1] == 0x73 || trace[at + 1] == 0x82);  // TMA, PSB
 }
 
 // StoreLast(), kRetStackSize, PushReturn() and PopReturn(): flow_decoder.h
