@@ -397,5 +397,27 @@ TEST(FlowDecoder, UndefinedGroup11EncodingsAreWalkedAsLibiptDoes) {
   flow_test::ExpectFailsAsLibipt(enc.bytes(), xbegin, -pte_bad_insn, EILSEQ, {kBase});
 }
 
+// MOV to or from a segment register that does not exist (8C/8E with
+// ModRM.reg 6 or 7), or to CS (8E /1): undefined, sized by ModRM by
+// libipt's length decoder and walked over by pt_insn_next. We failed there
+// (EILSEQ). (Corpus divergence at PERFTEST_PT_CORPUS=all SEEDS=20 LAYOUTS=10
+// FIXED=3: compiled_interrupts seed 20, corruption 0 — a MODE.Exec flipped
+// to 16-bit mode, the code then decoded at 8E FF.)
+TEST(FlowDecoder, UndefinedSegmentRegisterMovesAreWalkedAsLibiptDoes) {
+  const std::vector<std::vector<uint8_t>> insns = {{0x8e, 0xff}, {0x8c, 0xf8}, {0x8e, 0xc8}, {0x8e, 0x78, 0x10}};
+  std::vector<uint8_t> code;
+  std::vector<uint64_t> ips;
+  for (const std::vector<uint8_t>& insn : insns) {
+    ips.push_back(kBase + code.size());
+    code.insert(code.end(), insn.begin(), insn.end());
+  }
+  code.push_back(0xc3);
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, code).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, ips);
+}
+
 }  // namespace
 }  // namespace perftest::pt
