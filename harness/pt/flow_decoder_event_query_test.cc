@@ -508,5 +508,34 @@ TEST(FlowDecoder, BadPsbInTheReadAheadAfterAnEventFailsTheBranch) {
   ExpectFailsAsLibipt(trace, image, -pte_bad_packet, EBADMSG, {kBase});
 }
 
+// An unknown opcode after a mid-flow PSB+ that follows the TIP a jmp
+// takes: libipt's read-ahead decodes the PSB+ and goes on past its PSBEND —
+// at once without PSB+ events, else in the query for its last event, asked
+// for at once — so the error comes before the flow gets to the jmp's target
+// (no code there: ours was ENXIO). (With the PIP libipt reports the jmp
+// first: pt.libipt.error_point.) (Corpus divergence at
+// PERFTEST_PT_CORPUS=all SEEDS=30 LAYOUTS=4: dispatch_exclude_user seed
+// 25, corruption 2.)
+TEST(FlowDecoder, ReadAheadGoesOnPastAMidFlowPsbEnd) {
+  const Image image = NopJmpRax();
+  for (const bool pip : {false, true}) {
+    SCOPED_TRACE(pip ? "a PIP in the PSB+" : "no event in the PSB+");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kTip, 0x500000);  // the jmp's: no code there
+    (void)enc.Next(make::Psb());
+    if (pip) (void)enc.Next(make::Pip(0x12345000, false));
+    (void)enc.Next(make::PsbEnd());
+    (void)enc.Next(make::Mtc(1));
+    const std::vector<uint8_t> trace = WithBadOpcode(enc);
+    const testing::FlowLog ours = testing::OurInsnFlow(trace, image);
+    const testing::FlowLog ref = testing::LibiptInsnFlow(trace, image);
+    EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
+    ASSERT_EQ(ref.errors, 1u);
+    EXPECT_EQ(ref.entries.back().code, -pte_bad_opc);
+    EXPECT_EQ(Decode(trace, image).err, EILSEQ);
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

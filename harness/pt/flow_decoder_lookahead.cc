@@ -312,8 +312,16 @@ __attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, 
     }
     if (in_psb) {
       if (q.type == PacketType::kPsbEnd) {
-        window_end = q.offset;
-        break;
+        // libipt's read-ahead goes on past the PSBEND — at once if the
+        // PSB+ has no events, else in the event query for its last one,
+        // asked for at once unless an event bound to an IP the flow has not
+        // reached is held (pt_qry_decode_psbend, pt_qry_event) — through
+        // status packets to the next TNT, TIP or event packet.
+        if (bound_pending_) {
+          window_end = q.offset;
+          break;
+        }
+        in_psb = false;
       }
       continue;
     }
