@@ -418,5 +418,27 @@ TEST(FlowDecoder, AsyncFupThenTipPgeFailsTheEventQuery) {
   EXPECT_EQ(flow_test::Decode(enc.bytes(), image).err, EBADMSG);
 }
 
+// A MODE.Exec and its TIP read when the flow is already at that TIP's IP
+// (here: right after the jmp took the TIP before, to the same IP): libipt's
+// exec-mode event carries the TIP's IP and goes at once
+// (pt_qry_event_tip; pt_insn_check_ip_event), so the code there runs in the
+// new mode before the jmp takes the TIP, which stays for it. 48 90 is one
+// instruction in 64-bit mode (REX.W nop), two in 32-bit mode (dec eax; nop).
+// We changed the mode only where the jmp took the TIP. (Corpus divergence at
+// PERFTEST_PT_CORPUS=all SEEDS=40 LAYOUTS=2: compiled_o0_interrupts seeds
+// 16 and 40, compiled_o0_noretcomp seed 4, compiled_o0_tnt64 seed 30, at
+// 0x55d9ab609953 — a compressed return to the TIP's target.)
+TEST(FlowDecoder, ModeExecGoesAtItsTipIpBeforeTheTipIsTaken) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x48, 0x90, 0xff, 0xe0}).ok());  // (see above); jmp *%rax
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, kBase);
+  (void)enc.Next(make::ModeExec(ExecMode::k32Bit));
+  (void)enc.NextIp(PacketType::kTip, kBase);
+  flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA,
+                                 {kBase, kBase + 2, kBase, kBase + 1, kBase + 2, kBase, kBase + 1});
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -203,6 +203,20 @@ int FlowDecoder::FetchControlRest() {
       case PacketType::kTnt64:
         return TakeTnt(p);
       case PacketType::kTip:
+        if (mode_pending_) [[unlikely]] {
+          // The TIP a MODE.Exec binds to: libipt's exec-mode event carries
+          // the TIP's IP, and goes when the flow is there
+          // (pt_qry_decode_tip -> pt_qry_event_tip: the TIP stays for the
+          // branch; pt_insn_check_ip_event) — now, if the flow is already
+          // there (say, a compressed return to the TIP's target), before
+          // the branch that takes the TIP.
+          const int err = TakeIpControl(p);
+          if (err == 0 && mode_at_ == 0 && !fup_pending_ && !ctl_suppressed_ && ctl_ip_ == ip_ && enabled_ &&
+              !bound_pending_)
+            ApplyPendingMode();
+          return err;
+        }
+        return TakeIpControl(p);
       case PacketType::kTipPge:
       case PacketType::kTipPgd:
         return TakeIpControl(p);
