@@ -468,6 +468,7 @@ class FlowDecoder {
   int EventBeforeTip(const Insn& x);
   static constexpr int kNotPast = -1, kRetry = -2;
   int BranchPastAsync(const Insn& x);
+  bool PgdHeldPast() const;
   int CondJumpPacketError(const Insn& x, int err);
   int TakeTip(uint64_t* target);
   bool UnboundControl() const;

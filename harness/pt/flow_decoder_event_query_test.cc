@@ -537,5 +537,29 @@ TEST(FlowDecoder, ReadAheadGoesOnPastAMidFlowPsbEnd) {
   }
 }
 
+// A TIP.PGD without an IP binds to a far transfer only
+// (pt_insn_at_disabled_event): libipt takes its disabled event and holds
+// it, so the jz's query reads the TNT after it (taken: to the ret, which
+// then has no packet, -pte_eos; or the read-ahead past the TNT meets an
+// unknown opcode, -pte_bad_opc). We failed the jz at the TIP.PGD
+// (EBADMSG). (Corpus divergence at PERFTEST_PT_CORPUS=all SEEDS=40
+// LAYOUTS=2: exit_cyc_thresh5_mtc seed 31, corruption 1.)
+TEST(FlowDecoder, NearBranchReadsPastAHeldTipPgdWithoutIp) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (const bool bad : {false, true}) {
+    SCOPED_TRACE(bad ? "an unknown opcode after the TNT" : "the end after the TNT");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kTipPgd, std::nullopt);
+    (void)enc.Next(make::Tnt8(1, 1));
+    if (bad) {
+      ExpectFailsAsLibipt(WithBadOpcode(enc), image, -pte_bad_opc, EILSEQ, {kBase});
+    } else {
+      ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1});
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -421,7 +421,7 @@ int FlowDecoder::Resolve(uint32_t block) {
         link(static_cast<int>(TakeCondJump(b)));
         return 0;
       }
-      if (IsAsync(ctl_)) {
+      if (IsAsync(ctl_) || PgdHeldPast()) {
         if (const int r = BranchPastAsync(x); r != kNotPast) return r == kRetry ? Resolve(block) : r;
       }
       if (UnboundControl()) return BeyondControl(x);
@@ -441,7 +441,7 @@ int FlowDecoder::Resolve(uint32_t block) {
         PopReturn(b, block);
         return 0;
       }
-      if (IsAsync(ctl_)) {
+      if (IsAsync(ctl_) || PgdHeldPast()) {
         if (const int r = BranchPastAsync(x); r != kNotPast) {
           if (r == kRetry) return Resolve(block);
           if (r == 0) predict();
@@ -480,7 +480,7 @@ int FlowDecoder::Resolve(uint32_t block) {
         return Fail(EBADMSG, fmt::format("{} at {:#x}: a TNT bit where a TIP was needed",
                                          BranchClassName(x.branch), x.ip));
       if (x.branch == BranchClass::kIndirectCall) PushReturn(x.next_ip(), block);
-      if (x.branch != BranchClass::kFarTransfer && IsAsync(ctl_)) {
+      if (x.branch != BranchClass::kFarTransfer && (IsAsync(ctl_) || PgdHeldPast())) {
         if (const int r = BranchPastAsync(x); r != kNotPast) {
           if (r == 0 && enabled_) predict();
           return r;
@@ -493,6 +493,12 @@ int FlowDecoder::Resolve(uint32_t block) {
   }
   return 0;
 }
+
+// The held control packet is a TIP.PGD without an IP (no MODE.Exec bound to
+// it): libipt's disabled event, which binds to a far transfer only
+// (pt_insn_at_disabled_event), is taken and held, so a near branch's query
+// reads the packets after it, as past a held FUP+TIP (BranchPastAsync()).
+bool FlowDecoder::PgdHeldPast() const { return ctl_ == Ctl::kTipPgd && ctl_suppressed_ && !mode_pending_; }
 
 // A near branch `x` that needs a packet while an asynchronous FUP+TIP whose
 // FUP IP the flow has not reached is held: libipt's query decoder took the
