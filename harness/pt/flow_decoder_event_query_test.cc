@@ -561,5 +561,26 @@ TEST(FlowDecoder, NearBranchReadsPastAHeldTipPgdWithoutIp) {
   }
 }
 
+// libipt's read-ahead after a TNT decodes a PSB with its header: an
+// unknown opcode in the header (here past a FUP that the read-ahead decodes
+// too) fails the jz whose TNT query read that far (-pte_bad_opc, at the
+// PSB). We stopped looking at the PSB and took the TNT's bit first.
+// (Corpus divergence at PERFTEST_PT_CORPUS=all SEEDS=40 LAYOUTS=2:
+// exit_overflow seed 37, corruption 6.)
+TEST(FlowDecoder, ReadAheadAfterATntDecodesAPsbHeader) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (const bool fup : {false, true}) {
+    SCOPED_TRACE(fup ? "a FUP before the PSB" : "the PSB right after the TNT");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.Next(make::Tnt8(1, 1));
+    if (fup) (void)enc.NextIp(PacketType::kFup, 0x402000);
+    (void)enc.Next(make::Psb());
+    (void)enc.Next(make::Tsc(0x10001000));
+    ExpectFailsAsLibipt(WithBadOpcode(enc), image, -pte_bad_opc, EILSEQ, {kBase});
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -96,6 +96,35 @@ int FlowDecoder::CheckAhead(uint64_t* next) {
         error_offset_ = q.offset;
         return e;
       }
+      case PacketType::kPsb:
+        // libipt's read-ahead decodes a PSB with its header (pt_decode_psb
+        // has no flags; pt_qry_decode_psb -> pt_qry_read_psb_header, to the
+        // PSBEND or an OVF): a packet error there, or a packet no header
+        // takes (-pte_bad_context), fails it — at the PSB, where libipt goes
+        // back to (as ReadPsbPlus() would fail later).
+        for (;;) {
+          Packet r;
+          int e = ahead.Next(r);
+          if (e == ENODATA || e == EMSGSIZE) return 0;
+          if (e == 0) {
+            switch (r.type) {
+              case PacketType::kPsbEnd: case PacketType::kOvf:
+                return 0;
+              case PacketType::kPad: case PacketType::kTsc: case PacketType::kTma: case PacketType::kCbr:
+              case PacketType::kFup: case PacketType::kModeExec: case PacketType::kModeTsx: case PacketType::kPip:
+              case PacketType::kVmcs: case PacketType::kMnt: case PacketType::kCyc: case PacketType::kMtc:
+                continue;
+              default:
+                e = EBADMSG;
+                break;
+            }
+          }
+          error_offset_ = q.offset;
+          error_ip_ = ip_;
+          error_message_ = fmt::format("{} in the PSB+ at {:#x} (read ahead)", PacketDecoder::ErrorDescription(e),
+                                       q.offset);
+          return e;
+        }
       case PacketType::kMwait:
         // An event packet: libipt's instruction decoder asks for the event
         // at once. MWAIT makes none by itself (it waits for a FUP), so the
