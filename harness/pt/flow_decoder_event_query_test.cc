@@ -582,5 +582,38 @@ TEST(FlowDecoder, ReadAheadAfterATntDecodesAPsbHeader) {
   }
 }
 
+// An OVF that ends the PSB+ (no PSB+ events): libipt decodes it in the
+// sync's read-ahead and looks for the FUP that resolves it
+// (pt_qry_find_ovf_fup): an unknown opcode on the way (-pte_bad_opc), or a
+// TIP there (-pte_bad_context), fails the sync. With a FUP the sync holds
+// and the flow resumes at its IP. (Corpus divergence at
+// PERFTEST_PT_CORPUS=all SEEDS=40 LAYOUTS=2: exit_mtc seed 35, corruption 3
+// — PSB, TSC, OVF, PADs, CBR, an unknown opcode.)
+TEST(FlowDecoder, OverflowEndingThePsbPlusLooksForItsFupInTheSync) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (int v = 0; v < 3; ++v) {
+    SCOPED_TRACE(v == 0 ? "a FUP" : v == 1 ? "an unknown opcode" : "a TIP");
+    PacketEncoder enc;
+    (void)enc.Next(make::Psb());
+    (void)enc.Next(make::Tsc(0x10000000));
+    (void)enc.Next(make::Ovf());
+    (void)enc.Next(make::Pad());
+    (void)enc.Next(make::Cbr(0x20));
+    if (v == 0) (void)enc.Next(make::Fup(IpBytes::kSext48, kBase));
+    if (v == 2) (void)enc.Next(make::Tip(IpBytes::kSext48, kBase));
+    const std::vector<uint8_t> trace = v == 1 ? WithBadOpcode(enc) : enc.bytes();
+    if (v == 0) {
+      ExpectFailsAsLibipt(trace, image, -pte_bad_insn, EILSEQ, {});  // (no MODE.Exec: no execution mode)
+    } else {
+      ExpectSameFlowAsLibipt(trace, image, v == 1 ? -pte_bad_opc : -pte_bad_context);
+      FlowDecoder dec(trace, &image);
+      const Result<uint64_t> sync = dec.SyncForward();
+      ASSERT_FALSE(sync.ok());
+      EXPECT_EQ(sync.error(), v == 1 ? EILSEQ : EBADMSG);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -178,6 +179,33 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
 //     the PSB+'s events, before any instruction.
 int FlowDecoder::ReadAheadAfterSync() {
   uint64_t at = 0;
+  if (have_unread_ && unread_.type == PacketType::kOvf) {
+    // The PSB+ ended at an OVF (ReadPsbPlus): libipt decodes the OVF right
+    // after the PSB+'s events — in the sync's read-ahead when there are
+    // none — and looks for the FUP that resolves it (pt_qry_decode_ovf ->
+    // pt_qry_find_ovf_fup, pt_pkt_find_ovf_fup): through PAD, MNT and timing
+    // packets, an unknown opcode or a bad packet there fails it, as a TNT,
+    // TIP, TIP.PGD or PSBEND does (-pte_bad_context).
+    PacketDecoder ahead = packets_;
+    Packet q;
+    int e;
+    while ((e = ahead.Next(q)) == 0 && (internal::IsReadAheadStatus(q.type) || q.type == PacketType::kCbr ||
+                                         q.type == PacketType::kMnt)) {
+    }
+    const bool context = e == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64 ||
+                                    q.type == PacketType::kTip || q.type == PacketType::kTipPgd ||
+                                    q.type == PacketType::kPsbEnd);
+    if (context) e = EBADMSG;
+    if (e != 0 && e != ENODATA && e != EMSGSIZE) {
+      const int err = Fail(e, fmt::format("{} after the OVF at {:#x} that ends the PSB+ (looking for its FUP)",
+                                          context ? std::string(PacketName(q.type)) : PacketDecoder::ErrorDescription(e),
+                                          unread_.offset));
+      error_offset_ = unread_.offset;
+      if (psb_events_ == 0) return err;
+      deferred_error_ = err;
+      return 0;
+    }
+  }
   int end = ReadAheadEos(&at);
   if (end == 0 && !have_unread_) {
     // The read-ahead stops at an event packet (pt_df_fetch knows it by its
