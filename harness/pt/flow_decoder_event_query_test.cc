@@ -615,5 +615,34 @@ TEST(FlowDecoder, OverflowEndingThePsbPlusLooksForItsFupInTheSync) {
   }
 }
 
+// While tracing is disabled (a PSB+ without a FUP), a TIP or TNT-64 cut by
+// the end of the trace: libipt's read-ahead stops at it by its opcode (no
+// event), so pt_insn_next finds no enable (-pte_no_enable), not the end of
+// the trace; a cut TIP.PGE is an event whose decode meets the end
+// (-pte_eos). (Corpus divergence at PERFTEST_PT_CORPUS=all SEEDS=40
+// LAYOUTS=2: exit_branch0 seed 40, corruption 7.)
+TEST(FlowDecoder, CutTipWhileDisabledIsNoEnable) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (const PacketType t : {PacketType::kTip, PacketType::kTnt64, PacketType::kTipPge}) {
+    SCOPED_TRACE(PacketName(t));
+    PacketEncoder enc;
+    PsbPlus(enc, std::nullopt);
+    (void)enc.Next(make::Mtc(1));
+    if (t == PacketType::kTnt64) {
+      (void)enc.Next(make::Tnt64(1, 1));
+    } else {
+      (void)enc.NextIp(t, 0x12345678);
+    }
+    std::vector<uint8_t> trace = enc.bytes();
+    trace.pop_back();
+    if (t == PacketType::kTipPge) {
+      ExpectFailsAsLibipt(trace, image, -pte_eos, EMSGSIZE, {});
+    } else {
+      ExpectFailsAsLibipt(trace, image, -pte_no_enable, EBADMSG, {});
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -56,6 +56,19 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     if (!enabled_) {
       if (const int err = NeedControl()) {
         synced_ = false;
+        // A TIP or TNT-64 cut by the end of the trace: libipt's read-ahead
+        // stops at it by its opcode (pt_df_fetch; no event), so it has not
+        // reached the end, and pt_insn_next without an enable fails
+        // -pte_no_enable — not the end of the trace.
+        const std::span<const uint8_t> trace = packets_.trace();
+        const uint64_t at = error_offset_;
+        if (err == EMSGSIZE && at < trace.size() &&
+            ((trace[at] & 0x1f) == 0x0d || (trace[at] == 0x02 && at + 1 < trace.size() && trace[at + 1] == 0xa3))) {
+          const int bad = Fail(EBADMSG, fmt::format("{} at {:#x} (cut by the end of the trace) while tracing is disabled",
+                                                    (trace[at] & 0x1f) == 0x0d ? "TIP" : "TNT-64", at));
+          error_offset_ = at;
+          return bad;
+        }
         return err;
       }
       if (tnt_count_ != 0) {
