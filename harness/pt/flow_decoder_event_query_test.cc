@@ -644,5 +644,28 @@ TEST(FlowDecoder, CutTipWhileDisabledIsNoEnable) {
   }
 }
 
+// After the TIP a jmp takes, a MODE.Exec (after an asynchronous FUP or
+// not), then timing and an unknown opcode: libipt's read-ahead stops at the
+// MODE.Exec, its instruction decoder asks for the event at once, and the
+// event query decodes on (the exec-mode event waits for its TIP) and meets
+// the unknown opcode (-pte_bad_opc), failing the jmp before the flow gets
+// to its target (no code there: ours was ENXIO). (Corpus divergence at
+// PERFTEST_PT_CORPUS=all SEEDS=40 LAYOUTS=2: compiled_o0_tnt64 seed 30,
+// corruption 6, at 0x55d9ab609953.)
+TEST(FlowDecoder, ModeExecQueryAfterATipReadsOnToAnError) {
+  const Image image = NopJmpRax();
+  for (const bool fup : {false, true}) {
+    SCOPED_TRACE(fup ? "an asynchronous FUP before the MODE.Exec" : "the MODE.Exec after the TIP");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kTip, 0x500000);  // the jmp's: no code there
+    if (fup) (void)enc.NextIp(PacketType::kFup, 0x402000);
+    (void)enc.Next(make::Cyc(3));
+    (void)enc.Next(make::ModeExec(ExecMode::k32Bit));
+    (void)enc.Next(make::Cyc(3));
+    ExpectFailsAsLibipt(WithBadOpcode(enc), image, -pte_bad_opc, EILSEQ, {kBase});
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt

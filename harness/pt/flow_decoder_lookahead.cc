@@ -371,6 +371,28 @@ __attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, 
       case PacketType::kPwre: case PacketType::kPwrx:
         after_event = true;
         continue;
+      case PacketType::kModeExec:
+        // A MODE.Exec makes no event until its TIP: its event query, asked
+        // for at once unless an event is held, decodes on through status
+        // packets, FUPs and further MODE.Execs (NextPastModeQuery()), so an
+        // error there fails now — up to the next packet that ends it.
+        if (after_event || bound_pending_) {
+          window_end = q.offset;
+          break;
+        }
+        for (;;) {
+          Packet r;
+          const int e2 = ahead.Next(r);
+          if (e2 != 0) {
+            if (e2 != ENODATA && ReadAheadStopsAt(packets_.trace(), ahead.offset())) window_end = ahead.offset();
+            break;
+          }
+          if (internal::IsReadAheadStatus(r.type) || r.type == PacketType::kFup || r.type == PacketType::kModeExec)
+            continue;
+          window_end = r.offset;
+          break;
+        }
+        break;
       default:
         window_end = q.offset;
         break;
