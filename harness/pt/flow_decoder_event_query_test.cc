@@ -667,5 +667,25 @@ TEST(FlowDecoder, ModeExecQueryAfterATipReadsOnToAnError) {
   }
 }
 
+// An OVF behind a PTW held for an IP the flow never reaches: libipt asks
+// for the overflow's event only once the held one goes, so the flow goes on
+// from where it is, and the jz's query meets the OVF (-pte_bad_query). We
+// took the overflow at once and resumed at its FUP. (Corpus divergence at
+// PERFTEST_PT_CORPUS=all SEEDS=40 LAYOUTS=2: compiled_o0_overflow seed 34,
+// corruption 0 — a mid-flow PSB+'s events held for a flipped FUP IP, then
+// an OVF.)
+TEST(FlowDecoder, OverflowWaitsBehindAHeldEvent) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Ptw(0x1234, 8, true));
+  (void)enc.NextIp(PacketType::kFup, 0x402000);  // never reached
+  (void)enc.Next(make::Ovf());
+  (void)enc.Next(make::Fup(IpBytes::kSext48, kBase + 3));
+  (void)enc.Next(make::Tnt8(1, 1));
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -121,7 +121,11 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       if (event_head_ < events_.size()) continue;
     }
 
-    if (ctl_ == Ctl::kOverflow) {
+    // (Behind an event held for an IP or instruction the flow has not
+    // reached, libipt asks for the overflow's event only once the flow gets
+    // there: the flow goes on, and a branch's query meets the OVF,
+    // -pte_bad_query — Resolve() with ctl_ held.)
+    if (ctl_ == Ctl::kOverflow && !(enabled_ && AsyncHeldBack())) {
       if (const int err = bound_pending_ ? TakeBoundAtIp() : 0) {
         synced_ = false;
         return err;
