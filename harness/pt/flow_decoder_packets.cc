@@ -512,6 +512,16 @@ int FlowDecoder::FetchControlRest() {
                         .offset = p.offset});
         break;
       case PacketType::kCbr:
+        if (p.cbr() == 0) [[unlikely]] {
+          // libipt's time update rejects a core:bus ratio of 0
+          // (pt_qry_decode_cbr -> pt_time_update_cbr: -pte_bad_packet), in
+          // the query for the CBR's event, asked for at once (as in a PSB+:
+          // ReadPsbPlus).
+          const int err = Fail(EBADMSG, fmt::format("CBR 0 at {:#x}", p.offset));
+          error_offset_ = p.offset;
+          event_query_failed_ = true;
+          return err;
+        }
         Timing(p);
         NoteEvent(false, 0);
         Queue(StatusEvent(p));
@@ -603,6 +613,12 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
     // (CheckAhead's error — but an event packet cut by the end right here:
     // its event query's decode meets the end at once, CutEventPacketAhead().)
     if (const int e = ahead.Next(q)) return e == EMSGSIZE ? CutEventPacketAhead(packets_.offset(), ahead.offset()) : 0;
+    if (q.type == PacketType::kCbr && q.cbr() == 0) [[unlikely]] {  // (its decode fails: FetchControlRest())
+      error_offset_ = q.offset;
+      error_ip_ = ip_;
+      error_message_ = fmt::format("CBR 0 at {:#x} (its event queried after the TNT)", q.offset);
+      return EBADMSG;
+    }
   } while (IsReadAheadStatus(q.type) || q.type == PacketType::kCbr || q.type == PacketType::kMnt);
   if (!StartsEventQuery(q)) return 0;
   for (;;) {

@@ -105,5 +105,32 @@ TEST(FlowDecoder, SecondTmaForATscFailsTheReadAhead) {
   }
 }
 
+// A CBR of 0 in the stream (not only in a PSB+): libipt's time update
+// rejects it (pt_qry_decode_cbr -> pt_time_update_cbr: -pte_bad_packet) in
+// the query for its event, asked for once the TNT's bits are used: the jz
+// that took the last one fails. We reported a CBR event and ran on.
+// (Corpus divergence at PERFTEST_PT_CORPUS=all SEEDS=40 LAYOUTS=2:
+// deep_everything_noretcomp_tnt64 seed 36, corruption 6.)
+TEST(FlowDecoder, CbrZeroInTheStreamFailsItsEventQuery) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  for (const uint8_t ratio : {uint8_t{0x20}, uint8_t{0}}) {
+    SCOPED_TRACE(fmt::format("CBR {:#x}", ratio));
+    PacketEncoder enc;
+    (void)enc.Next(make::Psb());
+    (void)enc.Next(make::ModeExec(ExecMode::k64Bit));
+    (void)enc.NextIp(PacketType::kFup, kBase);
+    (void)enc.Next(make::PsbEnd());
+    (void)enc.Next(make::Tnt8(1, 1));  // the jz: taken, to the ret
+    (void)enc.Next(make::Cbr(ratio));
+    (void)enc.NextIp(PacketType::kTip, kBase + 3);  // the ret's
+    if (ratio == 0) {
+      flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_packet, EBADMSG, {kBase});
+    } else {
+      flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, {kBase, kBase + 1, kBase + 4, kBase + 3});
+    }
+  }
+}
+
 }  // namespace
 }  // namespace perftest::pt
