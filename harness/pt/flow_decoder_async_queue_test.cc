@@ -365,22 +365,24 @@ TEST(FlowDecoder, ModeExecAtTheEndFailsBeforeTheNextInstruction) {
 // the way into its empty TNT cache (pt_qry_indirect_branch: "we may see a
 // single TNT packet if the current tnt is empty"): the jump takes the TIP
 // after it, and the TNT's bit goes to the jz there (taken: to the ret,
-// which has no packet left, -pte_eos). A second TNT before the TIP fails
-// the jump's query (-pte_bad_query). (Corpus divergence at
+// which has no packet left, -pte_eos). A second TNT, or a FUP that makes
+// the TIP an asynchronous branch's, fails the jump's query (-pte_bad_query). (Corpus divergence at
 // PERFTEST_PT_CORPUS=all SEEDS=16 LAYOUTS=4, compiled_o0_cbr_cyc_mtc seed 15,
 // corruption 3: an MTC flipped into a FUP; we failed the indirect call.)
 TEST(FlowDecoder, IndirectBranchPastAHeldAsyncFupCachesATntOnTheWayToItsTip) {
   Image image;
   ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
   ASSERT_TRUE(image.AddBlob(kTarget, kCondRet).ok());
-  for (const bool second : {false, true}) {
-    SCOPED_TRACE(second ? "two TNTs before the TIP" : "one TNT before the TIP");
+  for (int v = 0; v < 3; ++v) {
+    const bool second = v != 0;
+    SCOPED_TRACE(v == 0 ? "one TNT before the TIP" : v == 1 ? "two TNTs before the TIP" : "a FUP after the TNT");
     PacketEncoder enc;
     PsbPlus(enc, kBase);
     (void)enc.NextIp(PacketType::kFup, 0x402000);  // never reached
     (void)enc.NextIp(PacketType::kTip, 0x500000);
     (void)enc.Next(make::Tnt8(1, 1));
-    if (second) (void)enc.Next(make::Tnt8(1, 1));
+    if (v == 1) (void)enc.Next(make::Tnt8(1, 1));
+    if (v == 2) (void)enc.NextIp(PacketType::kFup, 0x402010);  // (an asynchronous branch: the TIP is its)
     (void)enc.NextIp(PacketType::kTip, kTarget);  // the jump's
     if (second) {
       flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});

@@ -687,5 +687,28 @@ TEST(FlowDecoder, OverflowWaitsBehindAHeldEvent) {
   ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
 }
 
+// A TIP.PGE without an IP while tracing is enabled: libipt's decode of it
+// fails first (pt_qry_decode_tip_pge: -pte_bad_packet), before any
+// read-ahead past it — an unknown opcode after it is not the error. (We
+// report the jz that took the TNT's bit before it: pt.libipt.error_point.)
+// (Corpus divergences at PERFTEST_PT_CORPUS=all SEEDS=150 LAYOUTS=0:
+// dispatch_ptw seed 113, corruption 4; exit_exclude_user seed 116,
+// corruption 5.)
+TEST(FlowDecoder, TipPgeWithoutIpWhileEnabledFailsBeforeItsReadAhead) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, kCondRet).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.Next(make::Tnt8(1, 1));
+  (void)enc.NextIp(PacketType::kTipPge, std::nullopt);
+  const std::vector<uint8_t> trace = WithBadOpcode(enc);
+  const testing::FlowLog ours = testing::OurInsnFlow(trace, image);
+  const testing::FlowLog ref = testing::LibiptInsnFlow(trace, image);
+  EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
+  ASSERT_EQ(ref.errors, 1u);
+  EXPECT_EQ(ref.entries.back().code, -pte_bad_packet);
+  EXPECT_EQ(Decode(trace, image).err, EBADMSG);
+}
+
 }  // namespace
 }  // namespace perftest::pt

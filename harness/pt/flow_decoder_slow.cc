@@ -150,8 +150,10 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       // -pte_bad_query.) The event query decodes the TIP.PGE and reads ahead
       // past it: an error there comes first; else its enabled event while
       // tracing is enabled, -pte_bad_context (pt_insn_process_enabled).
+      // (A TIP.PGE without an IP fails its own decode first: pt_qry_decode_tip_pge,
+      // -pte_bad_packet.)
       synced_ = false;
-      if (const int err = ReadAheadPastEventPacket()) return err;
+      if (const int err = ctl_suppressed_ ? 0 : ReadAheadPastEventPacket()) return err;
       return Fail(EBADMSG, fmt::format("TIP.PGE at {:#x} while tracing is enabled", ctl_offset_));
     }
     if (ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) {
@@ -573,6 +575,12 @@ int FlowDecoder::BranchPastAsync(const Insn& x) {
   ctl_ip_ = held_ip;
   ctl_offset_ = held_offset;
   if (err != 0) return err;
+  if (!tip && !cond && !ret && tnt_count_ != 0) {
+    // (The indirect branch's query cached a TNT and met no TIP after it:
+    // an event packet or a second TNT, -pte_bad_query.)
+    return Fail(EBADMSG, fmt::format("{} at {:#x}: no TIP after the TNT its query read past the held event",
+                                     BranchClassName(x.branch), x.ip));
+  }
   if (!tip) return tnt_count_ != 0 ? kRetry : kNotPast;
   if (tip_suppressed) return Fail(EBADMSG, fmt::format("{} at {:#x}: TIP with a suppressed IP", BranchClassName(x.branch), x.ip));
   ip_ = tip_ip;
