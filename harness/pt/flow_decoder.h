@@ -65,7 +65,10 @@
 //             execution mode (MODE.Exec CS.L=1 CS.D=1), a mid-flow PSB+ whose
 //             MODE.Exec contradicts the mode (where the flow reaches its
 //             FUP), an event packet where an indirect branch with TNT bits
-//             cached needs its TIP, a 7th asynchronous FUP or MODE.Exec
+//             cached needs its TIP, a packet cut by the end of the trace
+//             that libipt's query meets by its opcode alone (a TIP.PGE or
+//             TIP.PGD while an event is held; a TIP or TNT-64 after an
+//             event waiting for its FUP), a 7th asynchronous FUP or MODE.Exec
 //             waiting for one TIP (libipt's event queue holds 6), or more than
 //             max_steps_without_packet blocks without a packet (a loop)
 //   others    a packet error, as PacketDecoder::Next (EILSEQ, EBADMSG,
@@ -197,6 +200,18 @@ class BlockInsns {
 
 namespace internal {
 inline constexpr uint32_t kRetStackSize = 64;  // the hardware's return-compression depth
+
+// The clean stretch's sub-intervals of a region (FlowDecoder::CleanAhead(),
+// flow_decoder_lookahead.cc): the TNTs that end in [start, end) are vouched
+// for (end <= start: none); `cur` the decoder's.
+inline constexpr size_t kCleanSubs = 32;  // a region's at most (it ends early at one more)
+struct CleanSub {
+  uint64_t start = 0, end = 0;
+};
+struct CleanRegionSubs {
+  uint32_t nsub = 0, cur = 0;
+  std::array<CleanSub, kCleanSubs> sub{};
+};
 
 // Writes b.last() into `x` field by field: built in a local and copied, the
 // Insn is written with narrow stores and read back with wide loads, a
@@ -417,6 +432,7 @@ class FlowDecoder {
   bool NoEventFor(const Packet& q) const;
   static bool BindsToFup(const Packet& q);
   int EventQueryAfterTnt(uint64_t from);
+  int CutEventPacketAhead(uint64_t start, uint64_t at);
   int NextPastStatus(Packet* q) const;
   int NextPastModeQuery(Packet* q, bool fup_waiting) const;
   int FailEventQuery(const Packet& event, const Packet& q, std::string_view wanted);
@@ -434,6 +450,7 @@ class FlowDecoder {
   bool QuietAfterTnt();
   bool CleanAhead();
   uint64_t PsbPlusEnd(uint64_t psb) const;
+  bool QuietAtFup(uint64_t off) const;
   int Resolve(uint32_t block);
   int NextFill(FlowStep* step);
   int NextFillBlock(FlowStep* step);
@@ -467,6 +484,7 @@ class FlowDecoder {
   int EventBeforeTip(const Insn& x);
   static constexpr int kNotPast = -1, kRetry = -2;
   int BranchPastAsync(const Insn& x);
+  bool PgdHeldPast() const;
   int CondJumpPacketError(const Insn& x, int err);
   int TakeTip(uint64_t* target);
   bool UnboundControl() const;
@@ -477,9 +495,10 @@ class FlowDecoder {
   int Fail(int err, std::string message);
   int FailPacket(int err);
   void Queue(const FlowEvent& e);  // at time_
-  void QueueMwait(bool bound, uint64_t ip);
+  bool TakeFupHeld(const Packet& fup);
   void ApplyPendingMode(bool ip_suppressed = false);
   void Timing(const Packet& p);
+  int TakeTma(const Packet& p, bool tsc_before);
   void TimingCyc(const Packet& p);
   void AddCycles(uint64_t cycles);
   void TimingTsc(uint64_t tsc);
@@ -537,7 +556,7 @@ class FlowDecoder {
   // The events libipt's instruction decoder has not taken yet (NoteEvent):
   // the first is bound to an IP the flow has not reached; each entry holds
   // that IP (Held::ip), or kUnbound. bound_pending_: there is one; bound_wall_: and more
-  // behind it. mwait_held_: an MWAIT waits for a FUP (its EXSTOP's).
+  // behind it.
   // A PTW's event binds to the PTWRITE instruction at its IP (without one:
   // the next PTWRITE), one at a time (`ptwrite`; ReachBound). An event that `fails` where it goes: a mid-flow
   // PSB+'s MODE.Exec that contradicts the mode (ReadPsbPlus; its offset
@@ -563,8 +582,12 @@ class FlowDecoder {
   bool bad_is_stop_ = false;  // the failing event is a TraceStop's while enabled (at bad_mode_offset_)
   bool bound_pending_ = false;
   bool bound_wall_ = false;
-  bool mwait_held_ = false;
-  FlowEvent mwait_event_;  // the held MWAIT's event (QueueMwait)
+  // The events libipt's query decoder queues for the next FUP (evb_fup;
+  // pt_qry_decode_ptw, _exstop, _mode_tsx, _mwait), in order, their IP not
+  // yet known: a PTW or EXSTOP with IP=1, a MODE.TSX, an MWAIT. The next FUP
+  // (not a PSB+'s) gives each its IP (TakeFupHeld); an OVF or a sync drops
+  // them.
+  std::vector<FlowEvent> fup_held_;
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool fup_cut_ = false;  // the packet after an asynchronous FUP failed to decode (CondJumpPacketError)
@@ -629,25 +652,35 @@ class FlowDecoder {
 
   // The clean stretch (CleanAhead()): regions of the packets ahead that
   // no read-ahead after a TNT finds fault with, in order. clean_end_: the
-  // end of the first, the decoder's, in which QuietAfterTnt() holds after a
-  // TNT that ends before it (0: none). Each region starts at the decoder's
-  // position or where the PSB+ of `psb` ends, and runs to the PSB at `stop`
-  // (kNoPsb: none) or ends early (at `checked`: the packets before it were
-  // checked). psb_at_, psb_end_: the PSB of the last
+  // end of the decoder's sub-interval of the first region, in which
+  // QuietAfterTnt() holds after a TNT that ends before it (0: none); it
+  // answers only while no event is held (CleanHolds()). Each region starts
+  // at the decoder's position or where the PSB+ of `psb` ends, and runs to
+  // the PSB at `stop` (kNoPsb: none) or ends early (at `checked`: the
+  // packets before it were checked). A FUP, TIP.PGE or TIP.PGD splits a
+  // region: its sub-intervals (`sub`, `nsub`) run from one such packet to
+  // the next, each vouching for the TNTs before its `end`, past its last
+  // stopper; `cur` is the decoder's. psb_at_, psb_end_: the PSB of the last
   // PSB+ the decoder read mid-flow, and where it ended (ReadPsbPlus()).
   // All empty after a sync.
   static constexpr uint64_t kNoPsb = ~uint64_t{0};
   static constexpr size_t kCleanRegions = 4;
-  struct CleanRegion {
+  using CleanSub = internal::CleanSub;
+  struct CleanRegion : internal::CleanRegionSubs {
     uint64_t start = 0;
-    uint64_t end = 0;
     uint64_t checked = 0;
     uint64_t psb = kNoPsb;
     uint64_t stop = kNoPsb;
   };
+  bool CleanSubAt(CleanRegion& r, uint64_t at);
   std::array<CleanRegion, kCleanRegions> clean_{};
   uint32_t clean_regions_ = 0;
   uint64_t clean_end_ = 0;
+  // Whether the clean stretch answers for the read-ahead after a TNT that
+  // ends here: inside the decoder's sub-interval, and no event held (one
+  // waiting for a FUP, or for an IP the flow has not reached, changes
+  // where the read-ahead stops and what fails it).
+  bool CleanHolds() const { return packets_.offset() < clean_end_ && fup_held_.empty() && !bound_pending_; }
   uint64_t psb_at_ = kNoPsb;
   uint64_t psb_end_ = 0;
 
@@ -661,6 +694,10 @@ class FlowDecoder {
   uint64_t error_offset_ = 0;
   uint64_t error_ip_ = 0;
   std::string error_message_;
+
+  // tsc_base_ when the last TMA came, or at the sync: a TMA takes a TSC
+  // after that (TakeTma()).
+  uint64_t tma_tsc_ = 0;
 };
 
 }  // namespace perftest::pt

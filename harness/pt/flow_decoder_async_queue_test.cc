@@ -360,5 +360,87 @@ TEST(FlowDecoder, ModeExecAtTheEndFailsBeforeTheNextInstruction) {
   EXPECT_TRUE(w.ips.empty());
 }
 
+// Past a held asynchronous FUP+TIP (its FUP IP never reached), an indirect
+// jump's query reads on for its TIP and decodes a single TNT packet met on
+// the way into its empty TNT cache (pt_qry_indirect_branch: "we may see a
+// single TNT packet if the current tnt is empty"): the jump takes the TIP
+// after it, and the TNT's bit goes to the jz there (taken: to the ret,
+// which has no packet left, -pte_eos). A second TNT, or a FUP that makes
+// the TIP an asynchronous branch's, fails the jump's query (-pte_bad_query). (Corpus divergence at
+// PERFTEST_PT_CORPUS=all SEEDS=16 LAYOUTS=4, compiled_o0_cbr_cyc_mtc seed 15,
+// corruption 3: an MTC flipped into a FUP; we failed the indirect call.)
+TEST(FlowDecoder, IndirectBranchPastAHeldAsyncFupCachesATntOnTheWayToItsTip) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xff, 0xe0}).ok());  // nop; jmp *%rax
+  ASSERT_TRUE(image.AddBlob(kTarget, kCondRet).ok());
+  for (int v = 0; v < 3; ++v) {
+    const bool second = v != 0;
+    SCOPED_TRACE(v == 0 ? "one TNT before the TIP" : v == 1 ? "two TNTs before the TIP" : "a FUP after the TNT");
+    PacketEncoder enc;
+    PsbPlus(enc, kBase);
+    (void)enc.NextIp(PacketType::kFup, 0x402000);  // never reached
+    (void)enc.NextIp(PacketType::kTip, 0x500000);
+    (void)enc.Next(make::Tnt8(1, 1));
+    if (v == 1) (void)enc.Next(make::Tnt8(1, 1));
+    if (v == 2) (void)enc.NextIp(PacketType::kFup, 0x402010);  // (an asynchronous branch: the TIP is its)
+    (void)enc.NextIp(PacketType::kTip, kTarget);  // the jump's
+    if (second) {
+      flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_bad_query, EBADMSG, {kBase});
+    } else {
+      flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA,
+                                     {kBase, kBase + 1, kTarget, kTarget + 1});
+    }
+  }
+}
+
+// An asynchronous FUP read ahead after a TIP, then a TIP.PGE: libipt's
+// read-ahead stops at the TIP.PGE (an event packet), and the event query
+// hands it the asynchronous branch waiting on evb_tip, which it rejects
+// (pt_qry_decode_tip_pge -> pt_qry_event_tip_pge: -pte_bad_context) before
+// the flow gets to the TIP's target — here an address without code. We
+// failed at the target (ENXIO): the error waited as a packet error read
+// ahead. (Corpus divergences at PERFTEST_PT_CORPUS=all SEEDS=20 LAYOUTS=10
+// FIXED=3: dispatch_psb_period3 seeds 6 and 13, at 0x7ffff7fe1230.)
+TEST(FlowDecoder, AsyncFupThenTipPgeFailsTheEventQuery) {
+  const Image image = flow_test::NopJmpRax();
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, 0x500000);  // the jmp's: no code there
+  (void)enc.NextIp(PacketType::kFup, 0x401234);
+  (void)enc.Next(make::Cyc(3));
+  (void)enc.NextIp(PacketType::kTipPge, 0x401238);
+  const testing::FlowLog ours = testing::OurInsnFlow(enc.bytes(), image);
+  const testing::FlowLog ref = testing::LibiptInsnFlow(enc.bytes(), image);
+  EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
+  ASSERT_GE(ref.entries.size(), 2u);
+  const auto error = std::find_if(ref.entries.begin(), ref.entries.end(),
+                                  [](const testing::FlowEntry& e) { return e.kind == testing::FlowEntry::kError; });
+  ASSERT_NE(error, ref.entries.end());
+  EXPECT_EQ(error->code, -pte_bad_context);
+  EXPECT_EQ(flow_test::Decode(enc.bytes(), image).err, EBADMSG);
+}
+
+// A MODE.Exec and its TIP read when the flow is already at that TIP's IP
+// (here: right after the jmp took the TIP before, to the same IP): libipt's
+// exec-mode event carries the TIP's IP and goes at once
+// (pt_qry_event_tip; pt_insn_check_ip_event), so the code there runs in the
+// new mode before the jmp takes the TIP, which stays for it. 48 90 is one
+// instruction in 64-bit mode (REX.W nop), two in 32-bit mode (dec eax; nop).
+// We changed the mode only where the jmp took the TIP. (Corpus divergence at
+// PERFTEST_PT_CORPUS=all SEEDS=40 LAYOUTS=2: compiled_o0_interrupts seeds
+// 16 and 40, compiled_o0_noretcomp seed 4, compiled_o0_tnt64 seed 30, at
+// 0x55d9ab609953 — a compressed return to the TIP's target.)
+TEST(FlowDecoder, ModeExecGoesAtItsTipIpBeforeTheTipIsTaken) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x48, 0x90, 0xff, 0xe0}).ok());  // (see above); jmp *%rax
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  (void)enc.NextIp(PacketType::kTip, kBase);
+  (void)enc.Next(make::ModeExec(ExecMode::k32Bit));
+  (void)enc.NextIp(PacketType::kTip, kBase);
+  flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA,
+                                 {kBase, kBase + 2, kBase, kBase + 1, kBase + 2, kBase, kBase + 1});
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -38,8 +38,13 @@ bool ReadAheadStopsAt(std::span<const uint8_t> trace, uint64_t at) {
 }
 }  // namespace
 
+namespace {
+bool QuietPastFup(std::span<const uint8_t> trace, uint64_t off, unsigned size, uint8_t ipbytes);
+}  // namespace
+
 // Decodes (without consuming) the packets after the current position up to
-// the first one that is not PAD or timing; returns the error met, if any
+// the first one that is not PAD or timing (or a FUP that no event waits
+// for, which libipt's read-ahead decodes too); returns the error met, if any
 // (the end of the trace, or a packet cut by it, is none). `next`, if given:
 // where the PAD and timing packets it skipped without copying the packet
 // decoder end (the current position if none).
@@ -60,7 +65,8 @@ int FlowDecoder::CheckAhead(uint64_t* next) {
         off += size;
         continue;
       }
-      if (q.type == PacketType::kMwait) break;  // the careful way
+      if (q.type == PacketType::kMwait || q.type == PacketType::kModeExec) break;  // the careful way
+      if (q.type == PacketType::kFup && fup_held_.empty() && !QuietPastFup(trace, off, size, q.ipbytes())) break;
       if (next != nullptr) *next = off;
       return 0;
     }
@@ -81,6 +87,51 @@ int FlowDecoder::CheckAhead(uint64_t* next) {
       case PacketType::kPad: case PacketType::kCyc: case PacketType::kMtc: case PacketType::kTsc:
       case PacketType::kTma: case PacketType::kCbr: case PacketType::kMnt:
         continue;
+      case PacketType::kFup: {
+        // libipt's read-ahead decodes a FUP that no event waits for (an
+        // asynchronous branch queued for the next TIP: pt_qry_decode_fup;
+        // pt_qry_will_event holds it only while evb_fup has one) and reads
+        // on; without an IP its decode fails (-pte_ip_suppressed).
+        if (!fup_held_.empty()) return 0;
+        if (q.ipbytes() != 0) continue;
+        const int e = Fail(EBADMSG, fmt::format("FUP at {:#x} without an IP (read ahead)", q.offset));
+        error_offset_ = q.offset;
+        return e;
+      }
+      case PacketType::kModeExec:
+        // libipt's read-ahead decodes a MODE.Exec (its event queued for the
+        // next TIP: pt_qry_decode_mode; pt_qry_will_event does not stop for
+        // evb_tip) and reads on.
+        continue;
+      case PacketType::kPsb:
+        // libipt's read-ahead decodes a PSB with its header (pt_decode_psb
+        // has no flags; pt_qry_decode_psb -> pt_qry_read_psb_header, to the
+        // PSBEND or an OVF): a packet error there, or a packet no header
+        // takes (-pte_bad_context), fails it — at the PSB, where libipt goes
+        // back to (as ReadPsbPlus() would fail later).
+        for (;;) {
+          Packet r;
+          int e = ahead.Next(r);
+          if (e == ENODATA || e == EMSGSIZE) return 0;
+          if (e == 0) {
+            switch (r.type) {
+              case PacketType::kPsbEnd: case PacketType::kOvf:
+                return 0;
+              case PacketType::kPad: case PacketType::kTsc: case PacketType::kTma: case PacketType::kCbr:
+              case PacketType::kFup: case PacketType::kModeExec: case PacketType::kModeTsx: case PacketType::kPip:
+              case PacketType::kVmcs: case PacketType::kMnt: case PacketType::kCyc: case PacketType::kMtc:
+                continue;
+              default:
+                e = EBADMSG;
+                break;
+            }
+          }
+          error_offset_ = q.offset;
+          error_ip_ = ip_;
+          error_message_ = fmt::format("{} in the PSB+ at {:#x} (read ahead)", PacketDecoder::ErrorDescription(e),
+                                       q.offset);
+          return e;
+        }
       case PacketType::kMwait:
         // An event packet: libipt's instruction decoder asks for the event
         // at once. MWAIT makes none by itself (it waits for a FUP), so the
@@ -155,11 +206,41 @@ struct QuietTable {
   }
 };
 constexpr QuietTable kQuiet;
+
+// A FUP's size by IPBytes (opcode[7:5]); 0: none or reserved.
+constexpr uint8_t kFupSize[8] = {1, 3, 5, 7, 7, 0, 9, 0};
+
+// CheckAhead()'s quick look past a FUP that no event waits for, at `off`
+// (`size` bytes, IPBytes `ipbytes`): libipt's read-ahead decodes it and
+// reads on — as a rule through status packets (as QuietAfterTnt() sees
+// them) to its TIP, TIP.PGD or TIP.PGE, or a TNT-8, where it stops: true.
+// False: the careful way (a FUP without an IP, whose decode fails; any
+// other packet after it).
+__attribute__((noinline)) bool QuietPastFup(std::span<const uint8_t> trace, uint64_t off, unsigned size,
+                                            uint8_t ipbytes) {
+  if (ipbytes == 0 || size == 0) return false;
+  const uint8_t* const t = trace.data();
+  for (off += size; off + 9 <= trace.size();) {
+    const uint8_t e = kQuiet.at[t[off]];
+    if (e < kQuietIp) {  // a status packet, or anything else
+      if (e == 0) return false;
+      off += e;
+    } else if (e & kQuietCycExp) {
+      if ((t[off + 1] & 1) != 0) return false;
+      off += 2;
+    } else {
+      return (e & kQuietStop) != 0 || (t[off] & 0x1f) != 0x1d;  // (not another FUP: the careful way)
+    }
+  }
+  return false;
+}
 }  // namespace
 
 bool FlowDecoder::QuietAfterTnt() {
   if (have_unread_) return true;  // (both return 0 at once)
-  if (packets_.offset() < clean_end_ || CleanAhead()) return true;
+  // (The clean stretch answers for the read-ahead of a flow with no event
+  // held: one waiting for a FUP or for an IP changes where it stops.)
+  if (fup_held_.empty() && !bound_pending_ && (packets_.offset() < clean_end_ || CleanAhead())) return true;
   if (!packets_.synced() || packets_.block_item_bytes() != 0) return false;
   const std::span<const uint8_t> trace = packets_.trace();
   const uint8_t* const t = trace.data();
@@ -181,7 +262,7 @@ bool FlowDecoder::QuietAfterTnt() {
       off += e & 0xf;
       after_event = true;
     } else {
-      return false;
+      return QuietAtFup(off);  // (a FUP, or a TIP.PGE: false)
     }
   }
   return false;
@@ -190,91 +271,155 @@ bool FlowDecoder::QuietAfterTnt() {
 namespace {
 // The packets that end libipt's read-ahead after a TNT wherever it meets
 // them, in any state, with no error and no event (CheckAhead(),
-// EventQueryAfterTnt()): TNT-8, TIP and FUP (by the first byte; their IP
-// bytes valid: the fast path rejects the reserved IPBytes) — and TNT-64
-// and OVF (CleanRare()). The read-ahead stops at them,
-// or — after an event packet (TIP.PGE, TIP.PGD) — at the first packet
-// after it that is not PAD or timing, which is then no later than they are.
+// EventQueryAfterTnt()): TNT-8 and TIP (by the first byte; their IP bytes
+// valid: the fast path rejects the reserved IPBytes) — and TNT-64 and OVF
+// (CleanRare()). The read-ahead stops at them, or — after an event packet
+// — at the first packet after it that is not PAD or timing, which is then
+// no later than they are.
 struct CleanStopTable {
   bool at[256] = {};
   constexpr CleanStopTable() {
     for (unsigned b = 0; b < 256; ++b)
-      at[b] = ((b & 1) == 0 && b != internal::kOpcPad && b != internal::kOpcExt) || (b & 0x1f) == 0x0d ||
-              (b & 0x1f) == 0x1d;
+      at[b] = ((b & 1) == 0 && b != internal::kOpcPad && b != internal::kOpcExt) || (b & 0x1f) == 0x0d;
   }
 };
 constexpr CleanStopTable kCleanStop;
+// The packet decoder's fast-path reject bits (internal::kFast.reject), with
+// MODE sent aside too (CleanRare(): it splits a region). libipt's read-ahead
+// goes on past a MODE.Exec, its event queued for the next TIP, where the
+// flow's state decides what follows (its event query at the end of the
+// trace, a MODE.TSX's FUP: flow_decoder_fup_queue_test.cc) — which the
+// stretch does not see. (FUP, TIP.PGE and TIP.PGD need no split:
+// ReadAheadPastSplittingPacketsInsideTheCleanStretch.)
+struct CleanRejectTable {
+  uint16_t at[256] = {};
+  constexpr CleanRejectTable() {
+    for (unsigned b = 0; b < 256; ++b) {
+      at[b] = b == internal::kOpcMode ? 0xffff : internal::kFast.reject[b];
+    }
+  }
+};
+constexpr CleanRejectTable kCleanReject;
 constexpr uint64_t kCleanMaxBytes = 64 * 1024;  // a region's bytes at most (its PSB period)
 
-// A stretch packet the fast path's tables do not take at t[off] (9 bytes
-// readable): TNT-64 with a stop bit and OVF (stoppers: *stop), a CYC of 3
-// to 8 bytes. Returns the offset after it, or 0 (the stretch ends here).
-__attribute__((noinline)) uint64_t CleanRare(const uint8_t* t, uint64_t off, bool* stop) {
+// What a lane meets at a packet the stretch's reject bits send aside.
+enum class CleanRareKind : uint8_t { kEnd, kPacket, kStopper, kSplit };
+
+// A stretch packet kCleanReject sends aside at t[off] (9 bytes readable):
+// TNT-64 with a stop bit and OVF (kStopper), a CYC of 3 to 8 bytes
+// (kPacket), a MODE.Exec or MODE.TSX (kSplit: the sub-interval ends before
+// it). Sets *next past it; kEnd: the stretch ends here.
+__attribute__((noinline)) CleanRareKind CleanRare(const uint8_t* t, uint64_t off, uint64_t* next) {
   const uint8_t b = t[off];
-  *stop = true;
   if (b == internal::kOpcExt && t[off + 1] == internal::kExtTnt64) {
     uint64_t raw;  // bytes 1..8: the payload is bytes 2..7
     std::memcpy(&raw, t + off + 1, sizeof raw);
-    return ((raw >> 8) & 0xffffffffffff) != 0 ? off + 8 : 0;  // (no stop bit: EBADMSG)
+    *next = off + 8;
+    return ((raw >> 8) & 0xffffffffffff) != 0 ? CleanRareKind::kStopper : CleanRareKind::kEnd;  // (no stop bit: EBADMSG)
   }
-  if (b == internal::kOpcExt && t[off + 1] == internal::kExtOvf) return off + 2;
-  *stop = false;
+  if (b == internal::kOpcExt && t[off + 1] == internal::kExtOvf) {
+    *next = off + 2;
+    return CleanRareKind::kStopper;
+  }
+  if (b == internal::kOpcMode) {  // MODE.Exec or MODE.TSX (leaf, byte 1 bits 7:5: 000b, 001b)
+    if ((t[off + 1] >> 5) > 1) return CleanRareKind::kEnd;
+    *next = off + 2;
+    return CleanRareKind::kSplit;
+  }
   if ((b & 3) == internal::kOpcCyc) {  // (Exp, and byte 1's Exp: 3 bytes or more)
     unsigned n = 3;
     while (n < 9 && (t[off + n - 1] & 1) != 0) ++n;
-    if (n < 9) return off + n;
+    *next = off + n;
+    if (n < 9) return CleanRareKind::kPacket;
   }
-  return 0;
+  return CleanRareKind::kEnd;
 }
 
 // A lane of CleanAhead(): the packets from `off` to `limit`; `end` past the
-// last stopper among them. A packet the stretch does not take ends it
-// early (limit = off).
+// last stopper among them; `region` collects its sub-intervals (the open
+// one from `open`). A packet the stretch does not take ends it early
+// (limit = off).
 struct CleanLane {
   uint64_t off = 0, limit = 0, end = 0;
 };
+struct CleanSubs {
+  internal::CleanRegionSubs* region = nullptr;
+  uint64_t open = 0;
+};
+
+// Closes the open sub-interval at the lane's `end` (none if no stopper
+// since it opened).
+inline void CloseSub(CleanSubs& subs, uint64_t end) {
+  internal::CleanRegionSubs& r = *subs.region;
+  r.sub[r.nsub++] = {subs.open, std::max(end, subs.open)};
+}
 
 // One packet of a lane, if it has not ended: off moves past it, end past it
 // if it is a stopper (a select: stoppers come as unpredictably as packets).
 inline __attribute__((always_inline)) void CleanStep(const uint8_t* t, uint64_t& off, uint64_t& limit,
-                                                      uint64_t& end) {
+                                                      uint64_t& end, CleanSubs& subs) {
   if (off >= limit) return;
   uint16_t word;  // bytes 0..1
   std::memcpy(&word, t + off, sizeof word);
   const uint8_t b = static_cast<uint8_t>(word);
-  if ((word & internal::kFast.reject[b]) == 0) [[likely]] {
+  if ((word & kCleanReject.at[b]) == 0) [[likely]] {
     off += internal::kFast.size[b];
     end ^= (end ^ off) & (uint64_t{0} - kCleanStop.at[b]);
     return;
   }
-  bool stop;
-  const uint64_t next = CleanRare(t, off, &stop);
-  if (next == 0) {
-    limit = off;
-    return;
+  uint64_t next = 0;
+  switch (CleanRare(t, off, &next)) {
+    case CleanRareKind::kEnd:
+      limit = off;
+      return;
+    case CleanRareKind::kStopper:
+      end = next;
+      break;
+    case CleanRareKind::kPacket:
+      break;
+    case CleanRareKind::kSplit:
+      if (subs.region->nsub + 1 >= internal::kCleanSubs) {  // (room for the last one)
+        limit = off;
+        return;
+      }
+      CloseSub(subs, end);
+      subs.open = next;
+      break;
   }
   off = next;
-  if (stop) end = next;
 }
 
 // Runs up to 4 lanes (n) in lockstep: each packet's position depends on the
 // packet before it (two loads and an add: about 14 cycles a packet), so a
 // lane alone is bound by that latency; independent lanes overlap it. (Four
-// lanes by name: in an array the compiler keeps them in memory.)
-void RunCleanLanes(const uint8_t* t, CleanLane* lanes, size_t n) {
+// lanes by name: in an array the compiler keeps them in memory.) Then
+// closes each lane's last sub-interval.
+void RunCleanLanes(const uint8_t* t, CleanLane* lanes, CleanSubs* subs, size_t n) {
   CleanLane l[4] = {};
-  for (size_t i = 0; i < n; ++i) l[i] = lanes[i];
+  CleanSubs dummy[4] = {};
+  internal::CleanRegionSubs spare[4];
+  for (size_t i = 0; i < 4; ++i) {
+    if (i < n) {
+      l[i] = lanes[i];
+      dummy[i] = subs[i];
+    } else {
+      dummy[i].region = &spare[i];
+    }
+  }
   uint64_t o0 = l[0].off, o1 = l[1].off, o2 = l[2].off, o3 = l[3].off;
   uint64_t m0 = l[0].limit, m1 = l[1].limit, m2 = l[2].limit, m3 = l[3].limit;
   uint64_t e0 = l[0].end, e1 = l[1].end, e2 = l[2].end, e3 = l[3].end;
   while (o0 < m0 || o1 < m1 || o2 < m2 || o3 < m3) {
-    CleanStep(t, o0, m0, e0);
-    CleanStep(t, o1, m1, e1);
-    CleanStep(t, o2, m2, e2);
-    CleanStep(t, o3, m3, e3);
+    CleanStep(t, o0, m0, e0, dummy[0]);
+    CleanStep(t, o1, m1, e1, dummy[1]);
+    CleanStep(t, o2, m2, e2, dummy[2]);
+    CleanStep(t, o3, m3, e3, dummy[3]);
   }
   const uint64_t offs[4] = {o0, o1, o2, o3}, limits[4] = {m0, m1, m2, m3}, ends[4] = {e0, e1, e2, e3};
-  for (size_t i = 0; i < n; ++i) lanes[i] = CleanLane{offs[i], limits[i], ends[i]};
+  for (size_t i = 0; i < n; ++i) {
+    lanes[i] = CleanLane{offs[i], limits[i], ends[i]};
+    CloseSub(dummy[i], ends[i]);
+  }
 }
 }  // namespace
 
@@ -289,26 +434,41 @@ uint64_t FlowDecoder::PsbPlusEnd(uint64_t psb) const {
   return kNoPsb;
 }
 
-// Makes the region of the clean stretch that holds the decoder's position
-// the current one (clean_end_), verifying regions ahead if none does, and
-// returns whether the packets right after the position lie in it
-// (QuietAfterTnt() holds there).
+// The decoder's sub-interval of region `r` for position `at` (r.start <=
+// at): moves r.cur to the last that starts at or before it, and returns
+// whether `at` lies before its end (then clean_end_ is that end).
+bool FlowDecoder::CleanSubAt(CleanRegion& r, uint64_t at) {
+  if (r.nsub == 0) return false;
+  if (r.cur >= r.nsub || r.sub[r.cur].start > at) r.cur = 0;
+  while (r.cur + 1 < r.nsub && r.sub[r.cur + 1].start <= at) ++r.cur;
+  const CleanSub& s = r.sub[r.cur];
+  if (s.start > at || at >= s.end) return false;
+  clean_end_ = s.end;
+  return true;
+}
+
+// Makes the sub-interval of the clean stretch that holds the decoder's
+// position the current one (clean_end_), verifying regions ahead if no
+// region does, and returns whether the packets right after the position
+// lie in it (QuietAfterTnt() holds there).
 //
 // The stretch is made of regions (clean_), in order, up to kCleanRegions:
 // one from the decoder's position, and one from the end of each PSB+ after
 // it (a packet boundary, PsbPlusEnd()), each up to the next PSB. A region
 // holds the packets PacketDecoder::Next() takes on its fast path
 // (internal::FastDecode(): PAD, CYC of up to 2 bytes, MTC, TSC, TNT-8, TIP,
-// TIP.PGE, TIP.PGD, FUP with valid IPBytes), TNT-64 with a stop bit, OVF and
-// CYCs of up to 8 bytes, with 9 bytes readable at each: the packet decoder
+// TIP.PGE, TIP.PGD, FUP with valid IPBytes), MODE.Exec and MODE.TSX,
+// TNT-64 with a stop bit, OVF and CYCs of up to 8 bytes, with 9 bytes readable at each: the packet decoder
 // decodes them all without error, and none is an MWAIT (whose event query
 // fails at a TNT: CheckAhead()). It ends early at any other packet (MODE,
 // the other 02h packets, an unknown opcode, ...; the last 8 bytes of the
-// trace). Its end is past the last TNT-8, TNT-64, TIP, FUP or OVF in it
-// (kCleanStop): the read-ahead after a TNT that ends
-// before it stops no later than that packet, having decoded only packets of
-// the region. A region that starts after a PSB+ is the decoder's only once
-// it has read that PSB+ and come to its end (psb_at_, psb_end_: its packets
+// trace). Its MODEs split it into sub-intervals (kCleanReject: what
+// libipt's read-ahead does past one depends on the flow's state), so a TNT
+// is vouched for only if a stopper (kCleanStop: TNT-8, TNT-64, TIP, OVF; not
+// FUP, past which the read-ahead goes on) follows it in its own sub-interval: the read-ahead after it
+// then stops no later than that stopper, having decoded only packets of the
+// region. A region that starts after a PSB+ is the decoder's only once it
+// has read that PSB+ and come to its end (psb_at_, psb_end_: its packets
 // then are the decoder's).
 //
 // It replaces the scan after each TNT (QuietAfterTnt()'s, CheckAhead()'s,
@@ -317,23 +477,42 @@ uint64_t FlowDecoder::PsbPlusEnd(uint64_t psb) const {
 // lockstep (RunCleanLanes()).
 bool FlowDecoder::CleanAhead() {
   const uint64_t at = packets_.offset();
+  // The commonest case first: the decoder moved on within the first region
+  // (past a packet that split it).
+  if (clean_regions_ != 0 && clean_[0].start <= at && at <= clean_[0].checked &&
+      (clean_[0].psb == kNoPsb || (clean_[0].psb == psb_at_ && clean_[0].start == psb_end_))) {
+    clean_end_ = 0;
+    return CleanSubAt(clean_[0], at);
+  }
+  // The next PSB at or after `at`, if a region we have starts at or before
+  // it and its next PSB is not behind it (no PSB between: FindPsbForward()
+  // would find the same).
+  bool next_known = false;
+  uint64_t next_psb = kNoPsb;
+  for (size_t i = 0; i < clean_regions_ && !next_known; ++i) {
+    if (clean_[i].start <= at && (clean_[i].stop == kNoPsb || at <= clean_[i].stop)) {
+      next_known = true;
+      next_psb = clean_[i].stop;
+    }
+  }
   // The regions behind the decoder go; the next one is the decoder's if it
   // checked the packets at `at` and the decoder has come through its PSB+
-  // — then it answers even if `at` is past its end (past its last stopper,
-  // before the packet it stopped at: a new region from `at` would stop
-  // there too).
+  // — then it answers even if `at` is past the end of its sub-interval
+  // (past its last stopper, before the packet it stopped at: a new region
+  // from `at` would stop there too).
   size_t first = 0;
   while (first < clean_regions_ && clean_[first].checked < at) ++first;
   if (first < clean_regions_ && clean_[first].start <= at &&
       (clean_[first].psb == kNoPsb || (clean_[first].psb == psb_at_ && clean_[first].start == psb_end_))) {
     std::copy(clean_.begin() + first, clean_.begin() + clean_regions_, clean_.begin());
     clean_regions_ -= static_cast<uint32_t>(first);
-    clean_end_ = clean_[0].end;
-    return at < clean_end_;
+    clean_end_ = 0;
+    return CleanSubAt(clean_[0], at);
   }
   // (A region that should hold `at` but does not — the decoder came another
   // way — goes with those after it.)
   if (first < clean_regions_ && clean_[first].start <= at) first = clean_regions_;
+  clean_end_ = 0;
   const std::span<const uint8_t> trace = packets_.trace();
   if (!packets_.synced() || packets_.block_item_bytes() != 0 || trace.size() < 9) return false;
   const uint8_t* const t = trace.data();
@@ -342,12 +521,15 @@ bool FlowDecoder::CleanAhead() {
   // the kept regions, and regions after the next PSBs up to kCleanRegions.
   std::array<CleanRegion, kCleanRegions> regions;
   std::array<CleanLane, kCleanRegions> lanes;
+  std::array<CleanSubs, kCleanRegions> subs;
   size_t n = 0, nlanes = 0;
   std::array<size_t, kCleanRegions> lane_of{};
   auto add = [&](uint64_t start, uint64_t psb) {
-    const std::optional<uint64_t> next = FindPsbForward(trace, start);
+    const std::optional<uint64_t> next =
+        start == at && next_known ? (next_psb == kNoPsb ? std::nullopt : std::optional<uint64_t>(next_psb))
+                                  : FindPsbForward(trace, start);
     const uint64_t stop = next ? *next : kNoPsb;
-    regions[n] = CleanRegion{.start = start, .end = 0, .checked = start, .psb = psb, .stop = stop};
+    regions[n] = CleanRegion{.start = start, .checked = start, .psb = psb, .stop = stop};
     lanes[nlanes] = CleanLane{.off = start, .limit = std::min({last, start + kCleanMaxBytes, next ? *next : last})};
     lane_of[nlanes++] = n++;
   };
@@ -359,17 +541,24 @@ bool FlowDecoder::CleanAhead() {
     if (start == kNoPsb) break;
     add(start, psb);
   }
-  RunCleanLanes(t, lanes.data(), nlanes);
+  for (size_t i = 0; i < nlanes; ++i) subs[i] = CleanSubs{&regions[lane_of[i]], lanes[i].off};
+  RunCleanLanes(t, lanes.data(), subs.data(), nlanes);
   // (A region ends at its last stopper, not at the PSB after it: libipt's
   // read-ahead goes on through a PSB+ — the TNT before a PSB is CheckAhead()'s.)
-  for (size_t i = 0; i < nlanes; ++i) {
-    regions[lane_of[i]].end = lanes[i].end;
-    regions[lane_of[i]].checked = lanes[i].off;
-  }
+  for (size_t i = 0; i < nlanes; ++i) regions[lane_of[i]].checked = lanes[i].off;
   std::copy(regions.begin(), regions.begin() + n, clean_.begin());
   clean_regions_ = static_cast<uint32_t>(n);
-  clean_end_ = clean_[0].end;
-  return at < clean_end_;
+  return CleanSubAt(clean_[0], at);
+}
+
+// QuietAfterTnt() at an IP packet at `off` (no TIP.PGD before it): a FUP
+// that no event waits for, with its IP — CheckAhead() looks past it
+// (QuietPastFup()), EventQueryAfterTnt() stops at it. (Out of line: the
+// loop above keeps its registers.)
+__attribute__((noinline)) bool FlowDecoder::QuietAtFup(uint64_t off) const {
+  const std::span<const uint8_t> trace = packets_.trace();
+  const uint8_t b0 = trace[off], ipbytes = b0 >> 5;
+  return (b0 & 0x1f) == 0x1d && fup_held_.empty() && QuietPastFup(trace, off, kFupSize[ipbytes], ipbytes);
 }
 
 // PeekAfterIp(): internal/flow_decoder_inline.h.
@@ -417,7 +606,13 @@ int FlowDecoder::ReadAheadPastEventPacket() {
 __attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, int err) {
   if (event_query_failed_) {  // (not a packet error: the event query right after the read-ahead)
     event_query_failed_ = false;
-    return err;
+    // Behind an event libipt holds for an IP the flow has not reached, its
+    // instruction decoder asks for the next event only once the flow gets
+    // there (pt_insn_check_ip_event): the query fails then, not now — here,
+    // when the flow next needs a packet (as a packet error read ahead).
+    if (!bound_pending_) return err;
+    sticky_error_ = err;
+    return 0;
   }
   PacketDecoder ahead = packets_;
   if (!ahead.SyncSet(start).ok()) return err;
@@ -441,8 +636,16 @@ __attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, 
     }
     if (in_psb) {
       if (q.type == PacketType::kPsbEnd) {
-        window_end = q.offset;
-        break;
+        // libipt's read-ahead goes on past the PSBEND — at once if the
+        // PSB+ has no events, else in the event query for its last one,
+        // asked for at once unless an event bound to an IP the flow has not
+        // reached is held (pt_qry_decode_psbend, pt_qry_event) — through
+        // status packets to the next TNT, TIP or event packet.
+        if (bound_pending_) {
+          window_end = q.offset;
+          break;
+        }
+        in_psb = false;
       }
       continue;
     }
@@ -463,6 +666,28 @@ __attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, 
       case PacketType::kPwre: case PacketType::kPwrx:
         after_event = true;
         continue;
+      case PacketType::kModeExec:
+        // A MODE.Exec makes no event until its TIP: its event query, asked
+        // for at once unless an event is held, decodes on through status
+        // packets, FUPs and further MODE.Execs (NextPastModeQuery()), so an
+        // error there fails now — up to the next packet that ends it.
+        if (after_event || bound_pending_) {
+          window_end = q.offset;
+          break;
+        }
+        for (;;) {
+          Packet r;
+          const int e2 = ahead.Next(r);
+          if (e2 != 0) {
+            if (e2 != ENODATA && ReadAheadStopsAt(packets_.trace(), ahead.offset())) window_end = ahead.offset();
+            break;
+          }
+          if (internal::IsReadAheadStatus(r.type) || r.type == PacketType::kFup || r.type == PacketType::kModeExec)
+            continue;
+          window_end = r.offset;
+          break;
+        }
+        break;
       default:
         window_end = q.offset;
         break;
@@ -489,7 +714,7 @@ int FlowDecoder::NextPastModeQuery(Packet* q, bool fup_waiting) const {
   int err;
   while ((err = ahead.Next(*q)) == 0) {
     if (internal::IsReadAheadStatus(q->type) || q->type == PacketType::kModeExec) continue;
-    if (q->type == PacketType::kFup && q->ipbytes() != 0 && !mwait_held_) {
+    if (q->type == PacketType::kFup && q->ipbytes() != 0 && fup_held_.empty()) {
       fup_waiting = true;
       continue;
     }

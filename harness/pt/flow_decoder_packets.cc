@@ -5,6 +5,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -29,17 +30,76 @@ FlowEvent internal::StatusEvent(const Packet& p) {
   }
 }
 
+// Whether the bytes at `at` open a packet libipt's read-ahead takes for an
+// event packet by its opcode alone (pt_df_fetch; pdff_event): TIP.PGE,
+// TIP.PGD, MODE, and the 02h packets PIP, OVF, CBR, TraceStop, VMCS, MNT,
+// EXSTOP, MWAIT, PWRE, PWRX, PTW — a TIP too if `tip_bound` (an event waits
+// for it), a FUP if `fup_bound`. (For a packet cut by the end of the trace:
+// libipt's instruction decoder asks for that event, whose decode fails.)
+bool internal::OpensEventPacket(std::span<const uint8_t> trace, uint64_t at, bool tip_bound, bool fup_bound) {
+  if (at >= trace.size()) return false;
+  const uint8_t b0 = trace[at], op = b0 & 0x1f;
+  if (op == 0x11 || op == 0x01 || b0 == 0x99) return true;  // TIP.PGE, TIP.PGD, MODE
+  if (op == 0x0d) return tip_bound;
+  if (op == 0x1d) return fup_bound;
+  if (b0 != 0x02 || at + 1 >= trace.size()) return false;
+  switch (const uint8_t e = trace[at + 1]) {
+    case 0x43: case 0xf3: case 0x03: case 0x83: case 0xc8: case 0xc3: case 0x62: case 0xe2: case 0xc2: case 0x22:
+    case 0xa2:
+      return true;
+    default:
+      return (e & 0x1f) == 0x12;  // PTW
+  }
+}
+
+namespace {
+// The packet at `at`, cut by the end of the trace, as libipt's read-ahead
+// knows it, by its opcode alone (pt_df_fetch): a TIP or a TNT-64 (type and
+// offset only), else kInvalid. Its event query fails at such a packet before
+// it decodes it (NoEventFor(): -pte_bad_query), not with the -pte_eos of
+// its cut payload.
+Packet CutPacket(std::span<const uint8_t> trace, uint64_t at) {
+  Packet q;
+  q.offset = at;
+  if (at < trace.size() && (trace[at] & 0x1f) == 0x0d) {
+    q.type = PacketType::kTip;
+  } else if (at + 1 < trace.size() && trace[at] == 0x02 && trace[at + 1] == 0xa3) {
+    q.type = PacketType::kTnt64;
+  }
+  return q;
+}
+}  // namespace
+
 void FlowDecoder::Queue(const FlowEvent& e) {
   events_.push_back(e);
   events_.back().time = time_;
 }
 
-// The held MWAIT's event, now that its FUP came (`bound`: with IP `ip`).
-void FlowDecoder::QueueMwait(bool bound, uint64_t ip) {
-  FlowEvent e = mwait_event_;
-  e.ip_suppressed = !bound;
-  e.ip = bound ? ip : 0;
-  Queue(e);
+// The FUP `fup` (last_ip_ updated by it) for the events held for the next
+// FUP (fup_held_): libipt's pt_qry_decode_fup gives each, in order, the
+// FUP's IP — none for a FUP without one (pt_qry_event_ip: the event's IP
+// suppressed) — and consumes the FUP with the last, unless only a MODE.TSX
+// with TXAbort waited (pt_qry_event_fup: the abort leaves the FUP to be
+// decoded again, as the asynchronous branch's). Returns whether an event
+// consumed the FUP.
+bool FlowDecoder::TakeFupHeld(const Packet& fup) {
+  const bool bound = fup.ipbytes() != 0;
+  bool consumed = false;
+  for (FlowEvent e : fup_held_) {
+    e.ip_suppressed = !bound;
+    e.ip = bound ? last_ip_.raw() : 0;
+    if (e.type == FlowEvent::Type::kPtwrite) {
+      // Held until the flow gets to the PTWRITE at its IP — without an
+      // IP, to the next PTWRITE (pt_insn_check_insn_event).
+      NoteEventHeld(bound, e.ip, true);
+    } else {
+      NoteEvent(bound, e.ip);
+    }
+    consumed |= !(e.type == FlowEvent::Type::kTsx && (e.payload & 2) != 0);
+    Queue(e);
+  }
+  fup_held_.clear();
+  return consumed;
 }
 
 // CYC (Timing() for the most frequent timing packet, inline).
@@ -70,6 +130,27 @@ void FlowDecoder::Timing(const Packet& p) {
     default:
       break;
   }
+}
+
+// A TMA: libipt's time update takes it only after a TSC (since the sync),
+// one per TSC — else -pte_bad_context (pt_time_update_tma, through
+// pt_qry_apply_tma, which passes on any error but a configuration one),
+// failing the query that decodes it: the PSB+ (the sync, or the read-ahead
+// into a mid-flow PSB+), or the read-ahead after a TNT or TIP. `tsc_before`:
+// a TSC came before it in the same PSB+; else (a TSC read elsewhere, by the
+// fast path, goes uncounted) the last TSC must differ from the one the last
+// TMA, or the sync, saw (tma_tsc_). EBADMSG at the TMA, or 0 (the TMA
+// taken as timing).
+int FlowDecoder::TakeTma(const Packet& p, bool tsc_before) {
+  if (!tsc_before && tsc_base_ == tma_tsc_) [[unlikely]] {
+    const int err = Fail(EBADMSG, fmt::format("TMA at {:#x} without a TSC of its own (none since the sync, or one "
+                                              "that had its TMA)", p.offset));
+    error_offset_ = p.offset;
+    return err;
+  }
+  tma_tsc_ = tsc_base_;
+  Timing(p);
+  return 0;
 }
 
 // A TNT packet read by FetchControl(): its bits are at hand.
@@ -122,20 +203,29 @@ int FlowDecoder::FetchControlRest() {
       case PacketType::kTnt64:
         return TakeTnt(p);
       case PacketType::kTip:
+        if (mode_pending_) [[unlikely]] {
+          // The TIP a MODE.Exec binds to: libipt's exec-mode event carries
+          // the TIP's IP, and goes when the flow is there
+          // (pt_qry_decode_tip -> pt_qry_event_tip: the TIP stays for the
+          // branch; pt_insn_check_ip_event) — now, if the flow is already
+          // there (say, a compressed return to the TIP's target), before
+          // the branch that takes the TIP.
+          const int err = TakeIpControl(p);
+          if (err == 0 && mode_at_ == 0 && !fup_pending_ && !ctl_suppressed_ && ctl_ip_ == ip_ && enabled_ &&
+              !bound_pending_)
+            ApplyPendingMode();
+          return err;
+        }
+        return TakeIpControl(p);
       case PacketType::kTipPge:
       case PacketType::kTipPgd:
         return TakeIpControl(p);
       case PacketType::kFup: {
         if (!last_ip_.UpdateInline(p.ipbytes(), p.payload)) return Fail(EBADMSG, "bad FUP");
-        if (mwait_held_) [[unlikely]] {
-          // The FUP an MWAIT waits for (its EXSTOP lost): it gives the
-          // MWAIT's IP, if any, and is no asynchronous event (libipt
-          // pt_qry_decode_fup: events bound to FUP take it first).
-          mwait_held_ = false;
-          NoteEvent(p.ipbytes() != 0, last_ip_.raw());
-          QueueMwait(p.ipbytes() != 0, last_ip_.raw());
-          break;
-        }
+        // The FUP events wait for (libipt pt_qry_decode_fup: the events on
+        // evb_fup take it first): no asynchronous event, unless only an
+        // aborted MODE.TSX waited.
+        if (!fup_held_.empty() && TakeFupHeld(p)) [[unlikely]] break;
         if (p.ipbytes() == 0) {
           // The error is at the FUP, as libipt's (-pte_ip_suppressed):
           // inside the read-ahead window after a TIP, it fails the branch
@@ -184,8 +274,12 @@ int FlowDecoder::FetchControlRest() {
               return FailEventQuery(q, r, "its TIP");
             continue;
           }
-          if (q.type == PacketType::kTsc || q.type == PacketType::kTma || q.type == PacketType::kMtc ||
-              q.type == PacketType::kCyc || q.type == PacketType::kPad) {
+          if (q.type == PacketType::kTma) {
+            if (const int err = TakeTma(q, false)) return err;
+            continue;
+          }
+          if (q.type == PacketType::kTsc || q.type == PacketType::kMtc || q.type == PacketType::kCyc ||
+              q.type == PacketType::kPad) {
             Timing(q);
             continue;
           }
@@ -196,7 +290,13 @@ int FlowDecoder::FetchControlRest() {
             if (TipQueueFull()) return FailTipQueueFull(q);
             continue;
           }
-          if (q.type == PacketType::kTipPge || q.type == PacketType::kFup)
+          // A TIP.PGE is an event packet: libipt's read-ahead stops there,
+          // and the event query hands it the asynchronous branch waiting on
+          // evb_tip, which it rejects (pt_qry_decode_tip_pge,
+          // pt_qry_event_tip_pge: -pte_bad_context) — at once, failing the
+          // branch before (or, behind a held event, later: ReadAheadError()).
+          if (q.type == PacketType::kTipPge) return FailEventQuery(p, q, "TIP or TIP.PGD");
+          if (q.type == PacketType::kFup)
             return Fail(EBADMSG, fmt::format("FUP at {:#x} followed by {} at {:#x}, not TIP or TIP.PGD", p.offset,
                                              PacketName(q.type), q.offset));
           // An OVF (libipt's event query for it drops the waiting
@@ -249,7 +349,7 @@ int FlowDecoder::FetchControlRest() {
         if (p.type == PacketType::kModeTsx) {
           e.type = FlowEvent::Type::kTsx;
           e.payload = p.payload & 3;
-          want_ip = true;
+          want_ip = enabled_;  // (while disabled, an event of its own: pt_qry_decode_mode_tsx)
         } else if (p.type == PacketType::kPtw) {
           e.type = FlowEvent::Type::kPtwrite;
           e.payload = p.ptw_payload();
@@ -259,71 +359,41 @@ int FlowDecoder::FetchControlRest() {
           e.type = FlowEvent::Type::kExStop;
           want_ip = p.exstop_ip();
         }
-        if (want_ip) {  // the FUP that gives the IP (SDM §33.4.2.8, .21, .22)
+        if (want_ip) {
+          // The FUP that gives the IP (SDM §33.4.2.8, .21, .22): libipt
+          // queues the event for the next FUP, whatever comes first
+          // (pt_qry_decode_mode_tsx, _ptw, _exstop: evb_fup; TakeFupHeld()),
+          // and asks for it as soon as its read-ahead stops at this packet:
+          // pt_qry_event decodes on through PAD and timing packets, and a
+          // TNT or a TIP that no event binds to there is -pte_bad_query.
           Packet q;
           for (;;) {
             if (const int err = ReadPacket(&q)) {
-              // libipt's event query decodes this packet (an event packet)
-              // as soon as its read-ahead stops at it, and reads on past it:
-              // an unknown opcode there fails the query at once.
+              // (An unknown opcode there fails the query at once; so does a
+              // TIP or TNT-64 cut by the end, known by its opcode.)
               if (enabled_ && err == EILSEQ) event_query_failed_ = true;
+              if (const Packet cut = CutPacket(packets_.trace(), error_offset_);
+                  enabled_ && err == EMSGSIZE && NoEventFor(cut))
+                return FailEventQuery(p, cut, "its FUP");
               return err;
             }
-            if (q.type == PacketType::kCyc || q.type == PacketType::kMtc || q.type == PacketType::kPad) {
-              Timing(q);
+            if (!IsReadAheadStatus(q.type)) break;
+            if (q.type == PacketType::kTma) {
+              if (const int err = TakeTma(q, false)) return err;
               continue;
             }
-            break;
+            Timing(q);
           }
-          if (q.type == PacketType::kFup) {
-            if (!last_ip_.UpdateInline(q.ipbytes(), q.payload)) return Fail(EBADMSG, "bad FUP");
-            e.ip_suppressed = q.ipbytes() == 0;
-            e.ip = last_ip_.raw();
-          } else if (enabled_ && NoEventFor(q)) {
-            // libipt binds a MODE.TSX, or a PTW/EXSTOP with IP=1, to the next
-            // FUP (pt_qry_decode_mode_tsx, _ptw, _exstop) and asks for its
-            // event as soon as the read-ahead stops at it:
-            // pt_qry_event reads on and meets a TNT or a TIP that no event
-            // binds to, -pte_bad_query.
-            return FailEventQuery(p, q, "its FUP");
-          } else {
-            if (BindsToFup(q)) {
-              // libipt queues both on the FUP binding (pt_evq_enqueue,
-              // evb_fup); the next FUP gives each its IP in turn, and is
-              // consumed only with the last (pt_qry_decode_fup).
-              PacketDecoder ahead = packets_;
-              Packet r;
-              while (ahead.Next(r) == 0) {
-                if (r.type == PacketType::kCyc || r.type == PacketType::kMtc || r.type == PacketType::kPad ||
-                    BindsToFup(r))
-                  continue;
-                if (r.type == PacketType::kFup) {
-                  LastIp ip = last_ip_;
-                  if (ip.UpdateInline(r.ipbytes(), r.payload) && r.ipbytes() != 0) {
-                    e.ip_suppressed = false;
-                    e.ip = ip.raw();
-                  }
-                }
-                break;
-              }
-            }
-            Unread(q);
-          }
-        }
-        // libipt holds an MWAIT until the next FUP (it binds to FUP, as an
-        // EXSTOP, PTW or MODE.TSX with an IP does): the FUP of this packet,
-        // if it has one, gives both their IP, the MWAIT's first.
-        if (mwait_held_ && !e.ip_suppressed) {
-          NoteEvent(true, e.ip);
-          QueueMwait(true, e.ip);
-          mwait_held_ = false;
+          if (enabled_ && NoEventFor(q)) return FailEventQuery(p, q, "its FUP");
+          Unread(q);
+          fup_held_.push_back(e);
+          break;
         }
         if (e.type == FlowEvent::Type::kPtwrite) {
-          // Held until the flow gets to the PTWRITE at its IP — without an
-          // IP, to the next PTWRITE (pt_insn_check_insn_event).
-          NoteEventHeld(!e.ip_suppressed, e.ip, true);
+          // Held until the flow gets to the next PTWRITE (pt_insn_check_insn_event).
+          NoteEventHeld(false, 0, true);
         } else {
-          NoteEvent(!e.ip_suppressed, e.ip);
+          NoteEvent(false, 0);
         }
         Queue(e);
         break;
@@ -340,7 +410,7 @@ int FlowDecoder::FetchControlRest() {
         // MWAIT waiting for a FUP (the next FUP is an asynchronous one
         // again), a MODE.Exec waiting for its TIP, an asynchronous FUP
         // waiting for its TIP or TIP.PGD.
-        mwait_held_ = false;
+        fup_held_.clear();
         mode_pending_ = false;
         fup_pending_ = false;
         fups_behind_.clear();
@@ -352,8 +422,12 @@ int FlowDecoder::FetchControlRest() {
             q.type = PacketType::kInvalid;
             break;
           }
+          if (q.type == PacketType::kTma) {
+            if (const int err = TakeTma(q, false)) return err;
+            continue;
+          }
           if (q.type == PacketType::kCyc || q.type == PacketType::kMtc || q.type == PacketType::kTsc ||
-              q.type == PacketType::kTma || q.type == PacketType::kPad || q.type == PacketType::kCbr) {
+              q.type == PacketType::kPad || q.type == PacketType::kCbr) {
             Timing(q);
             continue;
           }
@@ -412,14 +486,15 @@ int FlowDecoder::FetchControlRest() {
           // PAD and timing), and a TNT or a TIP that no event binds to is
           // -pte_bad_query, failing the branch before.
           Packet q;
-          if (NextPastStatus(&q) == 0 && NoEventFor(q)) return FailEventQuery(p, q, "its FUP");
+          const int end = NextPastStatus(&q);
+          if (end == EMSGSIZE) q = CutPacket(packets_.trace(), q.offset);  // (cut by the end: by its opcode)
+          if ((end == 0 || end == EMSGSIZE) && NoEventFor(q)) return FailEventQuery(p, q, "its FUP");
         }
         // Bound to the next FUP (above), and reported there, with its IP
         // (libipt pt_qry_decode_mwait queues it on evb_fup; an OVF or a
         // sync drops it unreported: pt_qry_decode_ovf resets the queue).
-        mwait_held_ = true;
-        mwait_event_ = FlowEvent{.type = FlowEvent::Type::kMwait, .ip_suppressed = true, .payload = p.payload,
-                                 .offset = p.offset};
+        fup_held_.push_back(FlowEvent{.type = FlowEvent::Type::kMwait, .ip_suppressed = true, .payload = p.payload,
+                                      .offset = p.offset});
         break;
       case PacketType::kPwre:
         NoteEvent(false, 0);
@@ -437,6 +512,16 @@ int FlowDecoder::FetchControlRest() {
                         .offset = p.offset});
         break;
       case PacketType::kCbr:
+        if (p.cbr() == 0) [[unlikely]] {
+          // libipt's time update rejects a core:bus ratio of 0
+          // (pt_qry_decode_cbr -> pt_time_update_cbr: -pte_bad_packet), in
+          // the query for the CBR's event, asked for at once (as in a PSB+:
+          // ReadPsbPlus).
+          const int err = Fail(EBADMSG, fmt::format("CBR 0 at {:#x}", p.offset));
+          error_offset_ = p.offset;
+          event_query_failed_ = true;
+          return err;
+        }
         Timing(p);
         NoteEvent(false, 0);
         Queue(StatusEvent(p));
@@ -444,8 +529,10 @@ int FlowDecoder::FetchControlRest() {
       case PacketType::kCyc:
         TimingCyc(p);
         break;
-      case PacketType::kTsc:
       case PacketType::kTma:
+        if (const int err = TakeTma(p, false)) return err;
+        break;
+      case PacketType::kTsc:
       case PacketType::kMtc:
         Timing(p);
         break;
@@ -457,12 +544,13 @@ int FlowDecoder::FetchControlRest() {
 
 // The packet libipt's read-ahead stops at from the decoder's position
 // (pt_qry_read_ahead: through PAD and timing), into *q, the decoder not
-// moved; 0, or the error Next() met first.
+// moved; 0, or the error Next() met first (q->offset: where).
 int FlowDecoder::NextPastStatus(Packet* q) const {
   PacketDecoder ahead = packets_;
   int err;
   while ((err = ahead.Next(*q)) == 0 && IsReadAheadStatus(q->type)) {
   }
+  if (err != 0) q->offset = ahead.offset();
   return err;
 }
 
@@ -522,7 +610,15 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
   PacketDecoder ahead = packets_;
   Packet q;
   do {
-    if (ahead.Next(q) != 0) return 0;  // (CheckAhead's)
+    // (CheckAhead's error — but an event packet cut by the end right here:
+    // its event query's decode meets the end at once, CutEventPacketAhead().)
+    if (const int e = ahead.Next(q)) return e == EMSGSIZE ? CutEventPacketAhead(packets_.offset(), ahead.offset()) : 0;
+    if (q.type == PacketType::kCbr && q.cbr() == 0) [[unlikely]] {  // (its decode fails: FetchControlRest())
+      error_offset_ = q.offset;
+      error_ip_ = ip_;
+      error_message_ = fmt::format("CBR 0 at {:#x} (its event queried after the TNT)", q.offset);
+      return EBADMSG;
+    }
   } while (IsReadAheadStatus(q.type) || q.type == PacketType::kCbr || q.type == PacketType::kMnt);
   if (!StartsEventQuery(q)) return 0;
   for (;;) {
@@ -541,6 +637,30 @@ int FlowDecoder::EventQueryAfterTnt(uint64_t from) {
     }
     if (!IsReadAheadStatus(r.type)) return 0;
   }
+}
+
+// A packet cut by the end of the trace at `at`, read ahead from `start`
+// (after a TIP or TNT): if it comes first, past PAD and timing packets, and
+// is an event packet by its opcode (OpensEventPacket()), and no
+// event is held, libipt's instruction decoder asks for that event at once
+// (pt_insn_check_ip_event) and its decode meets the end (-pte_eos), failing
+// the branch before: EMSGSIZE (error_offset_ at), else 0 (the end of the
+// trace, later).
+__attribute__((noinline, cold)) int FlowDecoder::CutEventPacketAhead(uint64_t start, uint64_t at) {
+  if (bound_pending_) return 0;
+  PacketDecoder ahead = packets_;
+  if (!ahead.SyncSet(start).ok()) return 0;
+  for (Packet q; ahead.Next(q) == 0;) {
+    if (!IsReadAheadStatus(q.type)) return 0;
+  }
+  if (ahead.offset() != at ||
+      !internal::OpensEventPacket(packets_.trace(), at, fup_pending_ || mode_pending_, !fup_held_.empty()))
+    return 0;
+  error_offset_ = at;
+  error_ip_ = ip_;
+  error_message_ = fmt::format("{} at offset {:#x} (an event packet, queried at once)",
+                               PacketDecoder::ErrorDescription(EMSGSIZE), at);
+  return EMSGSIZE;
 }
 
 // Whether `q`, the first packet after a TNT's PAD and timing packets, makes

@@ -26,6 +26,23 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     if (err != 0) synced_ = false;
     return err;
   };
+  // No code (or no instruction) where the flow got to after an IP packet
+  // whose read-ahead (PeekAfterIp(), sticky_error_) ended at a packet cut
+  // by the end of the trace: if that is an event packet right after the IP
+  // packet, libipt asked for its event there and failed (-pte_eos,
+  // CutEventPacketAhead()) before its flow got here — the end of the trace,
+  // EMSGSIZE, not `err`.
+  auto code_error = [&](int err) -> int {
+    if (sticky_error_ != EMSGSIZE) return err;
+    PacketDecoder ahead = packets_;
+    Packet ip;
+    if (!ahead.SyncSet(ctl_offset_).ok() || ahead.Next(ip) != 0 || !ip.is_ip()) return err;
+    const uint64_t at = packets_.offset();
+    if (CutEventPacketAhead(ahead.offset(), at) == 0) return err;
+    return Fail(EMSGSIZE, fmt::format("{} at offset {:#x}: the event packet after the IP packet at {:#x} is cut "
+                                      "by the end of the trace",
+                                      PacketDecoder::ErrorDescription(EMSGSIZE), at, ctl_offset_));
+  };
   for (;;) {
     if (TakeQueuedEvent(step)) return 0;
     if (deferred_error_ != 0) {
@@ -39,6 +56,19 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     if (!enabled_) {
       if (const int err = NeedControl()) {
         synced_ = false;
+        // A TIP or TNT-64 cut by the end of the trace: libipt's read-ahead
+        // stops at it by its opcode (pt_df_fetch; no event), so it has not
+        // reached the end, and pt_insn_next without an enable fails
+        // -pte_no_enable — not the end of the trace.
+        const std::span<const uint8_t> trace = packets_.trace();
+        const uint64_t at = error_offset_;
+        if (err == EMSGSIZE && at < trace.size() &&
+            ((trace[at] & 0x1f) == 0x0d || (trace[at] == 0x02 && at + 1 < trace.size() && trace[at + 1] == 0xa3))) {
+          const int bad = Fail(EBADMSG, fmt::format("{} at {:#x} (cut by the end of the trace) while tracing is disabled",
+                                                    (trace[at] & 0x1f) == 0x0d ? "TIP" : "TNT-64", at));
+          error_offset_ = at;
+          return bad;
+        }
         return err;
       }
       if (tnt_count_ != 0) {
@@ -54,6 +84,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           ctl_ = Ctl::kNone;
           ip_ = ctl_ip_;
           enabled_ = true;
+          last_direct_ = false;
           ApplyPendingMode();
           Queue(FlowEvent{.type = FlowEvent::Type::kEnabled, .mode = mode_, .ip = ip_, .offset = ctl_offset_});
           if (const int err = PeekAfterIp()) {
@@ -90,7 +121,11 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       if (event_head_ < events_.size()) continue;
     }
 
-    if (ctl_ == Ctl::kOverflow) {
+    // (Behind an event held for an IP or instruction the flow has not
+    // reached, libipt asks for the overflow's event only once the flow gets
+    // there: the flow goes on, and a branch's query meets the OVF,
+    // -pte_bad_query — Resolve() with ctl_ held.)
+    if (ctl_ == Ctl::kOverflow && !(enabled_ && AsyncHeldBack())) {
       if (const int err = bound_pending_ ? TakeBoundAtIp() : 0) {
         synced_ = false;
         return err;
@@ -101,14 +136,24 @@ int FlowDecoder::NextSlow(FlowStep* step) {
                       .offset = ctl_offset_});
       enabled_ = !ctl_suppressed_;
       if (enabled_) ip_ = ctl_ip_;
+      last_direct_ = false;  // (no branch brought the flow here: see the TIP.PGD rule below)
       if (const int err = PeekAfterIp()) {
         synced_ = false;
         return err;
       }
       continue;
     }
-    if (ctl_ == Ctl::kTipPge) {
+    if (ctl_ == Ctl::kTipPge && !AsyncHeldBack()) {
+      // (Behind an event libipt holds for an IP or instruction the flow has
+      // not reached, it asks for the TIP.PGE's event only once the flow gets
+      // there: the flow goes on, and a branch's query meets the TIP.PGE,
+      // -pte_bad_query.) The event query decodes the TIP.PGE and reads ahead
+      // past it: an error there comes first; else its enabled event while
+      // tracing is enabled, -pte_bad_context (pt_insn_process_enabled).
+      // (A TIP.PGE without an IP fails its own decode first: pt_qry_decode_tip_pge,
+      // -pte_bad_packet.)
       synced_ = false;
+      if (const int err = ctl_suppressed_ ? 0 : ReadAheadPastEventPacket()) return err;
       return Fail(EBADMSG, fmt::format("TIP.PGE at {:#x} while tracing is enabled", ctl_offset_));
     }
     if (ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) {
@@ -132,6 +177,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           Queue(FlowEvent{.type = FlowEvent::Type::kAsyncDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
                           .from = ip_, .offset = ctl_offset_});
           enabled_ = false;
+          last_direct_ = false;
           ctl_ = Ctl::kNone;
           // A MODE.Exec read right after the FUP: its exec-mode event comes
           // next off evb_tip, the IP suppressed (pt_qry_event_tip_pgd).
@@ -176,6 +222,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
         }
         Queue(FlowEvent{.type = FlowEvent::Type::kAsyncBranch, .ip = ctl_ip_, .from = ip_, .offset = ctl_offset_});
         ip_ = ctl_ip_;
+        last_direct_ = false;
         if (!tip_status_.empty()) ReleaseTipStatus(false);  // (a MODE.Exec among them too; below otherwise)
         if (mode_at_ != 0) --mode_at_;  // (a MODE.Exec behind this FUP: one FUP fewer before it)
         if (!fups_behind_.empty()) [[unlikely]] {
@@ -194,8 +241,13 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       }
     } else if (ctl_ == Ctl::kTipPgd && tnt_count_ == 0 && last_direct_ && !ctl_suppressed_ && ctl_ip_ == ip_) {
       // A direct branch left the traced region (SDM §33.2.5.3 IP filtering).
+      // (last_direct_: the last block ended with one and brought the flow
+      // here; an enable, asynchronous event or overflow clears it — libipt
+      // binds a disable with an IP to an instruction, pt_insn_at_disabled_event,
+      // and decodes none at an enable's IP before the TIP.PGD.)
       Queue(FlowEvent{.type = FlowEvent::Type::kDisabled, .ip = ctl_ip_, .offset = ctl_offset_});
       enabled_ = false;
+      last_direct_ = false;
       ctl_ = Ctl::kNone;
       continue;
     }
@@ -247,8 +299,8 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     }
     if (b->ninsn() == 0) [[unlikely]] {
       synced_ = false;
-      return Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
-                                              : fmt::format("invalid instruction at {:#x}", ip_));
+      return code_error(Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
+                                                         : fmt::format("invalid instruction at {:#x}", ip_)));
     }
     FlowBlock& out = step->block;
     step->kind = FlowStep::kBlock;
@@ -285,8 +337,8 @@ int FlowDecoder::NextSlow(FlowStep* step) {
       // The block stops before an instruction that cannot be decoded: the
       // error comes after the block.
       ip_ = b->end();
-      deferred_error_ = Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
-                                                         : fmt::format("invalid instruction at {:#x}", ip_));
+      deferred_error_ = code_error(Fail(b->error(), b->error() == ENXIO ? fmt::format("no object code at {:#x}", ip_)
+                                                                    : fmt::format("invalid instruction at {:#x}", ip_)));
       out.truncated = true;
       return 0;
     }
@@ -340,11 +392,31 @@ int FlowDecoder::Resolve(uint32_t block) {
   // reading ahead (sticky_error_) lies behind the events read before it:
   // while one of those is held, unreached, with another behind it, libipt's
   // query stops at that one first (CheckBound(): -pte_bad_query).
+  // A TIP.PGE or TIP.PGD cut by the end of the trace while libipt holds an
+  // event the flow has not reached (bound_pending_): its instruction decoder
+  // has not asked for the next event, so the branch's query meets the
+  // packet, an event ahead known by its opcode (pt_df_fetch), and fails
+  // before it decodes it (pt_qry_cache_tnt, pt_qry_indirect_branch:
+  // pt_qry_will_event, -pte_bad_query). With none held, the event query
+  // decodes it first: the end of the trace.
   auto need_control = [&]() -> int {
     if (bound_wall_ && sticky_error_ != 0 && tnt_count_ == 0 && ctl_ == Ctl::kNone) [[unlikely]] {
       if (const int err = CheckBound(b)) return err;
     }
-    return NeedControl();
+    const int err = NeedControl();
+    if (err == EMSGSIZE && bound_pending_) [[unlikely]] {
+      const uint64_t at = error_offset_;
+      const std::span<const uint8_t> trace = packets_.trace();
+      const uint8_t op = at < trace.size() ? trace[at] & 0x1f : 0;
+      if (op == 0x11 || op == 0x01) {  // TIP.PGE, TIP.PGD
+        const int bad = Fail(EBADMSG, fmt::format("{} at {:#x}: {} at {:#x} (cut by the end of the trace) is an event "
+                                                  "ahead of its packet while an event is held",
+                                                  BranchClassName(x.branch), x.ip, op == 0x11 ? "TIP.PGE" : "TIP.PGD", at));
+        error_offset_ = at;
+        return bad;
+      }
+    }
+    return err;
   };
   switch (x.branch) {
     case BranchClass::kNone:
@@ -368,7 +440,7 @@ int FlowDecoder::Resolve(uint32_t block) {
         link(static_cast<int>(TakeCondJump(b)));
         return 0;
       }
-      if (IsAsync(ctl_)) {
+      if (IsAsync(ctl_) || PgdHeldPast()) {
         if (const int r = BranchPastAsync(x); r != kNotPast) return r == kRetry ? Resolve(block) : r;
       }
       if (UnboundControl()) return BeyondControl(x);
@@ -388,7 +460,7 @@ int FlowDecoder::Resolve(uint32_t block) {
         PopReturn(b, block);
         return 0;
       }
-      if (IsAsync(ctl_)) {
+      if (IsAsync(ctl_) || PgdHeldPast()) {
         if (const int r = BranchPastAsync(x); r != kNotPast) {
           if (r == kRetry) return Resolve(block);
           if (r == 0) predict();
@@ -427,7 +499,7 @@ int FlowDecoder::Resolve(uint32_t block) {
         return Fail(EBADMSG, fmt::format("{} at {:#x}: a TNT bit where a TIP was needed",
                                          BranchClassName(x.branch), x.ip));
       if (x.branch == BranchClass::kIndirectCall) PushReturn(x.next_ip(), block);
-      if (x.branch != BranchClass::kFarTransfer && IsAsync(ctl_)) {
+      if (x.branch != BranchClass::kFarTransfer && (IsAsync(ctl_) || PgdHeldPast())) {
         if (const int r = BranchPastAsync(x); r != kNotPast) {
           if (r == 0 && enabled_) predict();
           return r;
@@ -441,6 +513,12 @@ int FlowDecoder::Resolve(uint32_t block) {
   return 0;
 }
 
+// The held control packet is a TIP.PGD without an IP (no MODE.Exec bound to
+// it): libipt's disabled event, which binds to a far transfer only
+// (pt_insn_at_disabled_event), is taken and held, so a near branch's query
+// reads the packets after it, as past a held FUP+TIP (BranchPastAsync()).
+bool FlowDecoder::PgdHeldPast() const { return ctl_ == Ctl::kTipPgd && ctl_suppressed_ && !mode_pending_; }
+
 // A near branch `x` that needs a packet while an asynchronous FUP+TIP whose
 // FUP IP the flow has not reached is held: libipt's query decoder took the
 // pair as an event (pt_qry_decode_fup, pt_qry_decode_tip), which its
@@ -449,7 +527,8 @@ int FlowDecoder::Resolve(uint32_t block) {
 // a TNT for a conditional branch or a return, a TIP for an indirect branch or
 // a return, is the branch's, and the event stays held. Returns 0 (the TIP
 // taken: ip_ set), kRetry (TNT bits fetched: resolve the branch again), an
-// error, or kNotPast (another packet next: BeyondControl()).
+// error, or kNotPast (another packet next: BeyondControl()). An indirect
+// jump or call caches a TNT it meets first and takes the TIP after it.
 int FlowDecoder::BranchPastAsync(const Insn& x) {
   if (mode_pending_ && mode_at_ == 0 && (ctl_ == Ctl::kAsyncDisable || ctl_suppressed_)) {
     // A MODE.Exec read before the FUP: its exec-mode event came first off
@@ -464,12 +543,31 @@ int FlowDecoder::BranchPastAsync(const Insn& x) {
   Packet q;
   if (NextPastStatus(&q) != 0) return kNotPast;
   const bool tnt = q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64;
-  if (tnt ? !(cond || ret) : (q.type != PacketType::kTip || cond)) return kNotPast;
+  if (!tnt && (q.type != PacketType::kTip || cond)) return kNotPast;
   const Ctl held = ctl_;
   const bool held_suppressed = ctl_suppressed_;
   const uint64_t held_ip = ctl_ip_, held_offset = ctl_offset_;
   ctl_ = Ctl::kNone;
-  const int err = FetchControl();
+  int err = FetchControl();
+  if (err == 0 && !cond && !ret && tnt_count_ != 0 && ctl_ == Ctl::kNone) {
+    // An indirect jump or call: its query decodes a single TNT packet into
+    // the empty TNT cache on its way to the TIP, and the bits stay for the
+    // branches after it (pt_qry_indirect_branch); an event packet before
+    // the TIP (EventBeforeTip()) or a second TNT fails it (-pte_bad_query).
+    err = EventBeforeTip(x);
+    if (err == 0) {
+      const uint64_t bits = tnt_bits_;
+      const uint32_t count = tnt_count_;
+      tnt_count_ = 0;
+      tnt_held_ = true;
+      err = FetchControl();
+      tnt_held_ = false;
+      if (err == 0 && tnt_count_ != 0)
+        err = Fail(EBADMSG, fmt::format("{} at {:#x}: a second TNT before its TIP", BranchClassName(x.branch), x.ip));
+      tnt_bits_ = bits;
+      tnt_count_ = count;
+    }
+  }
   const bool tip = ctl_ == Ctl::kTip, tip_suppressed = ctl_suppressed_;
   const uint64_t tip_ip = ctl_ip_;
   ctl_ = held;
@@ -477,6 +575,12 @@ int FlowDecoder::BranchPastAsync(const Insn& x) {
   ctl_ip_ = held_ip;
   ctl_offset_ = held_offset;
   if (err != 0) return err;
+  if (!tip && !cond && !ret && tnt_count_ != 0) {
+    // (The indirect branch's query cached a TNT and met no TIP after it:
+    // an event packet or a second TNT, -pte_bad_query.)
+    return Fail(EBADMSG, fmt::format("{} at {:#x}: no TIP after the TNT its query read past the held event",
+                                     BranchClassName(x.branch), x.ip));
+  }
   if (!tip) return tnt_count_ != 0 ? kRetry : kNotPast;
   if (tip_suppressed) return Fail(EBADMSG, fmt::format("{} at {:#x}: TIP with a suppressed IP", BranchClassName(x.branch), x.ip));
   ip_ = tip_ip;

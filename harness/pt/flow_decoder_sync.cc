@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -28,10 +29,17 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
   auto event = [&](uint8_t kind) {
     if (nevents < std::size(events)) events[nevents++] = kind;
   };
+  bool tsc_for_tma = false;  // a TSC in this PSB+ that has no TMA yet (TakeTma())
   for (;;) {
     Packet p;
     if (const int err = ReadPacket(&p)) return err;
     switch (p.type) {
+      case PacketType::kOvf:
+        // An OVF ends the PSB+ as a PSBEND does (libipt's header read stops
+        // at it, pdff_psbend: pt_qry_read_psb_header), its events go first
+        // (pt_qry_decode_ovf), then it is an overflow as anywhere.
+        Unread(p);
+        [[fallthrough]];
       case PacketType::kPsbEnd:
         psb_events_ = static_cast<uint32_t>(nevents);
         psb_at_ = psb_offset;  // (the clean stretch's regions after a PSB+: CleanAhead())
@@ -88,8 +96,17 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         event(kNotBound);
         Queue(StatusEvent(p));
         break;
-      case PacketType::kTsc:
       case PacketType::kTma:
+        if (const int err = TakeTma(p, tsc_for_tma)) {
+          error_offset_ = psb_offset;  // (libipt goes back to the PSB: pt_qry_decode_psb)
+          return err;
+        }
+        tsc_for_tma = false;
+        break;
+      case PacketType::kTsc:
+        tsc_for_tma = true;
+        Timing(p);
+        break;
       case PacketType::kMtc:
       case PacketType::kCyc:
         Timing(p);
@@ -98,7 +115,6 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         event(kNotBound);
         break;
       case PacketType::kPad:
-      case PacketType::kOvf:  // an overflow resolved at the PSB: the PSB+ gives the state
         break;
       default:
         return Fail(EBADMSG, fmt::format("{} inside the PSB+ at {:#x}", PacketName(p.type), psb_offset));
@@ -123,13 +139,16 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   // ptem_unknown; the PSB+ has one as a rule).
   mode_ = ExecMode::kInvalid;
   bound_.clear();
-  bound_pending_ = bound_wall_ = mwait_held_ = false;
+  bound_pending_ = bound_wall_ = false;
+  fup_held_.clear();
+  tma_tsc_ = tsc_base_;  // (libipt's time starts afresh at a sync, pt_qry_reset: no TMA until a TSC)
   events_.clear();
   event_head_ = 0;
   deferred_error_ = 0;
   sticky_error_ = 0;
   event_query_failed_ = false;
   steps_without_packet_ = 0;
+  last_direct_ = false;
   hint_ = link_block_ = 0;
   walk_gen_ = kNoWalk;
   clean_regions_ = 0;
@@ -166,7 +185,53 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
 //     the PSB+'s events, before any instruction.
 int FlowDecoder::ReadAheadAfterSync() {
   uint64_t at = 0;
-  const int end = ReadAheadEos(&at);
+  if (have_unread_ && unread_.type == PacketType::kOvf) {
+    // The PSB+ ended at an OVF (ReadPsbPlus): libipt decodes the OVF right
+    // after the PSB+'s events — in the sync's read-ahead when there are
+    // none — and looks for the FUP that resolves it (pt_qry_decode_ovf ->
+    // pt_qry_find_ovf_fup, pt_pkt_find_ovf_fup): through PAD, MNT and timing
+    // packets, an unknown opcode or a bad packet there fails it, as a TNT,
+    // TIP, TIP.PGD or PSBEND does (-pte_bad_context).
+    PacketDecoder ahead = packets_;
+    Packet q;
+    int e;
+    while ((e = ahead.Next(q)) == 0 && (internal::IsReadAheadStatus(q.type) || q.type == PacketType::kCbr ||
+                                         q.type == PacketType::kMnt)) {
+    }
+    const bool context = e == 0 && (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64 ||
+                                    q.type == PacketType::kTip || q.type == PacketType::kTipPgd ||
+                                    q.type == PacketType::kPsbEnd);
+    if (context) e = EBADMSG;
+    if (e != 0 && e != ENODATA && e != EMSGSIZE) {
+      const int err = Fail(e, fmt::format("{} after the OVF at {:#x} that ends the PSB+ (looking for its FUP)",
+                                          context ? std::string(PacketName(q.type)) : PacketDecoder::ErrorDescription(e),
+                                          unread_.offset));
+      error_offset_ = unread_.offset;
+      if (psb_events_ == 0) return err;
+      deferred_error_ = err;
+      return 0;
+    }
+  }
+  int end = ReadAheadEos(&at);
+  if (end == 0 && !have_unread_) {
+    // The read-ahead stops at an event packet (pt_df_fetch knows it by its
+    // opcode): libipt asks for its event after the PSB+'s, in the sync
+    // itself if the PSB+ has none (pt_insn_start -> pt_insn_check_ip_event);
+    // a bad payload there fails that query (-pte_bad_packet).
+    PacketDecoder ahead = packets_;
+    Packet q;
+    int e;
+    while ((e = ahead.Next(q)) == 0 && internal::IsReadAheadStatus(q.type)) {
+    }
+    if (e == EBADMSG && internal::OpensEventPacket(packets_.trace(), ahead.offset(), false, false)) {
+      const int err = Fail(e, fmt::format("{} at offset {:#x} after the PSB+ (an event packet, queried at once)",
+                                          PacketDecoder::ErrorDescription(e), ahead.offset()));
+      error_offset_ = ahead.offset();
+      if (psb_events_ == 0) return err;
+      deferred_error_ = err;
+      return 0;
+    }
+  }
   if (end == 0 && enabled_) {
     // A MODE.Exec the read-ahead stops at (or a PIP or VMCS after a FUP):
     // its event query comes before the first instruction (pt_insn_start),
@@ -177,7 +242,7 @@ int FlowDecoder::ReadAheadAfterSync() {
     // for the next TIP.)
     size_t fups = 0;
     while (ahead.Next(m) == 0 && (internal::IsReadAheadStatus(m.type) ||
-                                  (m.type == PacketType::kFup && m.ipbytes() != 0 && !mwait_held_))) {
+                                  (m.type == PacketType::kFup && m.ipbytes() != 0 && fup_held_.empty()))) {
       if (m.type == PacketType::kFup && ++fups > kTipQueueMax) return FailTipQueueFull(m);  // (the sync fails)
     }
     Packet q;

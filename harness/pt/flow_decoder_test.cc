@@ -345,5 +345,79 @@ TEST(FlowDecoder, ImageChangedMidWalkGivesTheNewCode) {
   }
 }
 
+// A loop of branches that need no packet (nop; jmp back) is endless:
+// libipt's pt_insn_next walks it for ever, our decoder fails after
+// Options::max_steps_without_packet blocks (EBADMSG). The differential's
+// walks (testing/libipt_flow.h) end it after kEndlessLoopInsns instructions
+// without a packet on both sides, as the same error — without that cap the
+// corpus at PERFTEST_PT_CORPUS_SEEDS=16 (dispatch_cbr_cyc_mtc seed 13,
+// corruption 3) filled the memory with libipt's instructions.
+TEST(FlowDecoder, EndlessLoopEndsBothDifferentialWalks) {
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, std::vector<uint8_t>{0x90, 0xeb, 0xfd}).ok());  // nop; jmp kBase
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  const testing::FlowLog ours = testing::OurInsnFlow(enc.bytes(), image);
+  const testing::FlowLog ref = testing::LibiptInsnFlow(enc.bytes(), image);
+  EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
+  ASSERT_EQ(ref.errors, 1u);
+  EXPECT_EQ(ref.entries.back().code, testing::kLibiptEndlessLoop);
+  EXPECT_EQ(ref.insns, testing::kEndlessLoopInsns + 1);
+  Walk w = Decode(enc.bytes(), image);
+  EXPECT_EQ(w.err, EBADMSG);
+  EXPECT_GT(w.ips.size(), testing::kEndlessLoopInsns);  // (its own limit: blocks, here of 2 instructions)
+}
+
+// C6 and C7 (group 11, MOV r/m, imm) with a ModRM.reg other than 0 are
+// undefined (but XABORT, XBEGIN at C6/C7 F8); libipt's length decoder sizes
+// them by ModRM (and displacement), C6 with an imm8 — its immediate width is
+// a constant — and C7 with none (its width is resolved by ModRM.reg, and
+// only /0 has one), and pt_insn_next walks over them. We failed there
+// (EILSEQ). (Corpus divergence at PERFTEST_PT_CORPUS=all SEEDS=20
+// LAYOUTS=10 FIXED=3: compiled_o0_interrupts seed 12, corruption 4 — a
+// corrupted TIP into the middle of a lea, at C6 48 8D 05.)
+TEST(FlowDecoder, UndefinedGroup11EncodingsAreWalkedAsLibiptDoes) {
+  const std::vector<std::vector<uint8_t>> insns = {
+      {0xc6, 0x48, 0x8d, 0x05}, {0xc6, 0xf9, 0x01}, {0xc6, 0x38, 0x01}, {0xc7, 0xc8}, {0x66, 0xc7, 0x50, 0x10}};
+  std::vector<uint8_t> code;
+  std::vector<uint64_t> ips;
+  for (const std::vector<uint8_t>& insn : insns) {
+    ips.push_back(kBase + code.size());
+    code.insert(code.end(), insn.begin(), insn.end());
+  }
+  code.push_back(0xc3);
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, code).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, ips);
+  // C7 /7 other than XBEGIN's F8 libipt rejects (-pte_bad_insn).
+  Image xbegin;
+  ASSERT_TRUE(xbegin.AddBlob(kBase, std::vector<uint8_t>{0x90, 0x48, 0xc7, 0x38, 0xc3}).ok());
+  flow_test::ExpectFailsAsLibipt(enc.bytes(), xbegin, -pte_bad_insn, EILSEQ, {kBase});
+}
+
+// MOV to or from a segment register that does not exist (8C/8E with
+// ModRM.reg 6 or 7), or to CS (8E /1): undefined, sized by ModRM by
+// libipt's length decoder and walked over by pt_insn_next. We failed there
+// (EILSEQ). (Corpus divergence at PERFTEST_PT_CORPUS=all SEEDS=20 LAYOUTS=10
+// FIXED=3: compiled_interrupts seed 20, corruption 0 — a MODE.Exec flipped
+// to 16-bit mode, the code then decoded at 8E FF.)
+TEST(FlowDecoder, UndefinedSegmentRegisterMovesAreWalkedAsLibiptDoes) {
+  const std::vector<std::vector<uint8_t>> insns = {{0x8e, 0xff}, {0x8c, 0xf8}, {0x8e, 0xc8}, {0x8e, 0x78, 0x10}};
+  std::vector<uint8_t> code;
+  std::vector<uint64_t> ips;
+  for (const std::vector<uint8_t>& insn : insns) {
+    ips.push_back(kBase + code.size());
+    code.insert(code.end(), insn.begin(), insn.end());
+  }
+  code.push_back(0xc3);
+  Image image;
+  ASSERT_TRUE(image.AddBlob(kBase, code).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, ips);
+}
+
 }  // namespace
 }  // namespace perftest::pt

@@ -193,7 +193,9 @@ LegacyPrefixes ScanLegacyPrefixes(std::span<const uint8_t> bytes) {
 // flow walks on as libipt's does (issue 7). Covered: the one-byte opcodes
 // that are invalid in 64-bit mode (06 07 0E 16 17 1E 1F 27 2F 37 3F 60 61
 // CE D6: 1 byte; D4/D5: with imm8; 82: as 80 /r ib; 9A/EA ptr16:32: far
-// call/jump), FE/FF with an undefined ModRM.reg or operand, two-byte
+// call/jump), 8C/8E with an undefined segment register, C6/C7 with a
+// ModRM.reg other than 0 (C6 with imm8, C7 with none), FE/FF
+// with an undefined ModRM.reg or operand, two-byte
 // opcodes of a group with an undefined ModRM (0F 00, 01, 0D, 18-1F, 71-73,
 // AE, B9, BA, C7: ModRM and imm8 as their layout), and VEX (C4/C5)
 // encodings with an undefined prefix/opcode combination (ModRM, SIB,
@@ -249,6 +251,26 @@ int InsnClassifier::ClassifyUndefined(std::span<const uint8_t> bytes, uint64_t i
       insn.branch = BranchClass::kFarTransfer;
       insn.far = op == 0x9a ? FarKind::kFarCall : FarKind::kFarJump;
       break;
+    case 0x8c: case 0x8e: {
+      // MOV to or from a segment register that does not exist (ModRM.reg
+      // 6, 7) or, for 8E, to CS: libipt sizes them by ModRM.
+      const size_t m = modrm_len(n + 1);
+      if (m == 0) return EILSEQ;
+      len = n + 1 + m;
+      break;
+    }
+    case 0xc6: case 0xc7: {
+      // Group 11 (MOV r/m, imm) with a ModRM.reg other than 0 (but XABORT
+      // and XBEGIN, C6/C7 F8): libipt's length decoder sizes them by ModRM,
+      // C6 with its imm8 (a constant immediate width), C7 without its
+      // immediate (sized by ModRM.reg: only /0 has one); C7 /7 but F8 it
+      // rejects.
+      const size_t m = modrm_len(n + 1);
+      if (m == 0) return EILSEQ;
+      if (op == 0xc7 && ((bytes[n + 1] >> 3) & 7) == 7) return EILSEQ;  // (XBEGIN's: libipt -pte_bad_insn)
+      len = n + 1 + m + (op == 0xc6 ? 1 : 0);
+      break;
+    }
     case 0xfe: case 0xff: {
       const size_t m = modrm_len(n + 1);
       if (m == 0) return EILSEQ;

@@ -20,6 +20,10 @@ namespace internal {
 // inside a PSB+ and in the stream (flow_decoder_packets.cc).
 FlowEvent StatusEvent(const Packet& p);
 
+// Whether the bytes at `at` open an event packet by libipt's opcode table
+// (pt_df_fetch; flow_decoder_packets.cc).
+bool OpensEventPacket(std::span<const uint8_t> trace, uint64_t at, bool tip_bound, bool fup_bound);
+
 // The packets libipt's query decoder decodes as status updates while it
 // reads ahead to the next packet a query needs (pt_qry_read_ahead): PAD and
 // the timing packets TSC, MTC, CYC and TMA. It stops, without decoding, at
@@ -29,14 +33,15 @@ inline constexpr bool IsReadAheadStatus(PacketType t) {
          t == PacketType::kTma;
 }
 
-// Whether the bytes at `at` open a packet IsReadAheadStatus() names, by its
-// opcode alone (for a read-ahead that met a packet error there: libipt's
-// decodes that packet, and fails, only if it is one of those).
+// Whether the bytes at `at` open a packet IsReadAheadStatus() names, or a
+// PSB, by its opcode alone (for a read-ahead that met a packet error there:
+// libipt's decodes that packet, and fails, only if it is one of those — a
+// PSB too, pt_decode_psb has no flags: pt_qry_read_ahead decodes it).
 inline bool OpensReadAheadStatus(std::span<const uint8_t> trace, uint64_t at) {
   if (at >= trace.size()) return false;
   const uint8_t b0 = trace[at];
   if (b0 == 0x00 || b0 == 0x19 || b0 == 0x59 || (b0 & 3) == 3) return true;  // PAD, TSC, MTC, CYC
-  return b0 == 0x02 && at + 1 < trace.size() && trace[at + 1] == 0x73;       // TMA
+  return b0 == 0x02 && at + 1 < trace.size() && (trace[at + 1] == 0x73 || trace[at + 1] == 0x82);  // TMA, PSB
 }
 
 // StoreLast(), kRetStackSize, PushReturn() and PopReturn(): flow_decoder.h
@@ -189,7 +194,7 @@ inline __attribute__((always_inline)) int FlowDecoder::FetchControl() {
     }
     if ((b & 1) == 0 && b > 2) {
       packets_.Skip(1);
-      return TakeTntField(b >> 1, packets_.offset() < clean_end_);
+      return TakeTntField(b >> 1, CleanHolds());
     }
     if (b == internal::kOpcExt && q[1] == internal::kExtTnt64) {  // TNT-64: 6 payload bytes
       uint64_t raw;  // (bytes 1..8 of the 9 readable: the payload is bytes 2..7)
@@ -197,7 +202,7 @@ inline __attribute__((always_inline)) int FlowDecoder::FetchControl() {
       const uint64_t field = (raw >> 8) & 0xffffffffffff;
       if (field == 0) break;  // (no stop bit: the packet decoder's error)
       packets_.Skip(8);
-      return TakeTntField(field, packets_.offset() < clean_end_);
+      return TakeTntField(field, CleanHolds());
     }
     // TIP (opcode[4:0] 0Dh), TIP.PGE (11h), TIP.PGD (01h) whose IPBytes
     // (opcode[7:5]) are not reserved (101b, 111b): the packet decoder's

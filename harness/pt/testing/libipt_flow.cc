@@ -111,6 +111,7 @@ FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image) {
     uint64_t off = 0;
     pt_insn_get_sync_offset(dec, &off);
     log.entries.push_back({.kind = FlowEntry::kSync, .ip = off});
+    uint64_t last_offset = ~uint64_t{0}, without_packet = 0;
     for (;;) {
       while (status >= 0 && (status & pts_event_pending)) {
         pt_event ev;
@@ -123,6 +124,14 @@ FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image) {
       log.entries.push_back(
           {.kind = FlowEntry::kInsn, .size = insn.size, .iclass = static_cast<uint8_t>(insn.iclass), .ip = insn.ip});
       ++log.insns;
+      uint64_t at = 0;
+      pt_insn_get_offset(dec, &at);
+      without_packet = at == last_offset ? without_packet + 1 : 0;
+      last_offset = at;
+      if (without_packet >= kEndlessLoopInsns) {  // (an endless loop: see the top of libipt_flow.h)
+        status = kLibiptEndlessLoop;
+        break;
+      }
     }
     pt_insn_get_offset(dec, &off);
     log.entries.push_back({.kind = FlowEntry::kError, .code = status, .offset = off});
@@ -149,6 +158,7 @@ FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image) {
     log.entries.push_back({.kind = FlowEntry::kSync, .ip = *s});
     FlowStep step;
     int err;
+    uint64_t last_offset = ~uint64_t{0}, without_packet = 0;
     while ((err = dec.Next(&step)) == 0) {
       if (step.kind != FlowStep::kBlock) continue;
       for (BlockInsns it(step.block); it.ok(); it.Advance()) {
@@ -157,6 +167,12 @@ FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image) {
                                .iclass = static_cast<uint8_t>(LibiptClass(it.insn())),
                                .ip = it.ip()});
         ++log.insns;
+      }
+      without_packet = dec.offset() == last_offset ? without_packet + step.block.ninsn : 0;
+      last_offset = dec.offset();
+      if (without_packet >= kEndlessLoopInsns) {  // (an endless loop: see the top of libipt_flow.h)
+        err = ELOOP;
+        break;
       }
     }
     log.entries.push_back({.kind = FlowEntry::kError, .code = err, .offset = dec.error_offset()});
@@ -182,6 +198,8 @@ std::string DiffFlowUntilError(const FlowLog& ours, const FlowLog& ref) {
 }
 
 bool SameFlowError(int ours, int libipt) {
+  if (libipt == kLibiptEndlessLoop) return ours == ELOOP || ours == EBADMSG;
+  if (ours == ELOOP) return false;
   switch (-libipt) {
     case pte_eos: return ours == ENODATA || ours == EMSGSIZE;
     case pte_nomap: return ours == ENXIO;

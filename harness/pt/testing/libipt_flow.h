@@ -11,6 +11,12 @@
 // instruction (IP, size, class as libipt's pt_insn_class) and each error
 // is an entry. libipt reads the image through a pt_image read callback on
 // our Image (the differential is about the flow, not about image loading).
+// A walk of kEndlessLoopInsns instructions without the decoder's trace
+// offset moving is an endless loop of branches that need no packet: libipt
+// decodes it for ever (pt_insn_next has no limit), our decoder fails after
+// Options::max_steps_without_packet blocks (EBADMSG); both walks end there
+// with an error entry (libipt's kLibiptEndlessLoop, our ELOOP) that
+// SameFlowError() takes as the same error, then sync forward again.
 #pragma once
 
 #include <intel-pt.h>
@@ -45,6 +51,9 @@ struct FlowLog {
 // libipt's class for an instruction we classified.
 pt_insn_class LibiptClass(const Insn& insn);
 
+inline constexpr uint64_t kEndlessLoopInsns = uint64_t{1} << 20;
+inline constexpr int kLibiptEndlessLoop = -1000;  // (no pte_* code is this)
+
 FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image);
 FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image);
 
@@ -69,6 +78,8 @@ std::string DiffFlowUntilError(const FlowLog& ours, const FlowLog& ref);
 //                      never came), -pte_bad_status_update (a mid-flow
 //                      PSB+'s MODE.Exec against the current mode)
 //   ENOTCONN           -pte_nosync
+//   ELOOP, EBADMSG     kLibiptEndlessLoop (the walk's cap, above; our decoder's
+//                      own limit is EBADMSG)
 bool SameFlowError(int ours, int libipt);
 // As DiffFlow, up to and including the first error of each log, for
 // corrupted traces (after an error the decoders may resynchronize
