@@ -65,7 +65,7 @@ int FlowDecoder::CheckAhead(uint64_t* next) {
         off += size;
         continue;
       }
-      if (q.type == PacketType::kMwait || q.type == PacketType::kModeExec) break;  // the careful way
+      if (q.type == PacketType::kMwait) break;  // the careful way
       if (q.type == PacketType::kFup && fup_held_.empty() && !QuietPastFup(trace, off, size, q.ipbytes())) break;
       if (next != nullptr) *next = off;
       return 0;
@@ -98,11 +98,6 @@ int FlowDecoder::CheckAhead(uint64_t* next) {
         error_offset_ = q.offset;
         return e;
       }
-      case PacketType::kModeExec:
-        // libipt's read-ahead decodes a MODE.Exec (its event queued for the
-        // next TIP: pt_qry_decode_mode; pt_qry_will_event does not stop for
-        // evb_tip) and reads on.
-        continue;
       case PacketType::kPsb:
         // libipt's read-ahead decodes a PSB with its header (pt_decode_psb
         // has no flags; pt_qry_decode_psb -> pt_qry_read_psb_header, to the
@@ -285,11 +280,11 @@ struct CleanStopTable {
 };
 constexpr CleanStopTable kCleanStop;
 // The packet decoder's fast-path reject bits (internal::kFast.reject), with
-// MODE sent aside too (CleanRare(): it splits a region). libipt's read-ahead
-// goes on past a MODE.Exec, its event queued for the next TIP, where the
-// flow's state decides what follows (its event query at the end of the
-// trace, a MODE.TSX's FUP: flow_decoder_fup_queue_test.cc) — which the
-// stretch does not see. (FUP, TIP.PGE and TIP.PGD need no split:
+// MODE sent aside too (CleanRare(): it splits a region). What libipt's
+// read-ahead does past a MODE.Exec (its event queued for the next TIP) or a
+// MODE.TSX (waiting for its FUP: flow_decoder_fup_queue_test.cc) depends on
+// the flow's state, which the stretch does not see: the careful look
+// (CheckAhead(), EventQueryAfterTnt()) decides for the TNTs before one. (FUP, TIP.PGE and TIP.PGD need no split:
 // ReadAheadPastSplittingPacketsInsideTheCleanStretch.)
 struct CleanRejectTable {
   uint16_t at[256] = {};
