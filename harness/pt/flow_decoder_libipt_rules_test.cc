@@ -104,18 +104,7 @@ TEST(FlowDecoder, UndefinedTwoByteGroupEncodingsAreWalkedAsLibiptDoes) {
   const std::vector<std::vector<uint8_t>> insns = {
       {0x48, 0x0f, 0xae, 0xe0}, {0x0f, 0xae, 0xc8}, {0x0f, 0xc7, 0xc8}, {0x0f, 0x00, 0xf8},
       {0x0f, 0xba, 0xc0, 0x01}, {0x0f, 0x71, 0xc0, 0x01}, {0x0f, 0x73, 0xc8, 0x01}, {0x0f, 0x01, 0xff}};
-  std::vector<uint8_t> code;
-  std::vector<uint64_t> ips;
-  for (const std::vector<uint8_t>& insn : insns) {
-    ips.push_back(kBase + code.size());
-    code.insert(code.end(), insn.begin(), insn.end());
-  }
-  code.push_back(0xc3);
-  Image image;
-  ASSERT_TRUE(image.AddBlob(kBase, code).ok());
-  PacketEncoder enc;
-  PsbPlus(enc, kBase);
-  ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, ips);
+  flow_test::ExpectInsnsWalkedAsLibipt(insns);
 }
 
 // A TIP that suppresses the IP for an indirect jump: libipt reads ahead

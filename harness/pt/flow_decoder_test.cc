@@ -379,22 +379,11 @@ TEST(FlowDecoder, EndlessLoopEndsBothDifferentialWalks) {
 TEST(FlowDecoder, UndefinedGroup11EncodingsAreWalkedAsLibiptDoes) {
   const std::vector<std::vector<uint8_t>> insns = {
       {0xc6, 0x48, 0x8d, 0x05}, {0xc6, 0xf9, 0x01}, {0xc6, 0x38, 0x01}, {0xc7, 0xc8}, {0x66, 0xc7, 0x50, 0x10}};
-  std::vector<uint8_t> code;
-  std::vector<uint64_t> ips;
-  for (const std::vector<uint8_t>& insn : insns) {
-    ips.push_back(kBase + code.size());
-    code.insert(code.end(), insn.begin(), insn.end());
-  }
-  code.push_back(0xc3);
-  Image image;
-  ASSERT_TRUE(image.AddBlob(kBase, code).ok());
-  PacketEncoder enc;
-  PsbPlus(enc, kBase);
-  flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, ips);
+  const std::vector<uint8_t> trace = flow_test::ExpectInsnsWalkedAsLibipt(insns);
   // C7 /7 other than XBEGIN's F8 libipt rejects (-pte_bad_insn).
   Image xbegin;
   ASSERT_TRUE(xbegin.AddBlob(kBase, std::vector<uint8_t>{0x90, 0x48, 0xc7, 0x38, 0xc3}).ok());
-  flow_test::ExpectFailsAsLibipt(enc.bytes(), xbegin, -pte_bad_insn, EILSEQ, {kBase});
+  flow_test::ExpectFailsAsLibipt(trace, xbegin, -pte_bad_insn, EILSEQ, {kBase});
 }
 
 // MOV to or from a segment register that does not exist (8C/8E with
@@ -405,18 +394,7 @@ TEST(FlowDecoder, UndefinedGroup11EncodingsAreWalkedAsLibiptDoes) {
 // to 16-bit mode, the code then decoded at 8E FF.)
 TEST(FlowDecoder, UndefinedSegmentRegisterMovesAreWalkedAsLibiptDoes) {
   const std::vector<std::vector<uint8_t>> insns = {{0x8e, 0xff}, {0x8c, 0xf8}, {0x8e, 0xc8}, {0x8e, 0x78, 0x10}};
-  std::vector<uint8_t> code;
-  std::vector<uint64_t> ips;
-  for (const std::vector<uint8_t>& insn : insns) {
-    ips.push_back(kBase + code.size());
-    code.insert(code.end(), insn.begin(), insn.end());
-  }
-  code.push_back(0xc3);
-  Image image;
-  ASSERT_TRUE(image.AddBlob(kBase, code).ok());
-  PacketEncoder enc;
-  PsbPlus(enc, kBase);
-  flow_test::ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, ips);
+  flow_test::ExpectInsnsWalkedAsLibipt(insns);
 }
 
 }  // namespace

@@ -187,6 +187,27 @@ inline std::vector<FlowEvent::Type> ExpectSameEventsAsLibipt(const std::vector<u
   return ours;
 }
 
+// `insns` one after another at kBase, then a ret, and a trace of a PSB+
+// whose FUP is kBase and nothing else: libipt walks every instruction and
+// meets the end at the ret (-pte_eos), and so must we (ENODATA). For the
+// length decoder's encodings libipt sizes where a stricter decoder fails.
+// Returns the trace.
+inline std::vector<uint8_t> ExpectInsnsWalkedAsLibipt(const std::vector<std::vector<uint8_t>>& insns) {
+  std::vector<uint8_t> code;
+  std::vector<uint64_t> ips;
+  for (const std::vector<uint8_t>& insn : insns) {
+    ips.push_back(kBase + code.size());
+    code.insert(code.end(), insn.begin(), insn.end());
+  }
+  code.push_back(0xc3);
+  Image image;
+  EXPECT_TRUE(image.AddBlob(kBase, code).ok());
+  PacketEncoder enc;
+  PsbPlus(enc, kBase);
+  ExpectFailsAsLibipt(enc.bytes(), image, -pte_eos, ENODATA, ips);
+  return enc.bytes();
+}
+
 }  // namespace perftest::pt::flow_test
 
 #endif  // PERFTEST_HARNESS_PT_FLOW_DECODER_TEST_SUPPORT_H_

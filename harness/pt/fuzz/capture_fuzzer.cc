@@ -23,15 +23,11 @@
 #include "harness/pt/capture_file.h"
 #include "harness/pt/image.h"
 #include "harness/pt/itrace.h"
+#include "harness/pt/fuzz/fuzz_check.h"
 
 namespace {
 
 using namespace perftest::pt;
-
-#define FUZZ_CHECK(cond) \
-  do {                   \
-    if (!(cond)) __builtin_trap(); \
-  } while (0)
 
 }  // namespace
 

@@ -24,16 +24,12 @@
 #include "harness/pt/block_cache.h"
 #include "harness/pt/flow_decoder.h"
 #include "harness/pt/image.h"
+#include "harness/pt/fuzz/fuzz_check.h"
 
 namespace {
 
 using namespace perftest::pt;
 using perftest::Result;
-
-#define FUZZ_CHECK(cond) \
-  do {                   \
-    if (!(cond)) __builtin_trap(); \
-  } while (0)
 
 bool Documented(int err) {
   switch (err) {

@@ -23,15 +23,11 @@
 #include "harness/pt/packet_decoder.h"
 #include "harness/pt/packet_encoder.h"
 #include "harness/pt/sync.h"
+#include "harness/pt/fuzz/fuzz_check.h"
 
 namespace {
 
 using namespace perftest::pt;
-
-#define FUZZ_CHECK(cond) \
-  do {                   \
-    if (!(cond)) __builtin_trap(); \
-  } while (0)
 
 void DecodeForward(std::span<const uint8_t> trace, bool blocks, bool from_zero) {
   PacketDecoder d(trace, PacketDecoder::Options{.block_packets = blocks});
