@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <system_error>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -30,7 +32,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-// A fresh directory under TempDir, removed (with its files) at the end.
+// A fresh directory under TempDir (mkdtemp(3): its template ends in
+// XXXXXX), removed with its files at the end.
 class TempDir {
  public:
   TempDir() {
@@ -38,7 +41,8 @@ class TempDir {
     path_ = ::mkdtemp(templ.data()) != nullptr ? templ : "";
   }
   ~TempDir() {
-    if (!path_.empty()) std::system(fmt::format("rm -rf '{}'", path_).c_str());
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
   }
   const std::string& path() const { return path_; }
 

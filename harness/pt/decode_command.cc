@@ -167,6 +167,7 @@ int RunDecode(const DecodeCommand& cmd) {
   std::vector<std::string> image_specs = cmd.images;
   std::string error;
   CaptureTiming timing;
+  timing.mtc_period = 3;  // perf's default; a capture's own replaces it
   std::vector<uint64_t> data_lost;
   if (!ReadTraceInput(cmd.file, "decode", &trace, cmd.images.empty() ? &image_specs : nullptr, &error, &timing,
                       &data_lost)) {
@@ -188,8 +189,7 @@ int RunDecode(const DecodeCommand& cmd) {
   if (cmd.max_nonturbo_ratio != 0) timing.max_nonturbo_ratio = cmd.max_nonturbo_ratio;
   FlowDecoder::Options d;
   d.max_nonturbo_ratio = timing.max_nonturbo_ratio;
-  d.mtc_period = cmd.mtc_period >= 0 ? static_cast<unsigned>(cmd.mtc_period)
-                                     : timing.tsc_ctc_ratio_d != 0 ? timing.mtc_period : d.mtc_period;
+  d.mtc_period = cmd.mtc_period >= 0 ? static_cast<unsigned>(cmd.mtc_period) : timing.mtc_period;
   d.tsc_ctc_ratio_n = timing.tsc_ctc_ratio_n;
   d.tsc_ctc_ratio_d = timing.tsc_ctc_ratio_d == 0 ? 1 : timing.tsc_ctc_ratio_d;
   o->max_nonturbo_ratio = timing.max_nonturbo_ratio;
