@@ -52,6 +52,14 @@ def _annotation(result):
         notes.append("denylisted")
     if extra.get("xfail") and result.status in FAILING:
         notes.append("expected failure")
+    if extra.get("retried"):
+        notes.append("retried: %s" % ", ".join(r["status"] for r in extra["attempts"]))
+    if extra.get("expected_skip"):
+        notes.append("expected skip (%s)" % extra["expectation_entry"])
+    if extra.get("unexpected_skip"):
+        notes.append("UNEXPECTED skip")
+    if extra.get("unexpected_pass"):
+        notes.append("expected skip PASSED (%s)" % extra["expectation_entry"])
     return ("  " + "; ".join(notes)) if notes else ""
 
 
@@ -101,7 +109,9 @@ class TtyProgress(Progress):
 
     def case_done(self, case, result):
         super().case_done(case, result)
-        if result.status in FAILING and not (result.extra or {}).get("xfail"):
+        extra = result.extra or {}
+        if (result.status in FAILING and not extra.get("xfail")) or \
+                extra.get("unexpected_skip") or extra.get("unexpected_pass"):
             head = "%-7s %s (%s) %.2fs%s" % (result.status.upper(), case.feature or "-",
                                               case.test, result.duration_s, _annotation(result))
             reason = one_line(result.reason, max(30, self._width() - 12))

@@ -24,14 +24,27 @@ def is_xfail(case):
 
 def verdict(doc):
     """PASSED / FAILED / FAILED (--strict: ...) / INTERRUPTED (n not run)."""
+    from ..report import strict_problems
     run, summary = doc["run"], doc["summary"]
     if run.get("interrupted"):
         return "INTERRUPTED (%d not run)" % summary.get("not_run", 0)
     if any(is_failing(c) for c in doc["cases"]):
         return "FAILED"
-    if run.get("strict") and (summary.get("skip", 0) or summary["total"] == 0):
-        return "FAILED (--strict: %s)" % ("skips count as failures" if summary.get("skip")
-                                          else "no cases ran")
+    if run.get("strict"):
+        problems = strict_problems(doc)
+        if summary["total"] == 0:
+            return "FAILED (--strict: no cases ran)"
+        if problems and "expectations" not in run:
+            return "FAILED (--strict: skips count as failures)"
+        if problems:
+            skips = sum(1 for c in problems if c["status"] == "skip")
+            passes = len(problems) - skips
+            what = []
+            if skips:
+                what.append("%d unexpected skip%s" % (skips, "s" if skips > 1 else ""))
+            if passes:
+                what.append("%d expected skip%s passed" % (passes, "s" if passes > 1 else ""))
+            return "FAILED (--strict: %s)" % ", ".join(what)
     return "PASSED"
 
 
@@ -43,6 +56,14 @@ def annotations(case):
         tags.append("flaky: %s" % ", ".join(r["status"] for r in case.get("repeats") or []))
     if case.get("xfail"):
         tags.append("expected to fail")
+    if case.get("retried"):
+        tags.append("retried: %s" % ", ".join(a["status"] for a in case.get("attempts") or []))
+    if case.get("expected_skip"):
+        tags.append("expected: %s" % case.get("expectation_entry"))
+    if case.get("unexpected_skip"):
+        tags.append("UNEXPECTED skip")
+    if case.get("unexpected_pass"):
+        tags.append("expected skip PASSED: %s" % case.get("expectation_entry"))
     return tags
 
 
