@@ -31,9 +31,11 @@ File format (ci/expectations/*.txt, UTF-8, one entry per line):
   ``arch``), ``backend`` (``kernel``, ``mock``), ``profile`` (the mock
   profile's name; empty on the kernel backend), ``hwpmu`` (``yes``/``no``:
   the machine has a hardware PMU: the host's sysfs PMUs, or the profile's),
-  ``privileged`` (``yes``/``no``: CAP_PERFMON or CAP_SYS_ADMIN effective on
-  the host; the profile's ``privileged`` on the mock). A file without a
-  match line is used only when named explicitly.
+  ``intel_pt`` (``yes``/``no``: it has the intel_pt PMU), ``privileged``
+  (``yes``/``no``: CAP_PERFMON or CAP_SYS_ADMIN effective on the host; the
+  profile's ``privileged`` on the mock). A value starting with ``!`` matches
+  when none of its globs does (``arch=!x86_64``). A file without a match
+  line is used only when named explicitly.
 
 The first matching entry over all files (in the order given; ``auto`` files
 in name order) decides. Within one file a glob appears once.
@@ -56,7 +58,7 @@ from .errors import UsageError
 
 SKIP_CLASSES = ("unsupported", "permission", "sandbox", "kernel_version")
 DEFAULT_CLASS = "unsupported"
-MATCH_KEYS = ("kernel", "arch", "backend", "profile", "hwpmu", "privileged")
+MATCH_KEYS = ("kernel", "arch", "backend", "profile", "hwpmu", "intel_pt", "privileged")
 # The verdicts an entry can carry (Entry.verdict).
 DENY, XFAIL, SKIP, RETRY = "deny", "xfail", "skip", "retry"
 MAX_RETRY = 5
@@ -97,6 +99,7 @@ class Environment:
     backend: str
     profile: str = ""
     hwpmu: str = "no"
+    intel_pt: str = "no"
     privileged: str = "no"
 
     def values(self):
@@ -119,13 +122,16 @@ def environment(backend, profile_doc=None):
     u = os.uname()
     if backend == "mock":
         doc = profile_doc or {}
-        pmus = [p for p in doc.get("pmus") or [] if isinstance(p, dict)]
+        pmus = [p for p in doc.get("pmus") or [] if isinstance(p, dict) and "name" in p]
         return Environment(u.release, str(doc.get("arch") or ""), "mock", str(doc.get("name") or ""),
                            _yes_no(any(is_hardware_pmu(p) for p in pmus)),
+                           _yes_no(any(p["name"] == "intel_pt" for p in pmus)),
                            _yes_no(doc.get("privileged", True)))
     caps = host.capabilities(host.read_text("/proc/self/status"))
+    pmus = host.pmus()
     return Environment(u.release, u.machine, backend, "",
-                       _yes_no(any(is_hardware_pmu(p) for p in host.pmus())),
+                       _yes_no(any(is_hardware_pmu(p) for p in pmus)),
+                       _yes_no(any(p["name"] == "intel_pt" for p in pmus)),
                        _yes_no(caps.get("cap_perfmon") or caps.get("cap_sys_admin")))
 
 
@@ -140,8 +146,14 @@ class ExpectationList:
         if not self.match:
             return False
         values = env.values()
-        return all(any(fnmatch.fnmatchcase(values[k], g) for g in globs.split(","))
-                   for k, globs in self.match.items())
+        return all(_value_matches(values[k], globs) for k, globs in self.match.items())
+
+
+def _value_matches(value, globs):
+    """'a*,b' matches a value any glob matches; '!a*,b' one that none matches."""
+    negate = globs.startswith("!")
+    hit = any(fnmatch.fnmatchcase(value, g) for g in globs.lstrip("!").split(","))
+    return hit != negate
 
 
 def _error(path, lineno, msg):

@@ -68,7 +68,7 @@ class ParseTest(unittest.TestCase):
             ('"a.b" why\n', "is not a feature-id or test-name glob"),
             ("# match: kernel=6.*\n# match: arch=x86_64\n", "x.txt:2: a second '# match:' line"),
             ("# match: os=linux\n", "'# match:' key 'os' is not one of kernel, arch, backend, "
-                                    "profile, hwpmu, privileged"),
+                                    "profile, hwpmu, intel_pt, privileged"),
             ("# match: kernel\n", "'# match:' takes key=GLOB words"),
         ]:
             with self.subTest(text=text):
