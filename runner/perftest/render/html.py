@@ -243,6 +243,8 @@ def _reason_cell(case):
     tag_html = "".join('<span class="tag">%s</span>' % esc(t) for t in tags)
     if case.get("denylist_reason"):
         tag_html += '<span class="tag">deny list: %s</span>' % esc(case["denylist_reason"])
+    elif case.get("expectation_reason"):
+        tag_html += '<span class="tag">declared: %s</span>' % esc(case["expectation_reason"])
     lines = reason.splitlines()
     if len(lines) > 3 or len(reason) > 400:
         first = common.one_line(reason, 160)
