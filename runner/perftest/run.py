@@ -2,7 +2,7 @@
 own process group, write the report, print the summary.
 
 Order of work, so bad input fails fast (exit 2) before anything runs:
-resolve suites -> check --jobs/--repeat, --profile, explicit --denylist
+resolve suites -> check --jobs/--repeat, --profile, explicit --expect
 files, --output (when given) -> list cases -> apply --filter -> choose the
 backend (probe) -> pick --expect=auto files -> run -> report.
 

@@ -59,12 +59,20 @@ def annotations(case):
     if case.get("retried"):
         tags.append("retried: %s" % ", ".join(a["status"] for a in case.get("attempts") or []))
     if case.get("expected_skip"):
-        tags.append("expected: %s" % case.get("expectation_entry"))
+        tags.append("expected: %s" % short_entry(case.get("expectation_entry")))
     if case.get("unexpected_skip"):
         tags.append("UNEXPECTED skip")
     if case.get("unexpected_pass"):
-        tags.append("expected skip PASSED: %s" % case.get("expectation_entry"))
+        tags.append("expected skip PASSED: %s" % short_entry(case.get("expectation_entry")))
     return tags
+
+
+def short_entry(entry):
+    """An expectation list entry FILE:LINE, from ci/ on when the file is in
+    the repository's lists (the report keeps the absolute path)."""
+    entry = entry or ""
+    at = entry.rfind("/ci/expectations/")
+    return entry[at + 1:] if at >= 0 else entry
 
 
 def sort_key(case):
