@@ -114,6 +114,10 @@ def build_parser():
                          "backend (format: ci/denylists/README.md)")
     sp.add_argument("--strict", action="store_true",
                     help="a skipped case fails the run (exit 1)")
+    sp.add_argument("--taint", choices=("fail", "warn", "ignore"), default="warn",
+                    help="kernel health verdict: the taint value and kernel log (WARN/BUG/oops) "
+                         "are read around every case; warn (default): flag the cases in the "
+                         "report; fail: such a case fails the run (exit 1); ignore: record only")
     sp.add_argument("-q", "--quiet", action="store_true", help="no per-case progress output")
 
     sp = add("report", "re-render a saved report",
