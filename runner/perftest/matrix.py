@@ -249,6 +249,10 @@ def write(matrix, outdir):
     return paths
 
 
+def plural(n, word):
+    return "%d %s%s" % (n, word, "" if n == 1 else "s")
+
+
 def summary_text(matrix):
     """What `perftest matrix` prints: one line per column, then the counts."""
     out = []
@@ -256,16 +260,16 @@ def summary_text(matrix):
         s = c["summary"]
         h = c["health"]
         kernel = "not checked" if h is None else ("healthy" if h["healthy"] else
-                                                   "NOT healthy (%d cases flagged)"
-                                                   % h["cases_flagged"])
+                                                   "NOT healthy (%s flagged)"
+                                                   % plural(h["cases_flagged"], "case"))
         out.append("  %-4s %-28s %s %s, %s: %d cases, %d pass, %d fail, %d skip; kernel %s"
                    % (c["id"], c["label"], c["kernel_release"], c["arch"], c["cpu"],
                       s["total"], s["pass"], s["fail"], s["skip"], kernel))
     n = matrix["counts"]
-    out.append("matrix: %d behaviours x %d columns; %d rows differ between columns, %d missing "
-               "cells, %d rows with kernel health flags"
-               % (n["rows"], n["columns"], n["rows_differing"], n["cells"][MISSING],
-                  n["rows_flagged"]))
+    out.append("matrix: %d behaviours x %d columns; %s differ between columns, %s, "
+               "%s with kernel health flags"
+               % (n["rows"], n["columns"], plural(n["rows_differing"], "row"),
+                  plural(n["cells"][MISSING], "missing cell"), plural(n["rows_flagged"], "row")))
     return "\n".join(out) + "\n"
 
 

@@ -14,6 +14,7 @@ render(matrix) -> str
 
 import html
 
+from ..matrix import plural
 from .html import STATUS_STYLE
 
 STYLE = dict(STATUS_STYLE, missing=("missing", "#d0d7de"))
@@ -352,10 +353,11 @@ def render(matrix):
         "<style>%s</style>" % _CSS,
         "</head><body>",
         "<h1>%s</h1>" % esc(title),
-        '<p class="sub">%d suites · %d rows differ between reports · %d missing cells · '
-        '%d rows with kernel health flags · generated %s by perftest %s</p>'
-        % (len(matrix["suites"]), n["rows_differing"], n["cells"].get("missing", 0),
-           n["rows_flagged"], esc(matrix["generated"]), esc(matrix["perftest_version"])),
+        '<p class="sub">%s · %s differ between reports · %s · %s with kernel health flags · '
+        'generated %s by perftest %s</p>'
+        % (plural(len(matrix["suites"]), "suite"), plural(n["rows_differing"], "row"),
+           plural(n["cells"].get("missing", 0), "missing cell"), plural(n["rows_flagged"], "row"),
+           esc(matrix["generated"]), esc(matrix["perftest_version"])),
         '<div class="cols">',
     ]
     out += [_col_card(c) for c in matrix["columns"]]

@@ -43,8 +43,8 @@ def column_health(col):
         return "not checked (report before schema 1.2)"
     if h["healthy"]:
         return "healthy (taint %s)" % h.get("tainted_end")
-    return "☢️ NOT healthy: %d cases flagged%s" % (
-        h["cases_flagged"], ", new taint %s" % h["new_taint"] if h.get("new_taint") else "")
+    return "☢️ NOT healthy: %d case%s flagged%s" % (
+        h["cases_flagged"], "" if h["cases_flagged"] == 1 else "s", ", new taint %s" % h["new_taint"] if h.get("new_taint") else "")
 
 
 def _table(header, rows):
