@@ -454,7 +454,16 @@ class HostMonitor:
             self.source["tainted_problem"] = problem
 
     @classmethod
-    def open(cls, container=False):
+    def open(cls, container=None):
+        """Open this machine's sources (or $PERFTEST_TAINTED_FILE/$PERFTEST_KMSG);
+        never raises: what cannot be read is said in the summary. container:
+        whether we run in one (default: host.detect_container), for the note."""
+        if container is None:
+            from .host import detect_container
+            try:
+                container = bool(detect_container()[0])
+            except Exception:        # a note's wording must not cost the run
+                container = False
         tainted_path = os.environ.get("PERFTEST_TAINTED_FILE") or DEFAULT_TAINTED
         log_path = os.environ.get("PERFTEST_KMSG") or DEFAULT_KMSG
         restrict = dmesg_restrict()

@@ -167,6 +167,21 @@ class CommandTest(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(out, "matrix.html")))
 
 
+class SchemaDocTest(unittest.TestCase):
+    def test_schema_md_documents_every_matrix_key(self):
+        with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                               "SCHEMA.md")) as f:
+            text = f.read().split("## Matrix", 1)[1]
+        s = matrix.matrix_schema()
+        keys = set(s["properties"]) | set(s["properties"]["counts"]["properties"])
+        for d in s["$defs"].values():
+            keys |= set(d["properties"])
+        keys |= set(s["$defs"]["column"]["properties"]["health"]["properties"])
+        for k in sorted(keys):
+            self.assertTrue("`%s`" % k in text or '"%s"' % k in text,
+                            "SCHEMA.md, Matrix, does not document %r" % k)
+
+
 class MarkdownTest(unittest.TestCase):
     def test_tables_and_reasons(self):
         text = matrix_md.render(matrix.build(reports(), generated="2026-01-01T00:00:00Z"))
