@@ -372,7 +372,8 @@ class RunTest(unittest.TestCase):
                           h["cases_tainted"], h["cases_warned"], h["cases_with_perf_lines"]),
                          ("warn", False, "O", "W", 1, 1, 1))
         self.assertIn("kernel health: the kernel did NOT stay healthy", p.stdout)
-        self.assertIn("KERNEL", p.stdout)
+        self.assertRegex(p.stdout, r"pass +health\.warns \(Health\.Warns\) [0-9.]+s  KERNEL TAINTED W\n")
+        self.assertRegex(p.stdout, r"fail +health\.bug \(Health\.Bug\) [0-9.]+s  KERNEL WARNED\n")
         with open(os.path.join(out, "report.md")) as f:
             self.assertIn("kernel tainted W", f.read())
         with open(os.path.join(out, "report.ktap")) as f:
