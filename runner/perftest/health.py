@@ -276,16 +276,18 @@ def describe(health):
     return text
 
 
-def run_health(policy, tainted_start, tainted_end, source, cases, jobs=1):
+def run_health(policy, tainted_start, tainted_end, source, cases, jobs=1, run_events=None):
     """The report's top-level ``health`` object (SCHEMA.md): the sources and
     whether the log could be read, the taint at start and end of the run, the
-    cases flagged, the policy, and a one-line verdict."""
+    cases flagged, the policy, and a one-line verdict. run_events: the log
+    events of the whole run (scan_log), between cases included."""
     flagged = [c for c in cases if is_flagged(c.get("health"))]
     checked = sum(1 for c in cases if c.get("health"))
     new_bits = 0
     if tainted_start is not None and tainted_end is not None:
         new_bits = tainted_end & ~tainted_start
-    healthy = not flagged and not new_bits
+    problems = sum(1 for e in run_events or [] if e["kind"] in PROBLEM_KINDS)
+    healthy = not flagged and not new_bits and not problems
     h = {
         "policy": policy,
         "policy_reason": POLICY_MEANING[policy],
@@ -301,6 +303,8 @@ def run_health(policy, tainted_start, tainted_end, source, cases, jobs=1):
         "cases_with_perf_lines": sum(1 for c in cases if any(
             e["kind"] == "perf" for e in (c.get("health") or {}).get("events", []))),
     }
+    if run_events is not None:
+        h["log_problems"] = problems
     h.update(source)
     if jobs > 1:
         h["attribution"] = ("%d cases ran in parallel: a log line or taint bit is attributed "
@@ -330,6 +334,9 @@ def summary_line(h):
                 h["cases_warned"], "" if h["cases_warned"] == 1 else "s"))
         if h.get("new_taint"):
             parts.append("new taint %s during the run" % h["new_taint"])
+        if h.get("log_problems") and not h["cases_tainted"] + h["cases_warned"]:
+            parts.append("%d WARN/BUG/oops line%s between cases" % (
+                h["log_problems"], "" if h["log_problems"] == 1 else "s"))
         text = "the kernel did NOT stay healthy: %s; %s; %s" % (", ".join(parts), taint, log)
     if h.get("cases_with_perf_lines"):
         text += "; perf: lines during %d case%s" % (
@@ -524,7 +531,9 @@ class HostMonitor:
             self.source["log_note"] = (self.source.get("log_note", "") +
                                        "; %d kernel log records were overwritten before "
                                        "they were read" % self._log.lost).lstrip("; ")
-        return run_health(policy, self.tainted_start, end, dict(self.source), cases, jobs)
+        events = scan_log(self._lines) if self.source.get("log_readable") else None
+        return run_health(policy, self.tainted_start, end, dict(self.source), cases, jobs,
+                          events)
 
     def close(self):
         if self._log is not None:

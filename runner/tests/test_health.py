@@ -110,6 +110,13 @@ class ScanLogTest(unittest.TestCase):
         self.assertIn("did NOT stay healthy: 1 case tainted the kernel", h["summary"])
         h = health.run_health("warn", 4096, 4096, {"log_readable": True}, cases[:1])
         self.assertTrue(h["healthy"])
+        # a WARNING between cases (no case's window, W already set): the run is not healthy
+        between = health.scan_log(WARN_LINES)
+        h2 = health.run_health("fail", 512, 512, {"log_readable": True}, cases[:1],
+                               run_events=between)
+        self.assertEqual((h2["healthy"], h2["log_problems"]), (False, 1))
+        self.assertIn("1 WARN/BUG/oops line between cases", h2["summary"])
+        self.assertTrue(health.health_fails({"health": h2}))
         self.assertEqual(h["taint_flags_start"], "O")
         self.assertIn("stayed healthy", h["summary"])
 
@@ -150,6 +157,7 @@ class FileSourceTest(unittest.TestCase):
         self.assertEqual(m.after(mark)["state"], "warned")
         s = m.summary([{"health": h}], "fail")
         self.assertEqual((s["tainted_start"], s["tainted_end"], s["healthy"]), (0, 512, False))
+        self.assertEqual(s["log_problems"], 2)
         self.assertEqual((s["log_source"], s["log_readable"]), (self.kmsg, True))
         m.close()
 

@@ -4,7 +4,9 @@ Layout, top to bottom: title and verdict; summary figures (one card per
 status, each a filter toggle); an inline SVG bar chart of the statuses per
 suite; a filter bar (status checkboxes and a text search over feature ids,
 test names and reasons); one table per suite, failing cases first; the run
-and host details. Without JavaScript every row is shown and the filter bar
+and host details. From schema 1.2 the kernel's health is a line under the
+verdict, a tag with the log lines on each flagged case and a "Kernel
+health" table at the end. Without JavaScript every row is shown and the filter bar
 is hidden; the small inline script only toggles rows.
 
 render(doc) -> str (UTF-8 text, starts with <!DOCTYPE html>).

@@ -8,7 +8,11 @@
         <failure message type="fail">     status fail
         <error message type="error|timeout|crash">
         <skipped message="[skip_class] reason"/>   skip, not_run, expected failure
-        <system-out>test, spec, reason, log, repeats</system-out>
+        <failure message type="kernel-health">   --taint=fail: a pass or skip during
+                                                 which the kernel tainted itself or warned
+        <properties><property name="kernel_health"/></properties>   the same
+                                                 finding under --taint=warn/ignore
+        <system-out>test, spec, reason, log, repeats, kernel health</system-out>
       </testcase>
 
 ``name`` is the feature id (the stable key), the GoogleTest name when a case

@@ -26,6 +26,11 @@ Case result lines, by status (description = feature id, or the test name):
   crash     not ok N desc # ERROR crash: reason
   not_run   ok N desc # SKIP not run: reason   (interrupted runs)
   expected failure (deny list ``xfail``):  ok N desc # XFAIL status: reason
+Kernel health (schema 1.2): a case during which the kernel tainted itself
+or warned gets "# kernel health: ..." and "# kernel log: ..." diagnostic
+lines before its result; under --taint=fail a pass or skip among them is
+"not ok N desc # kernel health (case pass)". The run's health is a
+diagnostic line after the plan.
 A suite is "not ok" when one of its cases is (an expected failure is not),
 "ok ... # SKIP" when every case skipped, else "ok". The "# Subtest:" line is
 the diagnostic line KUnit writes; ktap.rst allows diagnostic lines anywhere.

@@ -1,6 +1,6 @@
 """Markdown renderer: title, run and host block, summary table, one table
-per suite (status, feature, test, reason, duration), skips grouped by
-skip_class."""
+per suite (status, feature, test, reason, duration), the kernel health
+section (schema 1.2), skips grouped by skip_class."""
 
 from .. import health as _health
 from . import common
