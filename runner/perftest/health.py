@@ -19,6 +19,9 @@ Pure functions, for any kernel whose values arrive as text (a guest's
   case_health(before, after, log) -> dict  a case's ``health`` object from its
                                            tainted values and the log lines
                                            that appeared while it ran
+  case_health_from_text(before_text, after_text, console)
+                                           the same, with the tainted values as
+                                           the file's text (a guest's cat output)
   merge(healths) -> dict | None            one object for the runs of a case
   run_health(...) -> dict                  the report's top-level ``health``
 
@@ -219,6 +222,14 @@ def case_health(tainted_before, tainted_after, log=(), events=None):
         if len(events) > MAX_EVENTS:
             h["events_dropped"] = len(events) - MAX_EVENTS
     return h
+
+
+def case_health_from_text(tainted_before_text, tainted_after_text, log):
+    """case_health for a kernel read from the outside: a guest prints
+    /proc/sys/kernel/tainted before and after the case, and its serial console
+    carries the kernel's messages printed meanwhile (dmesg-style lines,
+    ``[  12.345678] WARNING: ...``). Unparsable tainted text counts as unread."""
+    return case_health(parse_tainted(tainted_before_text), parse_tainted(tainted_after_text), log)
 
 
 def is_flagged(health):

@@ -86,6 +86,13 @@ def _column(index, path, doc):
     run, host = doc["run"], doc["host"]
     h = doc.get("health")
     what = "mock %s" % run.get("profile") if run["backend"] == "mock" else run["backend"]
+    guest = None
+    if isinstance(run.get("vm"), dict):          # perftest run --vm (host is the guest)
+        vm = host.get("vm") if isinstance(host.get("vm"), dict) else {}
+        guest = {"kernel": run["vm"].get("kernel"), "accel": vm.get("accel")}
+        what = "guest %s" % (guest["kernel"] or "?")
+        if guest["accel"]:
+            what += " (%s)" % guest["accel"]
     col = {
         "id": "c%d" % (index + 1),
         "label": what,
@@ -97,6 +104,7 @@ def _column(index, path, doc):
         "cpu_model": host.get("cpu_model"),
         "cpu": _short_cpu(host.get("cpu_model")),
         "virtualization": host.get("virtualization"),
+        "guest": guest,
         "started": run.get("started"),
         "perftest_version": run.get("perftest_version"),
         "schema_version": doc["schema_version"],

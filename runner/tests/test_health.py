@@ -92,6 +92,26 @@ class ScanLogTest(unittest.TestCase):
         h = health.case_health(0, 0, many)
         self.assertEqual((len(h["events"]), h["events_dropped"]), (20, 10))
 
+    def test_guest_console(self):
+        """What a guest runner passes: the tainted file's text before and
+        after, and the console lines of the case (prefixed by the serial
+        console's timestamps; run-cases markers and shell noise around)."""
+        console = ("PERFTEST-CASE-BEGIN 3\n"
+                   "[   41.100000] ------------[ cut here ]------------\n"
+                   "[   41.100100] WARNING: CPU: 0 PID: 77 at kernel/events/core.c:2050 "
+                   "perf_group_detach+0x1/0x2\n"
+                   "[   41.100200] CPU: 0 PID: 77 Comm: suite_groups Tainted: G W 6.1.0-18-arm64\n"
+                   "PERFTEST-CASE-END 3 0\n")
+        h = health.case_health_from_text("0\n", "512\n", console)
+        self.assertEqual((h["state"], h["new_taint"]), ("tainted", "W"))
+        self.assertEqual(h["events"], [{
+            "kind": "warning", "pid": 77, "comm": "suite_groups",
+            "line": "WARNING: CPU: 0 PID: 77 at kernel/events/core.c:2050 "
+                    "perf_group_detach+0x1/0x2"}])
+        h = health.case_health_from_text("cat: can't open\n", "", "")
+        self.assertEqual((h["state"], h["tainted_before"], h["tainted_after"]),
+                         ("healthy", None, None))
+
     def test_merge_runs(self):
         a = health.case_health(0, 0, "")
         b = health.case_health(0, 512, WARN_LINES)

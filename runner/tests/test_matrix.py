@@ -51,6 +51,8 @@ def reports():
     c["run"]["profile"] = "arm64-pmuv3"
     c["cases"][1].update(status="pass", reason="")
     c["summary"] = report.summarize(c["cases"])
+    b["run"]["vm"] = {"kernel": "debian:6.8", "arch": "arm64"}     # as perftest run --vm writes
+    b["host"]["vm"] = {"accel": "tcg", "qemu": "qemu-system-aarch64"}
     for doc in (a, b, c):
         assert report.validate_report(doc) == [], report.validate_report(doc)
     return [("a/report.json", a), ("b/report.json", b), ("c/report.json", c)]
@@ -61,7 +63,9 @@ class BuildTest(unittest.TestCase):
         m = matrix.build(reports(), generated="2026-01-01T00:00:00Z")
         self.assertEqual(validate(m), [])
         self.assertEqual([c["label"] for c in m["columns"]],
-                         ["mock software-only", "kernel", "mock arm64-pmuv3"])
+                         ["mock software-only", "guest debian:6.8 (tcg)", "mock arm64-pmuv3"])
+        self.assertEqual(m["columns"][1]["guest"], {"kernel": "debian:6.8", "accel": "tcg"})
+        self.assertIsNone(m["columns"][0]["guest"])
         self.assertEqual(m["suites"], ["ringbuffer", "groups"])
         rows = {r["feature"]: r for r in m["rows"]}
         self.assertEqual([r["feature"] for r in m["rows"]],
