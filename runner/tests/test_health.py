@@ -344,6 +344,14 @@ class RenderTest(unittest.TestCase):
         self.assertIn("not ok 1 ringbuffer", text)
         self.assertIn("# Totals: pass:1 fail:2", text)
 
+    def test_diff_notes_an_unhealthy_run(self):
+        from perftest import diff
+        r = diff.compare(minimal_report(), health_report(), "BASE", "NEW")
+        self.assertIn("kernel health of the NEW run: the kernel did NOT stay healthy: 1 case "
+                      "tainted the kernel", " ".join(r["notes"]))
+        self.assertFalse(any("kernel health" in n for n in diff.compare(
+            minimal_report(), minimal_report())["notes"]))
+
     def test_older_reports_render_without_health(self):
         doc = minimal_report()
         for fmt, r in RENDERERS.items():
