@@ -313,8 +313,8 @@ def _grid(matrix):
             continue
         differ = sum(1 for r in rows if r["differs"])
         out.append('<tbody><tr class="suite" data-suite="%s"><th colspan="%d">%s'
-                   '<span>%d behaviours, %d differ</span></th></tr>'
-                   % (esc(suite), len(cols) + 1, esc(suite), len(rows), differ))
+                   '<span>%s, %d differ</span></th></tr>'
+                   % (esc(suite), len(cols) + 1, esc(suite), plural(len(rows), "behaviour"), differ))
         for row in rows:
             n += 1
             text = " ".join([row["feature"]] + row["names"]).lower()

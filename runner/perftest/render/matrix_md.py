@@ -6,6 +6,7 @@ report) with the reasons of every cell that is not a pass folded under it.
 render(matrix) -> str
 """
 
+from ..matrix import plural
 from .markdown import cell as md_cell, code
 
 SYMBOL = {
@@ -82,7 +83,8 @@ def render(matrix):
         if not srows:
             continue
         differ = sum(1 for r in srows if r["differs"])
-        out += ["## Suite `%s` (%d behaviours, %d differ)" % (suite, len(srows), differ), ""]
+        out += ["## Suite `%s` (%s, %d differ)" % (suite, plural(len(srows), "behaviour"), differ),
+                ""]
         out += _table(["feature"] + [c["id"] for c in cols],
                       [[code(r["feature"])] + [cell_text(c) for c in r["cells"]] for r in srows])
         notes = []
