@@ -18,13 +18,13 @@ import tempfile
 from . import schema
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 STATUSES = ("pass", "fail", "skip", "error", "timeout", "crash")
 NOT_RUN = "not_run"            # only in interrupted runs (run.interrupted)
 FAILING = ("fail", "error", "timeout", "crash")
 SKIP_CLASSES = ("unsupported", "permission", "sandbox", "kernel_version")
 # Summary counts of case flags, not statuses (not part of total): 1.1 the
-# first three, 1.2 the expectation-list verdicts (expectations.judge) and retries.
+# first three, 1.3 the expectation-list verdicts (expectations.judge) and retries.
 FLAG_COUNTS = (("flaky", "flaky"), ("denylisted", "denylisted"), ("xfail", "xfail"),
                ("expected_skip", "expected_skip"), ("unexpected_skip", "unexpected_skip"),
                ("unexpected_pass", "unexpected_pass"), ("retried", "retried"))
@@ -73,9 +73,10 @@ def divergences(cases):
     return out
 
 
-def build_report(run, host, cases):
-    """Assemble the document; cases are dicts as CaseResult.to_json gives."""
-    return {
+def build_report(run, host, cases, health=None):
+    """Assemble the document; cases are dicts as CaseResult.to_json gives;
+    health is the run-level kernel health object (health.run_health), 1.2."""
+    doc = {
         "schema_version": SCHEMA_VERSION,
         "run": run,
         "host": host,
@@ -83,6 +84,9 @@ def build_report(run, host, cases):
         "cases": cases,
         "divergences": divergences(cases),
     }
+    if health is not None:
+        doc["health"] = health
+    return doc
 
 
 def validate_report(doc):
@@ -110,6 +114,19 @@ def validate_report(doc):
         if c.get("flaky") and len({r["status"] for r in c.get("repeats") or []}) < 2:
             problems.append("$.cases[%d].flaky: a flaky case needs repeats with differing "
                             "statuses" % i)
+    h = doc.get("health")
+    if h:
+        flagged = {"tainted": 0, "warned": 0}
+        for c in doc["cases"]:
+            state = (c.get("health") or {}).get("state")
+            if state in flagged:
+                flagged[state] += 1
+        for state, n in flagged.items():
+            if h["cases_%s" % state] != n:
+                problems.append("$.health.cases_%s: %d, but %d cases have health.state %r"
+                                % (state, h["cases_%s" % state], n, state))
+        if h["healthy"] and (flagged["tainted"] or flagged["warned"] or h["new_taint"]):
+            problems.append("$.health.healthy: true, but cases or the run's taint say otherwise")
     counted = summarize(doc["cases"])
     optional = (NOT_RUN,) + tuple(k for k, _ in FLAG_COUNTS)
     for key in ("total",) + STATUSES + tuple(k for k in optional if k in doc["summary"]):
@@ -188,7 +205,7 @@ def write_report(doc, outdir, formats=("md",)):
 def strict_problems(doc):
     """The cases --strict fails the run for: skips no expectation list
     declared (``unexpected_skip``) and expected skips that passed
-    (``unexpected_pass``). A report from before 1.2 (no ``run.expectations``)
+    (``unexpected_pass``). A report from before 1.3 (no ``run.expectations``)
     knew no expected skips: there every skip counts."""
     if "expectations" not in doc["run"]:
         return [c for c in doc["cases"] if c["status"] == "skip"]
@@ -198,11 +215,13 @@ def strict_problems(doc):
 def exit_code(doc, strict=False):
     """0 all passed (skips allowed unless strict), 1 any failing case (an
     expected failure from a deny list does not count; with strict also a
-    strict_problems() case, or no cases), 130 when the run was interrupted."""
+    strict_problems() case, or no cases; with --taint=fail also a kernel that
+    tainted itself or warned), 130 when the run was interrupted."""
+    from .health import health_fails
     s = doc["summary"]
     if doc["run"].get("interrupted"):
         return EXIT_INTERRUPTED
-    if any(is_failing(c) for c in doc["cases"]):
+    if any(is_failing(c) for c in doc["cases"]) or health_fails(doc):
         return EXIT_FAILED
     if strict and (strict_problems(doc) or s.get("total", 0) == 0):
         return EXIT_FAILED
