@@ -275,6 +275,10 @@ class StrictRunTest(unittest.TestCase):
         self.assertIn("1 expected skips", p.stdout)
         with open(os.path.join(out, "report.md")) as f:
             self.assertIn("%s:2" % self.skips, f.read())
+        with open(os.path.join(out, "report.ktap")) as f:
+            self.assertIn("# SKIP [permission] [expected: %s:2]" % self.skips, f.read())
+        with open(os.path.join(out, "report.junit.xml")) as f:
+            self.assertIn("[expected: %s:2]" % self.skips, f.read())
 
     def test_undeclared_skip_fails_strict_naming_the_case(self):
         # fake.skip_no_props skips, and no list declares it.
