@@ -65,6 +65,9 @@ MockBackend::MockBackend(MockProfile profile) : profile_(std::move(profile)) {
   if (profile_.arch == "aarch64") limits_.perf_reg_max = 33;
   if (profile_.arch == "riscv64") limits_.perf_reg_max = 32;
   limits_.aux_action = profile_.attr_aux_action;
+  // perf_copy_attr() knows the bits of the profile's kernel release.
+  limits_.kernel_version = profile_.kernel_version != 0 ? profile_.kernel_version : kUapiKernelVersion;
+  limits_.known = AttrBitsFor(limits_.kernel_version);
 }
 
 MockBackend::~MockBackend() {
