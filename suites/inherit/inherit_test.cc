@@ -25,6 +25,7 @@
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
 #include "harness/task.h"
+#include "suites/common/attrs.h"
 #include "suites/common/records_util.h"
 #include "suites/common/suite.h"
 
@@ -40,10 +41,7 @@ constexpr uint64_t kTaskSlack = 128;
 
 // An inherited page-fault counter of this task, counting from the open.
 perf_event_attr Inherited(bool inherit = true) {
-  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
-  a.disabled = 0;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, {.disabled = false});
   a.inherit = inherit;
   return a;
 }
