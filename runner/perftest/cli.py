@@ -57,6 +57,31 @@ def _count(flag):
     return parse
 
 
+def add_vm_arguments(sp, run=True):
+    """--vm and its companions (vm/README.md), for run, doctor."""
+    g = sp.add_argument_group("guests (vm/README.md)")
+    g.add_argument("--vm", metavar="KERNEL",
+                   help="run inside a QEMU guest booted with KERNEL: debian:VERSION[-FLAVOUR] "
+                        "(debian:6.1, debian:6.12, debian:6.1-cloud; fetched once into "
+                        "~/.cache/perftest/kernels) or a kernel image path")
+    g.add_argument("--arch", metavar="ARCH",
+                   help="guest arch: x86_64 (default: this host's), arm64, riscv64")
+    g.add_argument("--vm-bin", metavar="DIR",
+                   help="the guest's suite binaries (default: the build's bin/ for this "
+                        "host's arch, <repo>/build-aarch64/bin for arm64, "
+                        "<repo>/build-riscv64/bin for riscv64)")
+    g.add_argument("--vm-accel", choices=("auto", "kvm", "tcg"), default="auto",
+                   help="auto (default): KVM where it boots a stock kernel (probed once, "
+                        "cached), else TCG")
+    g.add_argument("--vm-paranoid", metavar="N|host|keep", default="host",
+                   help="perf_event_paranoid in the guest: a level, 'host' (default: this "
+                        "host's, so host and guest reports compare like with like) or 'keep' "
+                        "(the guest kernel's own; Debian's is 3)")
+    g.add_argument("--vm-modules", metavar="DIR",
+                   help="modules (lib/modules/RELEASE) for a kernel image path")
+    g.add_argument("--vm-append", metavar="ARGS", help="extra guest kernel command line")
+
+
 def build_parser():
     p = argparse.ArgumentParser(
         prog="perftest",
@@ -115,6 +140,7 @@ def build_parser():
     sp.add_argument("--strict", action="store_true",
                     help="a skipped case fails the run (exit 1)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no per-case progress output")
+    add_vm_arguments(sp)
 
     sp = add("report", "re-render a saved report",
              "Validate a saved report.json and render it.")
