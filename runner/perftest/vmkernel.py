@@ -432,7 +432,11 @@ def pvh_vmlinux(image, dest):
 
 def busybox(arch, refresh=False):
     """Path of a static busybox for arch: Debian's busybox-static package of
-    that arch, fetched with the same apt configuration as the kernels."""
+    that arch, fetched with the same apt configuration as the kernels
+    ($PERFTEST_VM_BUSYBOX: a given one instead)."""
+    given = os.environ.get("PERFTEST_VM_BUSYBOX")
+    if given:                       # offline use and the runner's tests
+        return os.path.abspath(given)
     debarch = DEB_ARCH[arch]
     root, _ = fetch_package(debarch, "busybox-static", refresh)
     for p in ("bin/busybox", "usr/bin/busybox"):
