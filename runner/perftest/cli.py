@@ -177,6 +177,7 @@ def build_parser():
     sp.add_argument("--write-profile", metavar="FILE",
                     help="probe this machine (sysfs, sysctls, real perf_event_open calls) and write a mock "
                          "arch profile to FILE, for `perftest run --backend=mock --profile=FILE`")
+    add_vm_arguments(sp)
 
     sp = add("bench", "run Google Benchmarks, print ratios against their baselines",
              "Run <build>/bin/bench_NAME --benchmark_format=json and print each benchmark's "
@@ -257,8 +258,66 @@ def cmd_diff(args):
     return diff.exit_code(result)
 
 
+def cmd_doctor_vm(args):
+    """doctor --vm: describe the guest (and --write-profile: probe it)."""
+    from . import vmrun
+    if args.write_profile:
+        arch = args.arch or os.uname().machine
+        if arch not in ("x86_64", "amd64"):
+            raise UsageError("doctor --vm --write-profile runs `perftest doctor "
+                             "--write-profile` (Python) in the guest, which has Python only in "
+                             "an x86_64 guest (the host's root over 9p); not for --arch=%s"
+                             % arch)
+        dest = os.path.abspath(args.write_profile)
+        cmd = "python3 %s doctor --write-profile=$O/profile.json" % os.path.join(
+            layout.repo_root(), "perftest")
+        rc, output, host, _, kept = vmrun.run_in_guest(args, cmd, 600, {"profile.json": dest})
+        sys.stdout.write(output)
+        if rc != 0 or not kept:
+            print("perftest: error: doctor --write-profile in the guest exited %d" % rc,
+                  file=sys.stderr)
+            return EXIT_HARNESS
+        print("perftest doctor: the guest's profile (%s, %s) is in %s"
+              % (host["kernel_release"], host["arch"], dest))
+        return EXIT_OK
+    suite = args.suite or "ringbuffer"
+    cmd = "$P/bin/suite_%s --perftest_probe || ls $P/bin" % suite
+    rc, output, host, _, _ = vmrun.run_in_guest(args, cmd, 300)
+    try:
+        from .suite import _first_json_object
+        host["probe"] = _first_json_object(output)
+    except ValueError:
+        host["probe"] = {"error": output.strip()[-300:]}
+    if args.json:
+        print(json.dumps(host, indent=2))
+    else:
+        sys.stdout.write(vmrun.describe_guest(host))
+        print("kernel probe (suite_%s --perftest_probe in the guest): %s"
+              % (suite, json.dumps(host["probe"])))
+    return EXIT_OK
+
+
+def vm_tool(command, args):
+    """`perftest fidelity --vm=KERNEL [--arch=A] ARGS`: the tool in a guest."""
+    from . import vmrun
+    p = argparse.ArgumentParser(prog="perftest %s" % command, add_help=False)
+    add_vm_arguments(p)
+    vm_args, rest = p.parse_known_args(args)
+    vm_args.backend, vm_args.profile = "kernel", None
+    binary = {"fidelity": "perftest_fidelity", "pt": "perftest_pt"}[command]
+    import shlex
+    cmd = "$P/bin/%s %s" % (binary, " ".join(shlex.quote(a) for a in rest))
+    rc, output, host, setup, _ = vmrun.run_in_guest(vm_args, cmd, 3600)
+    sys.stdout.write(output)
+    print("(in the guest: %s %s, QEMU %s %s)" % (host["kernel_release"], host["arch"],
+                                                setup.accel, host["vm"]["cpu"]))
+    return rc
+
+
 def cmd_doctor(args):
     from . import doctor
+    if args.vm:
+        return cmd_doctor_vm(args)
     if args.write_profile:
         from . import profile_probe
         profile = profile_probe.write_profile(args.write_profile)
@@ -299,6 +358,8 @@ def _main(argv):
         args = argv[1:]
         if args[:1] == ["--"]:
             args = args[1:]
+        if any(a == "--vm" or a.startswith("--vm=") for a in args):
+            return vm_tool(argv[0], args)
         return run_tool(argv[0], args)
     extra = []
     if "--" in argv:

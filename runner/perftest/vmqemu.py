@@ -213,7 +213,8 @@ def choose_accel(arch, requested, probe_boot, cache_path, cache_key):
     if arch != "x86_64" or host != "x86_64":
         if requested == "kvm":
             raise HarnessError("--vm-accel=kvm: a %s guest on a %s host has no KVM" % (arch, host))
-        return "tcg", "TCG: a %s guest on a %s host (KVM runs only the host's arch)" % (arch, host)
+        return "tcg", ("TCG: the guest is %s, the host %s (KVM runs only the host's arch)"
+                       % (arch, host))
     if requested == "tcg":
         return "tcg", "TCG: requested with --vm-accel=tcg"
     ok, why = kvm_usable()

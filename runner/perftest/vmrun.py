@@ -145,6 +145,12 @@ class VmSetup:
                 "" if self.paranoid is None else int(self.paranoid),
                 shlex.quote(" ".join(suites))))
 
+    def write_command(self, job_dir, command):
+        """MODE=command: the guest runs `sh -c COMMAND` once (run_in_guest)."""
+        self.write_env(job_dir, "command")
+        with open(os.path.join(job_dir, "env"), "a") as f:
+            f.write("CMD=%s\n" % shlex.quote(command))
+
     def describe(self):
         """host.vm: what ran the guest."""
         k = self.kernel
@@ -513,3 +519,76 @@ def run_cases(args, setup, selected, denied_by, outdir, scratch, tracker, sig):
             t.join()
         progress.finish()
     return results, infos
+
+
+def run_in_guest(args, command, timeout_s, keep=None):
+    """Boot a guest of --vm/--arch that runs `sh -c COMMAND` once ($P/bin:
+    the guest's binaries; $O: a directory the host reads back). Returns
+    (exit status, output, host block of the guest, VmSetup, {name: dest}
+    of the files copied out); keep: {name of a file in $O: host path to
+    copy it to}. Used by `fidelity --vm` and `doctor --vm`."""
+    arch = vmkernel.normalize_arch(args.arch or vmkernel.host_arch())
+    tracker = ProcessTracker()
+    scratch = tempfile.mkdtemp(prefix="perftest-vm-")
+    try:
+        setup = prepare(args, arch, tracker, scratch)
+        job = tempfile.mkdtemp(prefix="vm-cmd-", dir=scratch)
+        out = os.path.join(job, "out")
+        os.makedirs(out)
+        open(os.path.join(job, "cases"), "w").close()
+        setup.write_command(job, command)
+        say("vm: %s %s, %s; running in the guest: %s" % (
+            arch, setup.kernel["spec"], setup.accel_reason, command))
+        try:
+            done, lines, t_init, total, qemu_says = boot_and_wait(
+                setup, job, timeout_s + BOOT_TIMEOUT_S[setup.accel], tracker)
+        except KeyboardInterrupt:
+            raise Interrupted(signal.SIGINT) from None
+        rc_text = read_text(os.path.join(out, "cmd.rc"))
+        output = read_text(os.path.join(out, "cmd.log")) or ""
+        if not done or rc_text is None:
+            raise HarnessError("the guest did not finish `%s` within %.0fs%s; console tail:\n%s"
+                               % (command, total, "; QEMU: " + qemu_says[-300:]
+                                  if qemu_says else "", "\n".join(lines[-25:])))
+        host = host_from_facts(os.path.join(out, "facts"))
+        host["vm"] = setup.describe()
+        host["vm"]["boot_to_init_s"] = round(t_init, 2) if t_init else None
+        host["vm"]["boot_total_s"] = round(total, 2)
+        kept = {}
+        for name, dest in (keep or {}).items():
+            src = os.path.join(out, name)
+            if os.path.isfile(src):
+                shutil.copy(src, dest)
+                kept[name] = dest
+        return int(rc_text.split()[0]), output, host, setup, kept
+    finally:
+        tracker.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def describe_guest(host):
+    """The text `perftest doctor --vm` prints about a guest."""
+    vm = host["vm"]
+    hw = [p for p in host["pmus"] if p["type"] == 4 or p["name"].startswith(("armv8", "cpu"))]
+    lines = [
+        "guest kernel: %s (%s) %s" % (host["kernel_release"], host["arch"], host["kernel_version"]),
+        "  from: %s%s" % (vm["kernel_spec"], " (%s %s)" % (vm["kernel_package"],
+                                                          vm["kernel_package_version"])
+                          if vm.get("kernel_package") else ""),
+        "  cmdline: %s" % host.get("kernel_cmdline"),
+        "VM: %s %s, -M %s -cpu %s -smp %s%s, %d MiB" % (
+            vm["qemu"], vm["qemu_version"], vm["machine"], vm["cpu"], vm["smp"],
+            " -icount %s" % vm["icount"] if vm.get("icount") else "", vm["memory_mb"]),
+        "  accelerator: %s" % vm["accel_reason"],
+        "  boot to init: %ss, whole boot: %ss" % (vm.get("boot_to_init_s"),
+                                                  vm.get("boot_total_s")),
+        "CPU: %s (%s CPUs)" % (host.get("cpu_model"), host.get("ncpus")),
+        "perf_event_paranoid: %s, max_sample_rate: %s, mlock_kb: %s" % (
+            host.get("perf_event_paranoid"), host.get("perf_event_max_sample_rate"),
+            host.get("perf_event_mlock_kb")),
+        "PMUs: %s" % ", ".join("%s (type %s)" % (p["name"], p["type"]) for p in host["pmus"]),
+        "hardware PMU: %s" % (", ".join(p["name"] for p in hw) if hw else
+                              "none (PERF_TYPE_HARDWARE events will fail with ENOENT)"),
+        "tracefs: %s" % (host.get("tracefs") or "not mounted"),
+    ]
+    return "\n".join(lines) + "\n"
