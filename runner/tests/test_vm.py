@@ -259,6 +259,37 @@ class FakeQemuRunTest(unittest.TestCase):
         self.assertEqual(doc["host"]["perf_event_paranoid"], -1)
         self.assertEqual(doc["host"]["vm"]["icount"], "shift=0")
 
+    def test_ctrl_c_kills_the_guests_and_writes_a_partial_report(self):
+        import signal
+        import subprocess
+        import time
+        pids = tempfile.mkdtemp(dir=self.tree.root)
+        out = tempfile.mkdtemp(dir=self.tree.root)
+        env = self.tree.env(**{
+            "PATH": self.qbin + os.pathsep + os.environ.get("PATH", ""),
+            "PERFTEST_KERNEL_CACHE": os.path.join(self.tree.root, "cache"),
+            "PERFTEST_VM_BUSYBOX": self.busybox, "FAKE_QEMU_PIDS": pids,
+            "FAKE_QEMU_CASES": "Vm.Pass,Vm.Hang,Vm.Pass2"})
+        proc = subprocess.Popen([LAUNCHER, "run", "--vm=%s" % self.image, "--vm-accel=tcg",
+                                 "--vm-bin=%s" % self.tree.bin, "--output=%s" % out,
+                                 "--timeout=60s"], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while len(os.listdir(pids)) < 2 and time.monotonic() < deadline:   # discovery + cases
+            time.sleep(0.05)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 130, err)
+        with open(os.path.join(out, "report.json")) as f:
+            doc = json.load(f)
+        self.assertTrue(doc["run"]["interrupted"])
+        got = {c["name"]: c["status"] for c in doc["cases"]}
+        self.assertEqual(got["Vm.Pass"], "pass")
+        self.assertEqual(got["Vm.Pass2"], "not_run")
+        for pid in os.listdir(pids):
+            self.assertTrue(process_gone(int(pid)), "fake QEMU %s still runs" % pid)
+
     def test_bad_input_is_exit_2(self):
         p = self.tree.perftest("run", "--vm=debian:six")
         self.assertEqual(p.returncode, 2)
