@@ -112,8 +112,11 @@ def write_log(path, header, output, console):
         return None
 
 
-def result_from_files(case, out_dir, index, timeout_s, console_lines, log_path, argv_text):
-    """The CaseResult of a case the guest finished (its files in out_dir)."""
+def result_from_files(case, out_dir, index, timeout_s, console_lines, log_path, argv_text,
+                      wall_s=None):
+    """The CaseResult of a case the guest finished (its files in out_dir).
+    duration_s is wall_s (host clock from "begin" to "end") when given: the
+    guest's own clock is virtual under icount (1 ns per instruction)."""
     rc_text = _read(os.path.join(out_dir, "%d.rc" % index))
     console = console_text(console_lines)
     output = _read(os.path.join(out_dir, "%d.log" % index)) or ""
@@ -128,8 +131,9 @@ def result_from_files(case, out_dir, index, timeout_s, console_lines, log_path, 
     extra = {"console": console}
     if v.divergence:
         extra["divergence"] = v.divergence
+    duration = proc.duration_s if wall_s is None else wall_s
     return CaseResult(case.suite, case.test, v.feature or case.feature, v.spec or case.spec,
-                      v.status, v.skip_class, v.reason, proc.duration_s, log, extra)
+                      v.status, v.skip_class, v.reason, duration, log, extra)
 
 
 def lost_result(case, status, why, console_lines, duration, log_path, argv_text, out_dir, index):
@@ -229,9 +233,10 @@ class GuestSlot:
                         self.on_running(by_index[current])
                     elif m[0] == "end" and m[1] in by_index:
                         u = by_index[m[1]]
+                        mine = current == m[1]
                         r = result_from_files(u[1], out, u[0], self.timeout_s,
-                                              current_lines if current == m[1] else [],
-                                              u[2], u[3])
+                                              current_lines if mine else [], u[2], u[3],
+                                              now - current_t0 if mine else None)
                         finished.add(u[0])
                         current = None
                         self.on_running(None)

@@ -16,9 +16,10 @@ Settings per arch (defaults; the reasons are in vm/README.md):
            hangs QEMU 7.2 at boot. Console ttyS0.
 
 Shares (virtio-9p-pci, 9p2000.L): ``job`` read-write (the case list, the
-results), ``bin`` read-only (the suite binaries of the guest's arch) and, for
-x86_64 guests, ``hostroot``: the host's / read-only, so the host build's
-dynamically linked binaries run in a chroot in the guest (virtiofs ran out of
+results), ``bin`` read-only (the suite binaries of the guest's arch) and
+``hostroot``: the host's / read-only, so dynamically linked binaries (the
+host build's; cross-built ones with their libraries from the host's
+multiarch directories) run in a chroot in the guest (virtiofs ran out of
 file handles on large directory walks here; 9p did not).
 
 Guest: one QEMU process in its own session (process group), registered with

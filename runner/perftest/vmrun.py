@@ -124,7 +124,11 @@ class VmSetup:
         self.paranoid = paranoid
         self.append = append
         self.settings = vmqemu.machine_settings(arch, accel)
-        self.hostroot = arch == vmkernel.host_arch() == "x86_64"
+        # The host's / read-only for every guest: the host build's dynamic
+        # binaries (x86_64) and dynamically linked cross binaries (their
+        # libraries from the host's multiarch directories, e.g.
+        # /usr/lib/aarch64-linux-gnu) run in a chroot of it.
+        self.hostroot = True
 
     def shares(self, job_dir):
         s = [("job", job_dir, False), ("bin", self.bin_dir, True)]
