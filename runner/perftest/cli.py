@@ -8,6 +8,7 @@ code (see errors.py); argparse usage errors exit 2.
 import argparse
 import json
 import os
+import shlex
 import sys
 
 from . import __version__, layout
@@ -269,10 +270,11 @@ def cmd_doctor_vm(args):
                              "an x86_64 guest (the host's root over 9p); not for --arch=%s"
                              % arch)
         dest = os.path.abspath(args.write_profile)
-        cmd = "python3 %s doctor --write-profile=$O/profile.json" % os.path.join(
-            layout.repo_root(), "perftest")
-        rc, output, host, _, kept = vmrun.run_in_guest(args, cmd, 600, {"profile.json": dest})
-        sys.stdout.write(output)
+        name = os.path.basename(dest)      # the profile is named after its file
+        cmd = "python3 %s doctor --write-profile=$O/%s" % (
+            os.path.join(layout.repo_root(), "perftest"), shlex.quote(name))
+        rc, output, host, _, kept = vmrun.run_in_guest(args, cmd, 600, {name: dest})
+        sys.stdout.write(output if output.endswith("\n") or not output else output + "\n")
         if rc != 0 or not kept:
             print("perftest: error: doctor --write-profile in the guest exited %d" % rc,
                   file=sys.stderr)
@@ -305,10 +307,9 @@ def vm_tool(command, args):
     vm_args, rest = p.parse_known_args(args)
     vm_args.backend, vm_args.profile = "kernel", None
     binary = {"fidelity": "perftest_fidelity", "pt": "perftest_pt"}[command]
-    import shlex
     cmd = "$P/bin/%s %s" % (binary, " ".join(shlex.quote(a) for a in rest))
     rc, output, host, setup, _ = vmrun.run_in_guest(vm_args, cmd, 3600)
-    sys.stdout.write(output)
+    sys.stdout.write(output if output.endswith("\n") or not output else output + "\n")
     print("(in the guest: %s %s, QEMU %s %s)" % (host["kernel_release"], host["arch"],
                                                 setup.accel, host["vm"]["cpu"]))
     return rc
