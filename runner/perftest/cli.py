@@ -307,8 +307,19 @@ def vm_tool(command, args):
     vm_args, rest = p.parse_known_args(args)
     vm_args.backend, vm_args.profile = "kernel", None
     binary = {"fidelity": "perftest_fidelity", "pt": "perftest_pt"}[command]
-    cmd = "$P/bin/%s %s" % (binary, " ".join(shlex.quote(a) for a in rest))
-    rc, output, host, setup, _ = vmrun.run_in_guest(vm_args, cmd, 3600)
+    # Files the arguments name (--profile=host.json, --replay files) are
+    # copied into the job share: the guest's /tmp and cwd are its own.
+    inputs, words = {}, []
+    for a in rest:
+        flag, eq, value = a.partition("=") if a.startswith("--") else ("", "", a)
+        if value and os.path.isfile(value):
+            name = "%d-%s" % (len(inputs), os.path.basename(value))
+            inputs[name] = value
+            words.append(shlex.quote(flag + eq) + "$P/job/in/" + shlex.quote(name))
+        else:
+            words.append(shlex.quote(a))
+    cmd = "$P/bin/%s %s" % (binary, " ".join(words))
+    rc, output, host, setup, _ = vmrun.run_in_guest(vm_args, cmd, 3600, inputs=inputs)
     sys.stdout.write(output if output.endswith("\n") or not output else output + "\n")
     print("(in the guest: %s %s, QEMU %s %s)" % (host["kernel_release"], host["arch"],
                                                 setup.accel, host["vm"]["cpu"]))

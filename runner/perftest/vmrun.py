@@ -525,12 +525,13 @@ def run_cases(args, setup, selected, denied_by, outdir, scratch, tracker, sig):
     return results, infos
 
 
-def run_in_guest(args, command, timeout_s, keep=None):
+def run_in_guest(args, command, timeout_s, keep=None, inputs=None):
     """Boot a guest of --vm/--arch that runs `sh -c COMMAND` once ($P/bin:
     the guest's binaries; $O: a directory the host reads back). Returns
     (exit status, output, host block of the guest, VmSetup, {name: dest}
     of the files copied out); keep: {name of a file in $O: host path to
-    copy it to}. Used by `fidelity --vm` and `doctor --vm`."""
+    copy it to}; inputs: {name: host file} copied to $P/job/in/NAME first
+    (the guest's /tmp is its own). Used by `fidelity --vm`, `doctor --vm`."""
     arch = vmkernel.normalize_arch(args.arch or vmkernel.host_arch())
     tracker = ProcessTracker()
     scratch = tempfile.mkdtemp(prefix="perftest-vm-")
@@ -540,6 +541,10 @@ def run_in_guest(args, command, timeout_s, keep=None):
         out = os.path.join(job, "out")
         os.makedirs(out)
         open(os.path.join(job, "cases"), "w").close()
+        if inputs:
+            os.makedirs(os.path.join(job, "in"))
+            for name, src in inputs.items():
+                shutil.copy(src, os.path.join(job, "in", name))
         setup.write_command(job, command)
         say("vm: %s %s, %s; running in the guest: %s" % (
             arch, setup.kernel["spec"], setup.accel_reason, command))
