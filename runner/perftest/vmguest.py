@@ -30,7 +30,7 @@ import shutil
 import tempfile
 import time
 
-from . import gtest
+from . import gtest, health
 from .procs import ProcResult
 from .suite import CaseResult
 from .vmqemu import Guest
@@ -128,7 +128,9 @@ def result_from_files(case, out_dir, index, timeout_s, console_lines, log_path, 
     doc, problem = gtest.load_json(os.path.join(out_dir, "%d.json" % index))
     v = gtest.classify(case.test, proc, doc, problem, output, timeout_s)
     log = write_log(log_path, argv_text, output, console) if v.status != "pass" else None
-    extra = {"console": console}
+    taint = rc_text.split()[3:5]
+    extra = {"console": console, "health": health.case_health_from_text(
+        taint[0] if taint else None, taint[1] if len(taint) > 1 else None, console_lines)}
     if v.divergence:
         extra["divergence"] = v.divergence
     duration = proc.duration_s if wall_s is None else wall_s
@@ -141,10 +143,13 @@ def lost_result(case, status, why, console_lines, duration, log_path, argv_text,
     output = _read(os.path.join(out_dir, "%d.log" % index)) or ""
     console = console_text(console_lines)
     reason = "%s; guest console tail:\n%s" % (why, tail(console_lines, 12))
+    # The guest's tainted value after the case cannot be read: the guest is
+    # gone; its console (a panic, a lockup) still tells.
     return CaseResult(case.suite, case.test, case.feature, case.spec, status, None,
                       gtest.trim(reason), duration,
                       write_log(log_path, argv_text + "\n# " + why, output, console),
-                      {"console": console})
+                      {"console": console,
+                       "health": health.case_health_from_text(None, None, console_lines)})
 
 
 class GuestSlot:

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 
-from . import __version__, denylist, layout, report, vmimage, vmkernel, vmqemu
+from . import __version__, denylist, health, layout, report, vmimage, vmkernel, vmqemu
 from .errors import HarnessError, Interrupted, UsageError
 from .host import capabilities, cpu_facts, read_int, read_text, tracefs_mount, pmus
 from .procs import ProcessTracker
@@ -245,7 +245,8 @@ def discover(setup, suites, scratch, tracker):
         probe = {}
     host = host_from_facts(os.path.join(out, "facts"))
     info = {"discovery_boot_to_init_s": round(t_init, 2) if t_init else None,
-            "discovery_boot_total_s": round(total, 2)}
+            "discovery_boot_total_s": round(total, 2),
+            "tainted_at_boot": read_int(os.path.join(out, "facts", "tainted"))}
     shutil.rmtree(job, ignore_errors=True)
     return cases, host, probe, info
 
@@ -410,7 +411,9 @@ def run_vm(args, command):
             "vm": {"kernel": args.vm, "arch": arch},
             "probe": probe,
         }
-        doc = report.build_report(run, host, [r.to_json(log_base=outdir) for r in final])
+        cases_json = [r.to_json(log_base=outdir) for r in final]
+        doc = report.build_report(run, host, cases_json,
+                                  health=guest_run_health(args, host, cases_json))
         try:
             paths = report.write_report(doc, outdir, RUN_FORMATS)
         except OSError as e:
@@ -427,6 +430,28 @@ def run_vm(args, command):
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def guest_run_health(args, host, cases):
+    """The report's run-level health for a --vm run: the taint of the
+    discovery guest at its start, and at the end the union of every case's
+    tainted value after it (each guest boot is a fresh kernel, so "the end"
+    is every guest's end); the log is the guests' serial consoles."""
+    start = host.get("vm", {}).get("tainted_at_boot")
+    end = None
+    for c in cases:
+        after = (c.get("health") or {}).get("tainted_after")
+        if after is not None:
+            end = (end or 0) | after
+    if end is None:
+        end = start
+    source = {"tainted_source": "the guest's /proc/sys/kernel/tainted before and after each "
+                                "case (vm/guest/run-cases)",
+              "log_source": "the guest's serial console (printk loglevel 0..4)",
+              "log_readable": True, "dmesg_restrict": None,
+              "log_note": "per case: the console lines between its begin and end markers"}
+    return health.run_health(getattr(args, "taint", "warn"), start, end, source, cases,
+                             args.jobs)
 
 
 def _stop_on_signal(sig, tracker):

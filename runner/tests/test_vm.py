@@ -185,7 +185,7 @@ class ConsoleProtocolTest(unittest.TestCase):
 class FakeQemuRunTest(unittest.TestCase):
     """./perftest run --vm against qemu_fake.py on PATH."""
 
-    CASES = "Vm.Pass,Vm.Fail,Vm.Panic,Vm.Pass2,Vm.Hang,Vm.GuestTimeout,Vm.Pass3"
+    CASES = "Vm.Pass,Vm.Fail,Vm.Panic,Vm.Pass2,Vm.Hang,Vm.GuestTimeout,Vm.Pass3,Vm.Warn"
 
     @classmethod
     def setUpClass(cls):
@@ -227,7 +227,8 @@ class FakeQemuRunTest(unittest.TestCase):
         got = {c["name"]: c["status"] for c in doc["cases"]}
         self.assertEqual(got, {"Vm.Pass": "pass", "Vm.Fail": "fail", "Vm.Panic": "crash",
                                "Vm.Pass2": "pass", "Vm.Hang": "timeout",
-                               "Vm.GuestTimeout": "timeout", "Vm.Pass3": "pass"})
+                               "Vm.GuestTimeout": "timeout", "Vm.Pass3": "pass",
+                               "Vm.Warn": "pass"})
         cases = {c["name"]: c for c in doc["cases"]}
         self.assertIn("Kernel panic", cases["Vm.Panic"]["console"])
         self.assertIn("Kernel panic", cases["Vm.Panic"]["reason"])
@@ -236,6 +237,13 @@ class FakeQemuRunTest(unittest.TestCase):
         self.assertIn("soft lockup", cases["Vm.Hang"]["console"])
         with open(os.path.join(out, cases["Vm.Panic"]["log"])) as f:
             self.assertIn("guest console during this case", f.read())
+        # Kernel health per case, from the guest's taint and console.
+        self.assertEqual(cases["Vm.Pass"]["health"]["state"], "healthy")
+        self.assertEqual(cases["Vm.Warn"]["health"]["state"], "tainted")
+        self.assertEqual(cases["Vm.Warn"]["health"]["new_taint"], "W")
+        self.assertEqual(cases["Vm.Panic"]["health"]["state"], "warned")
+        self.assertFalse(doc["health"]["healthy"])
+        self.assertEqual(doc["health"]["cases_tainted"], 1)
         vm = doc["host"]["vm"]
         self.assertEqual(vm["restarts"], 2)          # after the panic and after the hang
         self.assertEqual(vm["accel"], "tcg")

@@ -10,6 +10,7 @@ as run-cases does. Per case, by test name:
   *Panic*     "Kernel panic" on the console, then exits (panic=-1 + -no-reboot)
   *Hang*      hangs (the host's per-case limit must kill it)
   *GuestTimeout*  rc 137 after TIMEOUT guest seconds (busybox timeout -s KILL)
+  *Warn*      passes, but a WARNING on the console and taint W (512) after it
 Discovery (MODE=discover): facts (release 6.1.0-fake, PMU cpu type 4 on
 -M virt), the listing of $FAKE_QEMU_CASES (comma-separated) for each suite.
 $FAKE_QEMU_PIDS: a directory where each fake writes its pid.
@@ -67,7 +68,7 @@ if env["MODE"] == "discover":
                        ("cpuinfo", "processor\t: 0\nmodel name\t: fake cpu\n"),
                        ("cmdline", "console=ttyS0"), ("ncpus", "1"),
                        ("perf_event_paranoid", env.get("PARANOID") or "3"),
-                       ("uid", "0"), ("pmus/software/type", "1")):
+                       ("uid", "0"), ("pmus/software/type", "1"), ("tainted", "0")):
         with open(os.path.join(f, name), "w") as fh:
             fh.write(text + "\n")
     if machine == "virt":
@@ -100,7 +101,7 @@ for line in open(os.path.join(job, "cases")):
     say("@@perftest begin %s 1.0" % idx)
     with open(os.path.join(out, "%s.log" % idx), "w") as fh:
         fh.write("[ RUN      ] %s\n" % test)
-    rc = "0 1.0 1.2"
+    rc = "0 1.0 1.2 0 0"
     if "Panic" in test:
         say("[    1.100000] Kernel panic - not syncing: fake panic in %s" % test)
         sys.exit(0)
@@ -109,6 +110,10 @@ for line in open(os.path.join(job, "cases")):
         time.sleep(3600)
     if "GuestTimeout" in test:
         rc = "137 1.0 %.1f" % (1.0 + float(env["TIMEOUT"]))
+    elif "Warn" in test:
+        say("[    1.100000] WARNING: CPU: 0 PID: 1 at kernel/events/core.c:1 fake+0x1/0x2")
+        gtest(idx, test)
+        rc = "0 1.0 1.2 0 512"
     elif "Fail" in test:
         gtest(idx, test, "fake.cc:1\nexpected 1, got 2")
     else:
