@@ -142,6 +142,11 @@ def lost_result(case, status, why, console_lines, duration, log_path, argv_text,
     """A case the guest did not finish: crash (the guest died) or timeout."""
     output = _read(os.path.join(out_dir, "%d.log" % index)) or ""
     console = console_text(console_lines)
+    headline = next((l for l in console_lines if any(
+        k in l for k in ("Kernel panic", "BUG:", "Oops", "soft lockup", "hard LOCKUP",
+                         "rcu_sched self-detected stall", "WARNING:"))), None)
+    if headline:
+        why += "; kernel: %s" % headline.strip()
     reason = "%s; guest console tail:\n%s" % (why, tail(console_lines, 12))
     # The guest's tainted value after the case cannot be read: the guest is
     # gone; its console (a panic, a lockup) still tells.
