@@ -141,11 +141,11 @@ def _newc_entry(name, mode, data=b"", ino=1):
 def write_cpio(path, entries):
     """entries: [(name, mode, bytes)] (directories with mode 0o040755 and no
     data) -> an uncompressed newc archive at path."""
-    with open(path + ".tmp", "wb") as f:
+    with open(path + ".%d.tmp" % os.getpid(), "wb") as f:
         for i, (name, mode, data) in enumerate(entries):
             f.write(_newc_entry(name, mode, data, ino=i + 1))
         f.write(_newc_entry("TRAILER!!!", 0, b"", ino=0))
-    os.replace(path + ".tmp", path)
+    os.replace(path + ".%d.tmp" % os.getpid(), path)
 
 
 def build_initramfs(kernel, busybox_path, cache=None):

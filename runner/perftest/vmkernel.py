@@ -274,7 +274,7 @@ def _find_image(root, release, arch):
 
 def unpack(deb, dest):
     """dpkg -x deb dest (into a temporary directory renamed on success)."""
-    tmp = dest + ".part"
+    tmp = dest + ".%d.part" % os.getpid()
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     p = subprocess.run(["dpkg", "-x", deb, tmp], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -282,8 +282,12 @@ def unpack(deb, dest):
         shutil.rmtree(tmp, ignore_errors=True)
         raise HarnessError("dpkg -x %s failed: %s" % (deb, p.stderr.decode("utf-8", "replace")
                                                       .strip()[-400:]))
-    shutil.rmtree(dest, ignore_errors=True)
-    os.rename(tmp, dest)
+    try:
+        os.rename(tmp, dest)
+    except OSError:                 # another run unpacked it meanwhile: keep theirs
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not os.path.isdir(dest):
+            raise
 
 
 def _load_resolved(root):
@@ -296,7 +300,7 @@ def _load_resolved(root):
 
 def _save_resolved(root, data):
     os.makedirs(root, exist_ok=True)
-    tmp = os.path.join(root, "resolved.json.tmp")
+    tmp = os.path.join(root, "resolved.json.%d.tmp" % os.getpid())
     with open(tmp, "w") as f:
         json.dump(data, f, indent=2, sort_keys=True)
     os.replace(tmp, os.path.join(root, "resolved.json"))
@@ -428,9 +432,9 @@ def pvh_vmlinux(image, dest):
         return None
     if elf[:4] != b"\x7fELF":
         return None
-    with open(dest + ".tmp", "wb") as f:
+    with open(dest + ".%d.tmp" % os.getpid(), "wb") as f:
         f.write(elf)
-    os.replace(dest + ".tmp", dest)
+    os.replace(dest + ".%d.tmp" % os.getpid(), dest)
     return dest
 
 

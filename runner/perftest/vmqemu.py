@@ -234,9 +234,9 @@ def choose_accel(arch, requested, probe_boot, cache_path, cache_key):
         cache[cache_key] = hit
         try:
             os.makedirs(os.path.dirname(cache_path), exist_ok=True)
-            with open(cache_path + ".tmp", "w") as f:
+            with open(cache_path + ".%d.tmp" % os.getpid(), "w") as f:
                 json.dump(cache, f, indent=2, sort_keys=True)
-            os.replace(cache_path + ".tmp", cache_path)
+            os.replace(cache_path + ".%d.tmp" % os.getpid(), cache_path)
         except OSError:
             pass
     if hit["kvm_boots"]:
