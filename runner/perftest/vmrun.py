@@ -257,7 +257,8 @@ def probe_kvm(setup, scratch, tracker):
     os.makedirs(os.path.join(job, "out"))
     open(os.path.join(job, "cases"), "w").close()
     setup.write_env(job, "cases")
-    say("vm: probing whether KVM boots %s (once; the verdict is cached)" % setup.kernel["spec"])
+    print("vm: probing whether KVM boots %s (once; the verdict is cached)"
+          % setup.kernel["spec"], file=sys.stderr, flush=True)
     done, lines, _, total, qemu_says = boot_and_wait(setup, job, vmqemu.KVM_PROBE_TIMEOUT_S,
                                                      tracker, accel="kvm")
     shutil.rmtree(job, ignore_errors=True)
@@ -571,8 +572,9 @@ def run_in_guest(args, command, timeout_s, keep=None, inputs=None):
             for name, src in inputs.items():
                 shutil.copy(src, os.path.join(job, "in", name))
         setup.write_command(job, command)
-        say("vm: %s %s, %s; running in the guest: %s" % (
-            arch, setup.kernel["spec"], setup.accel_reason, command))
+        print("vm: %s %s, %s; running in the guest: %s" % (
+            arch, setup.kernel["spec"], setup.accel_reason, command), file=sys.stderr,
+            flush=True)
         try:
             done, lines, t_init, total, qemu_says = boot_and_wait(
                 setup, job, timeout_s + BOOT_TIMEOUT_S[setup.accel], tracker)

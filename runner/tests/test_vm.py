@@ -298,6 +298,37 @@ class FakeQemuRunTest(unittest.TestCase):
         for pid in os.listdir(pids):
             self.assertTrue(process_gone(int(pid)), "fake QEMU %s still runs" % pid)
 
+    def vm_env(self):
+        return {"PATH": self.qbin + os.pathsep + os.environ.get("PATH", ""),
+                "PERFTEST_KERNEL_CACHE": os.path.join(self.tree.root, "cache"),
+                "PERFTEST_VM_BUSYBOX": self.busybox, "FAKE_QEMU_PIDS": self.pids}
+
+    def test_doctor_describes_the_guest(self):
+        p = self.tree.perftest("doctor", "--vm=%s" % self.image, "--arch=arm64",
+                               "--vm-bin=%s" % self.tree.bin, **self.vm_env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("guest kernel: 6.1.0-fake (aarch64)", p.stdout)
+        self.assertIn("hardware PMU: armv8_pmuv3", p.stdout)
+        self.assertIn("-cpu max,pauth-impdef=on -smp 1 -icount shift=0", p.stdout)
+        p = self.tree.perftest("doctor", "--json", "--vm=%s" % self.image, "--vm-accel=tcg",
+                               "--vm-bin=%s" % self.tree.bin, **self.vm_env())
+        doc = json.loads(p.stdout)
+        self.assertEqual(doc["vm"]["accel"], "tcg")
+        self.assertTrue(doc["probe"]["perf_event_open"])
+
+    def test_fidelity_runs_in_the_guest_with_its_files(self):
+        prof = os.path.join(self.tree.root, "prof.json")
+        with open(prof, "w") as f:
+            f.write("{}")
+        p = self.tree.perftest("fidelity", "--vm=%s" % self.image, "--vm-accel=tcg",
+                               "--vm-bin=%s" % self.tree.bin, "--profile=%s" % prof,
+                               "--count=5", **self.vm_env())
+        self.assertEqual(p.returncode, 3, p.stderr)          # the tool's exit status
+        self.assertIn("ran: /tmp/pt/bin/perftest_fidelity --profile=/tmp/pt/job/in/0-prof.json "
+                      "--count=5", p.stdout)
+        self.assertIn("inputs: 0-prof.json", p.stdout)
+        self.assertIn("(in the guest: 6.1.0-fake x86_64, QEMU tcg max)", p.stdout)
+
     def test_bad_input_is_exit_2(self):
         p = self.tree.perftest("run", "--vm=debian:six")
         self.assertEqual(p.returncode, 2)

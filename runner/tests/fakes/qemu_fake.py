@@ -60,7 +60,7 @@ for line in open(os.path.join(job, "env")):
 out = os.path.join(job, "out")
 say("[    0.000000] Linux version 6.1.0-fake (fake qemu)")
 say("@@perftest init 0.5")
-if env["MODE"] == "discover":
+def facts():
     f = os.path.join(out, "facts")
     os.makedirs(os.path.join(f, "pmus", "software"))
     for name, text in (("release", "6.1.0-fake"), ("version", "#1 SMP fake"),
@@ -75,6 +75,24 @@ if env["MODE"] == "discover":
         os.makedirs(os.path.join(f, "pmus", "armv8_pmuv3", "caps"))
         with open(os.path.join(f, "pmus", "armv8_pmuv3", "type"), "w") as fh:
             fh.write("8\n")
+
+
+if env["MODE"] == "command":
+    # Plays `sh -c "$CMD"`: echoes the command with $P expanded, and lists
+    # the input files the host copied into the job share.
+    facts()
+    cmd = env["CMD"].replace("$P", "/tmp/pt").replace("$O", "/tmp/pt/job/out")
+    inputs = sorted(os.listdir(os.path.join(job, "in"))) if os.path.isdir(
+        os.path.join(job, "in")) else []
+    with open(os.path.join(out, "cmd.log"), "w") as fh:
+        fh.write('{"perf_event_open": true, "errno": 0}\nran: %s\ninputs: %s\n'
+                 % (cmd, " ".join(inputs)))
+    with open(os.path.join(out, "cmd.rc"), "w") as fh:
+        fh.write("3\n")
+    say("@@perftest done 1.0")
+    sys.exit(0)
+if env["MODE"] == "discover":
+    facts()
     names = os.environ.get("FAKE_QEMU_CASES", "Vm.Pass,Vm.Fail").split(",")
     for s in env["SUITES"].split():
         with open(os.path.join(out, "list.%s.json" % s), "w") as fh:
