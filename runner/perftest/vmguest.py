@@ -178,11 +178,15 @@ class GuestSlot:
         self.scratch_root = scratch_root
         self.boots = []            # per boot: {"boot_s", "cases", "ended"}
 
-    def run(self, units):
+    def run(self, units, adopted=None):
+        """Run units to the end. adopted: (Guest, job_dir) of a guest already
+        running that waits for its case list (the discovery guest); it runs
+        the first share."""
         remaining = list(units)
         failed_boots = 0
         while remaining and not self.tracker.stopping:
-            done, booted, info = self._one_guest(remaining)
+            done, booted, info = self._one_guest(remaining, adopted)
+            adopted = None
             self.boots.append(info)
             self.on_boot(info)
             remaining = [u for u in remaining if u[0] not in done]
@@ -205,15 +209,21 @@ class GuestSlot:
                     self.on_result(u, r)
                 return
 
-    def _one_guest(self, units):
-        """Boot once with units; returns (set of finished indexes, booted?, info)."""
-        job = tempfile.mkdtemp(prefix="vm-job-", dir=self.scratch_root)
+    def _one_guest(self, units, adopted=None):
+        """Boot once with units (or hand them to an adopted guest); returns
+        (set of finished indexes, booted?, info)."""
+        if adopted is not None:
+            guest, job = adopted
+            self.write_job(job, units)
+            open(os.path.join(job, "cases.ready"), "w").close()
+        else:
+            job = tempfile.mkdtemp(prefix="vm-job-", dir=self.scratch_root)
+            os.makedirs(os.path.join(job, "out"))
+            self.write_job(job, units)
+            console_path = os.path.join(job, "console.log")
+            guest = Guest(self.make_argv(job, console_path), console_path, self.tracker)
         out = os.path.join(job, "out")
-        os.makedirs(out)
         by_index = {u[0]: u for u in units}
-        self.write_job(job, units)
-        console_path = os.path.join(job, "console.log")
-        guest = Guest(self.make_argv(job, console_path), console_path, self.tracker)
         finished = set()
         info = {"cases": len(units), "boot_s": None, "ended": None}
         all_lines = []
@@ -221,8 +231,10 @@ class GuestSlot:
         booted = False
         t_start = time.monotonic()
         last_mark = t_start
+        if adopted is not None:
+            info["adopted"] = True     # the discovery guest: its boot is counted there
         try:
-            if not guest.start():
+            if adopted is None and not guest.start():
                 info["ended"] = "interrupted"
                 return finished, True, info
             while True:

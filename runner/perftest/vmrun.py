@@ -142,12 +142,13 @@ class VmSetup:
                                     console_path, self.shares(job_dir), self.append,
                                     settings=vmqemu.machine_settings(self.arch, a))
 
-    def write_env(self, job_dir, mode, timeout_s=60, suites=()):
+    def write_env(self, job_dir, mode, timeout_s=60, suites=(), then_cases=False):
         with open(os.path.join(job_dir, "env"), "w") as f:
-            f.write("MODE=%s\nHOSTROOT=%d\nTIMEOUT=%d\nPARANOID=%s\nSUITES=%s\n" % (
-                mode, 1 if self.hostroot else 0, max(1, int(round(timeout_s))),
-                "" if self.paranoid is None else int(self.paranoid),
-                shlex.quote(" ".join(suites))))
+            f.write("MODE=%s\nHOSTROOT=%d\nTIMEOUT=%d\nPARANOID=%s\nSUITES=%s\n"
+                    "THEN_CASES=%d\n" % (
+                        mode, 1 if self.hostroot else 0, max(1, int(round(timeout_s))),
+                        "" if self.paranoid is None else int(self.paranoid),
+                        shlex.quote(" ".join(suites)), 1 if then_cases else 0))
 
     def write_command(self, job_dir, command):
         """MODE=command: the guest runs `sh -c COMMAND` once (run_in_guest)."""
@@ -208,19 +209,40 @@ def boot_and_wait(setup, job_dir, timeout_s, tracker, accel=None):
         g.kill()
 
 
-def discover(setup, suites, scratch, tracker):
+def discover(setup, suites, scratch, tracker, timeout_s):
     """The discovery boot: facts, each suite's --perftest_list, the probe.
-    Returns (cases, host, probe, boot info)."""
+    The guest then waits for its case list: it goes on as the run's first
+    guest (GuestSlot.run(adopted=...)), which saves a boot. Returns (cases,
+    host, probe, boot info, (Guest, job dir))."""
     job = tempfile.mkdtemp(prefix="vm-discover-", dir=scratch)
     os.makedirs(os.path.join(job, "out"))
     open(os.path.join(job, "cases"), "w").close()
-    setup.write_env(job, "discover", suites=list(suites))
-    done, lines, t_init, total, qemu_says = boot_and_wait(
-        setup, job, BOOT_TIMEOUT_S[setup.accel] + 30 * len(suites), tracker)
+    setup.write_env(job, "discover", timeout_s, suites=list(suites), then_cases=True)
+    console = os.path.join(job, "console.log")
+    guest = Guest(setup.argv(job, console), console, tracker)
+    lines, t0, t_init, done, qemu_says = [], time.monotonic(), None, False, ""
+    limit = BOOT_TIMEOUT_S[setup.accel] + 30 * len(suites)
+    if guest.start():
+        while time.monotonic() - t0 < limit and not tracker.stopping and not done:
+            for line in guest.new_lines():
+                lines.append(line)
+                m = parse_marker(line)
+                if m and m[0] == "other" and m[1].startswith("init") and t_init is None:
+                    t_init = time.monotonic() - t0
+                if m and m[0] == "other" and m[1].startswith("listed"):
+                    done = True
+            if not done and guest.exited():
+                lines += guest.new_lines()
+                qemu_says = guest.qemu_output()
+                break
+            time.sleep(0.05)
+    total = time.monotonic() - t0
     if tracker.stopping:
+        guest.kill()
         raise Interrupted(signal.SIGINT)
     out = os.path.join(job, "out")
     if not done:
+        guest.kill()
         raise HarnessError("the discovery boot of %s did not finish (%.0fs)%s; console tail:\n%s"
                            % (setup.kernel["spec"], total,
                               "; QEMU: " + qemu_says[-400:] if qemu_says else "",
@@ -247,8 +269,7 @@ def discover(setup, suites, scratch, tracker):
     info = {"discovery_boot_to_init_s": round(t_init, 2) if t_init else None,
             "discovery_boot_total_s": round(total, 2),
             "tainted_at_boot": read_int(os.path.join(out, "facts", "tainted"))}
-    shutil.rmtree(job, ignore_errors=True)
-    return cases, host, probe, info
+    return cases, host, probe, info, (guest, job)
 
 
 def probe_kvm(setup, scratch, tracker):
@@ -346,7 +367,8 @@ def run_vm(args, command):
             setup = prepare(args, arch, tracker, scratch)
             say("vm: %s %s (%s), %s" % (arch, setup.kernel["spec"], setup.kernel.get("package")
                                         or setup.image, setup.accel_reason))
-            cases, host, probe, boot_info = discover(setup, list(suites), scratch, tracker)
+            cases, host, probe, boot_info, adopted = discover(setup, list(suites), scratch,
+                                                              tracker, args.timeout)
             say("vm: guest kernel %s (%s), booted to init in %ss" % (
                 host["kernel_release"], host["arch"], boot_info["discovery_boot_to_init_s"]))
             patterns = split_list([args.filter]) if args.filter else []
@@ -368,7 +390,7 @@ def run_vm(args, command):
                 len(selected), ", ".join(suites), args.jobs, "s" if args.jobs > 1 else "",
                 args.timeout))
             results, slots_info = run_cases(args, setup, selected, denied_by, outdir, scratch,
-                                            tracker, sig)
+                                            tracker, sig, adopted)
     finally:
         tracker.stop()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -384,8 +406,8 @@ def run_vm(args, command):
         vm = setup.describe()
         vm.update(boot_info)
         boots = [b for s in slots_info for b in s]
-        vm["boots"] = len(boots) + 1
-        times = [b["boot_s"] for b in boots if b.get("boot_s")]
+        vm["boots"] = 1 + sum(1 for b in boots if not b.get("adopted"))
+        times = [b["boot_s"] for b in boots if b.get("boot_s") and not b.get("adopted")]
         vm["case_boot_s_mean"] = round(sum(times) / len(times), 2) if times else None
         vm["restarts"] = sum(max(0, len(s) - 1) for s in slots_info)
         host["vm"] = vm
@@ -421,9 +443,12 @@ def run_vm(args, command):
             raise UsageError("cannot write report to %s: %s" % (outdir, e)) from None
         say("")
         say(RENDERERS["text"].render(doc), end="")
-        say("vm: %s, boot to first case %ss (mean of %d boots), %d restarts, whole run %.0fs"
-            % (setup.accel, vm["case_boot_s_mean"], len(times), vm["restarts"],
-               run["duration_s"]))
+        say("vm: %s, %d guest boot%s (to init: %ss; later boots to their first case: %s), "
+            "%d restart%s, whole run %.0fs"
+            % (setup.accel, vm["boots"], "" if vm["boots"] == 1 else "s",
+               vm.get("discovery_boot_to_init_s"),
+               "%ss mean" % vm["case_boot_s_mean"] if times else "none",
+               vm["restarts"], "" if vm["restarts"] == 1 else "s", run["duration_s"]))
         say("report: %s" % "\n        ".join(paths))
         if interrupted:
             return interrupted.exit_code
@@ -464,9 +489,10 @@ def _stop_on_signal(sig, tracker):
         time.sleep(0.1)
 
 
-def run_cases(args, setup, selected, denied_by, outdir, scratch, tracker, sig):
-    """The selected cases (with --repeat) on args.jobs guest slots; returns
-    ([CaseResult or None per case], [[boot info] per slot])."""
+def run_cases(args, setup, selected, denied_by, outdir, scratch, tracker, sig, adopted=None):
+    """The selected cases (with --repeat) on args.jobs guest slots, slot 0
+    starting on the adopted discovery guest; returns ([CaseResult or None
+    per case], [[boot info] per slot])."""
     n = args.repeat
     results = [None] * len(selected)
     runs = [dict() for _ in selected]
@@ -528,7 +554,7 @@ def run_cases(args, setup, selected, denied_by, outdir, scratch, tracker, sig):
                          boot_timeout_s=BOOT_TIMEOUT_S[setup.accel], tracker=tracker,
                          on_result=on_result, on_running=on_running, scratch_root=scratch)
         try:
-            slot.run(shares[s])
+            slot.run(shares[s], adopted if s == 0 else None)
         finally:
             infos[s] = slot.boots
 

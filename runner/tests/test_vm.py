@@ -246,6 +246,7 @@ class FakeQemuRunTest(unittest.TestCase):
         self.assertEqual(doc["health"]["cases_tainted"], 1)
         vm = doc["host"]["vm"]
         self.assertEqual(vm["restarts"], 2)          # after the panic and after the hang
+        self.assertEqual(vm["boots"], 3)             # the discovery guest runs the first share
         self.assertEqual(vm["accel"], "tcg")
         self.assertEqual(vm["qemu_version"], "7.2.99")
         self.assertEqual(doc["host"]["kernel_release"], "6.1.0-fake")
@@ -283,9 +284,9 @@ class FakeQemuRunTest(unittest.TestCase):
                                  "--timeout=60s"], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 30
-        while len(os.listdir(pids)) < 2 and time.monotonic() < deadline:   # discovery + cases
+        while not os.listdir(pids) and time.monotonic() < deadline:   # the guest runs
             time.sleep(0.05)
-        time.sleep(1.0)
+        time.sleep(1.5)                 # Vm.Pass is done, Vm.Hang hangs
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
         self.assertEqual(proc.returncode, 130, err)
