@@ -33,7 +33,7 @@ from .procs import ProcessTracker
 from .progress import make_progress
 from .render import RENDERERS, RUN_FORMATS
 from .run import (_SignalsToFlag, _log_path, aggregate, attr_sizes, denied_result, filter_cases,
-                  say, split_list, warn)
+                  say, split_list)
 from .suite import CaseInfo, CaseResult, _first_json_object
 from .vmguest import Guest, GuestSlot, parse_marker
 
