@@ -243,6 +243,9 @@ def _validate_counts(args):
 def run_command(args, command):
     """Execute ``perftest run``; returns the exit code. ``command`` is the
     argv recorded in run.command."""
+    if getattr(args, "vm", None):
+        from .vmrun import run_vm       # the same suites in QEMU guests (vm/README.md)
+        return run_vm(args, command)
     requested = split_list(args.suite)
     if getattr(args, "all", False) and requested:
         raise UsageError("--all runs every suite; drop it or --suite=%s" % ",".join(requested))
