@@ -69,9 +69,9 @@ Result<FileHeader> ParseFileHeader(std::span<const std::byte> file) {
   const bool ok = c.Get(&h.attr_size, "attr_size") && c.Get(&h.attrs, "attrs") && c.Get(&h.data, "data") &&
                   c.Get(&h.event_types, "event_types") && c.Get(&flags, "flags");
   if (!ok) return Bad(EBADMSG, c.offset(), fmt::format("truncated: {}", c.error()));
-  if (h.attr_size < kPerfAttrSizeVer0 || h.attr_size % 8 != 0) {
+  if (h.attr_size < kPerfAttrSizeVer0 + sizeof(FileSection) || h.attr_size % 8 != 0) {
     return Bad(EBADMSG, 0x10, fmt::format("attr_size is {}: below {} or not a multiple of 8", h.attr_size,
-                                    kPerfAttrSizeVer0));
+                                    kPerfAttrSizeVer0 + sizeof(FileSection)));
   }
   for (int i = 0; i < HEADER_FEAT_BITS; ++i) h.features[i] = (flags[i / 64] >> (i % 64)) & 1;
   return Result<FileHeader>::Ok(std::move(h));

@@ -111,8 +111,9 @@ struct FileSection {
 struct FileHeader {
   bool pipe = false;
   uint64_t size = kFileHeaderSize;  // of this header, bytes
-  uint64_t attr_size = 0;           // of one perf_event_attr in the attrs section
-  FileSection attrs;                // {perf_event_attr (attr_size bytes), FileSection ids}[]
+  uint64_t attr_size = 0;           // of one attrs entry: sizeof(struct perf_file_attr),
+                                    // the perf_event_attr and its 16-byte ids FileSection
+  FileSection attrs;                // {perf_event_attr (attr_size - 16 bytes), FileSection ids}[]
   FileSection data;                 // the records
   FileSection event_types;          // unused since perf 3.x (written as {0, 0})
   std::bitset<HEADER_FEAT_BITS> features;  // flags + flags1[3]
@@ -123,8 +124,8 @@ struct FileHeader {
 // the message naming the field and its byte offset): shorter than the
 // header, a magic other than "PERFILE2" (ENOTSUP for the byte-swapped one,
 // and for the version 1 "PERFFILE"), a file-mode header whose size is not
-// 104, a pipe header whose size is not 16, attr_size below 64 or not a
-// multiple of 8.
+// 104, a pipe header whose size is not 16, attr_size below 80 (a
+// PERF_ATTR_SIZE_VER0 attr and its ids section) or not a multiple of 8.
 Result<FileHeader> ParseFileHeader(std::span<const std::byte> file);
 
 // Appends the header's kFileHeaderSize (or kPipeHeaderSize) bytes.

@@ -21,7 +21,7 @@ std::vector<std::byte> Bytes(std::string_view s) {
 
 TEST(PerfDataFormat, FileHeaderRoundTripsAtPerfsOffsets) {
   FileHeader h;
-  h.attr_size = 136;
+  h.attr_size = 152;
   h.attrs = {120, 152};
   h.data = {272, 4096};
   h.features.set(HEADER_HOSTNAME).set(HEADER_AUXTRACE).set(HEADER_CLOCK_DATA).set(200);
@@ -34,7 +34,7 @@ TEST(PerfDataFormat, FileHeaderRoundTripsAtPerfsOffsets) {
   std::memcpy(&data_offset, out.data() + 40, 8);
   std::memcpy(&flags0, out.data() + 72, 8);
   std::memcpy(&flags3, out.data() + 96, 8);
-  EXPECT_EQ(attr_size, 136u);
+  EXPECT_EQ(attr_size, 152u);
   EXPECT_EQ(data_offset, 272u);
   EXPECT_EQ(flags0, (1u << 3) | (1u << 18) | (1u << 29));
   EXPECT_EQ(flags3, uint64_t{1} << (200 - 192));
@@ -71,7 +71,7 @@ TEST(PerfDataFormat, ByteSwappedAndVersion1AreNotSupported) {
 
 TEST(PerfDataFormat, TruncatedHeaderIsEbadmsg) {
   FileHeader h;
-  h.attr_size = 128;
+  h.attr_size = 144;
   std::vector<std::byte> out;
   EncodeFileHeader(h, &out);
   for (size_t n : {0, 7, 15, 50, 103}) {
@@ -82,7 +82,7 @@ TEST(PerfDataFormat, TruncatedHeaderIsEbadmsg) {
 
 TEST(PerfDataFormat, BadSizeAndAttrSizeAreEbadmsg) {
   FileHeader h;
-  h.attr_size = 128;
+  h.attr_size = 144;
   std::vector<std::byte> out;
   EncodeFileHeader(h, &out);
   std::vector<std::byte> bad_size = out;

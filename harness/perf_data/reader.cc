@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace perftest::perf_data {
@@ -31,7 +32,8 @@ T Load(std::span<const std::byte> b, size_t at) {
 
 Result<void> ReadAttrs(std::span<const std::byte> file, PerfData* d) {
   const FileHeader& h = d->header;
-  const uint64_t entry = h.attr_size + sizeof(FileSection);
+  const uint64_t entry = h.attr_size;  // struct perf_file_attr: attr, then its ids section
+  const uint64_t attr_bytes = entry - sizeof(FileSection);
   if (!InFile(h.attrs.offset, h.attrs.size, file.size())) {
     return Result<void>::Failure(EBADMSG, fmt::format("offset 0x18: attrs section [{:#x}, +{:#x}) is outside the {}-byte file",
                                                       h.attrs.offset, h.attrs.size, file.size()));
@@ -42,9 +44,9 @@ Result<void> ReadAttrs(std::span<const std::byte> file, PerfData* d) {
   }
   for (uint64_t at = h.attrs.offset; at < h.attrs.offset + h.attrs.size; at += entry) {
     Attr a;
-    a.bytes.assign(file.begin() + at, file.begin() + at + h.attr_size);
-    std::memcpy(&a.attr, a.bytes.data(), std::min<size_t>(h.attr_size, sizeof a.attr));
-    const auto ids = Load<FileSection>(file, at + h.attr_size);
+    a.bytes.assign(file.begin() + at, file.begin() + at + attr_bytes);
+    std::memcpy(&a.attr, a.bytes.data(), std::min<size_t>(attr_bytes, sizeof a.attr));
+    const auto ids = Load<FileSection>(file, at + attr_bytes);
     if (!InFile(ids.offset, ids.size, file.size()) || ids.size % 8 != 0) {
       return Result<void>::Failure(EBADMSG, fmt::format("offset {:#x}: attr {}: ids section [{:#x}, +{:#x}) is outside the file or not whole u64s",
                                                         at, d->attrs.size(), ids.offset, ids.size));
@@ -107,6 +109,7 @@ Result<void> ReadFeatures(std::span<const std::byte> file, PerfData* d) {
                                                       table, nr, file.size()));
   }
   uint64_t at = table;
+  uint64_t first_section = UINT64_MAX;
   for (int bit = 0; bit < HEADER_FEAT_BITS; ++bit) {
     if (!h.features.test(bit)) continue;
     const auto s = Load<FileSection>(file, at);
@@ -115,8 +118,13 @@ Result<void> ReadFeatures(std::span<const std::byte> file, PerfData* d) {
                                                         at, FeatureName(bit), s.offset, s.size, file.size()));
     }
     d->features[bit].assign(file.begin() + s.offset, file.begin() + s.offset + s.size);
+    first_section = std::min(first_section, s.offset);
     if (bit >= HEADER_LAST_FEATURE || bit == HEADER_RESERVED) ++d->unknown_features;
     at += sizeof(FileSection);
+  }
+  const uint64_t table_end = table + nr * sizeof(FileSection);
+  if (first_section != UINT64_MAX && first_section > table_end && first_section - table_end <= 16 * HEADER_FEAT_BITS) {
+    d->feature_table_padding = first_section - table_end;
   }
   return Result<void>::Ok();
 }
@@ -130,6 +138,9 @@ Result<void> CollectPipeHeaders(PerfData* d) {
     if (auto* a = std::get_if<HeaderAttrRecord>(&*u)) {
       d->attrs.push_back(Attr{a->attr, std::move(a->attr_bytes), std::move(a->ids)});
     } else if (auto* f = std::get_if<HeaderFeatureRecord>(&*u)) {
+      // HEADER_LAST_FEATURE with no data: the end mark perf writes after the
+      // features (synthetic-events.c perf_event__synthesize_features()).
+      if (f->feat_id == HEADER_LAST_FEATURE) continue;
       if (f->feat_id >= HEADER_FEAT_BITS) {
         ++d->unknown_features;
         continue;

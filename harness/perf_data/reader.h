@@ -11,7 +11,7 @@
 //   }
 //
 // File mode (tools/perf/Documentation/perf.data-file-format.txt): the
-// 104-byte perf_file_header; attrs.size / (attr_size + 16) entries of
+// 104-byte perf_file_header; attrs.size / attr_size entries of
 // {perf_event_attr; perf_file_section ids}; the data section; at
 // data.offset + data.size one perf_file_section per set feature bit, in bit
 // order. Pipe mode (`perf record -o -`): a 16-byte header, then records
@@ -49,7 +49,7 @@ namespace perftest::perf_data {
 // One event of the file: its perf_event_attr and the ids of its fds.
 struct Attr {
   perf_event_attr attr{};          // zero-filled past what the file holds
-  std::vector<std::byte> bytes;    // as in the file (attr_size, or attr.size in pipe mode)
+  std::vector<std::byte> bytes;    // as in the file (attr_size - 16 bytes, or attr.size in pipe mode)
   std::vector<uint64_t> ids;
 };
 
@@ -68,6 +68,11 @@ struct PerfData {
   // Feature sections by bit (HEADER_*), bytes as in the file; unknown bits too.
   std::map<int, std::vector<std::byte>> features;
   std::vector<DataRecord> records;
+  // Zero bytes between the feature table and the first feature section: perf
+  // sizes the table for every feature it meant to write and leaves the slots
+  // of those whose write failed (header.c perf_header__adds_write()). Kept so
+  // that a rewrite is byte-identical.
+  uint64_t feature_table_padding = 0;
   size_t unknown_records = 0;   // records of a type neither the kernel's nor perf's
   size_t unknown_features = 0;  // feature bits at or past HEADER_LAST_FEATURE
 };

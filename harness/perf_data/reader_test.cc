@@ -81,9 +81,10 @@ TEST(PerfDataReader, PipeModeTakesAttrsAndFeaturesFromTheirRecords) {
   EXPECT_EQ(d->attrs[0].attr.sample_type, model.attrs[0].attr.sample_type);
   EXPECT_EQ(ParseStringFeature(d->features.at(HEADER_HOSTNAME)).value(), "model-host");
   EXPECT_TRUE(d->header.features.test(HEADER_NRCPUS));
-  // 2 HEADER_ATTR + 3 HEADER_FEATURE (HOSTNAME, NRCPUS, 100) + the model's 8
-  // (no AUXTRACE index in pipe mode: it holds file offsets).
-  EXPECT_EQ(d->records.size(), 2u + 3 + 8);
+  // 2 HEADER_ATTR + 3 HEADER_FEATURE (HOSTNAME, NRCPUS, 100) + the end mark
+  // + the model's 8 (no AUXTRACE index in pipe mode: it holds file offsets).
+  EXPECT_EQ(d->records.size(), 2u + 3 + 1 + 8);
+  EXPECT_FALSE(d->features.contains(HEADER_LAST_FEATURE));
   EXPECT_FALSE(d->features.contains(HEADER_AUXTRACE));
   EXPECT_EQ(d->records[0].offset, kPipeHeaderSize);
   EXPECT_EQ(d->unknown_records, 1u);

@@ -37,7 +37,7 @@ inline perf_event_attr ModelAttr(uint64_t config) {
 
 inline PerfData ModelPerfData() {
   PerfData d;
-  d.header.attr_size = sizeof(perf_event_attr);
+  d.header.attr_size = sizeof(perf_event_attr) + sizeof(FileSection);
   for (auto [config, id] : {std::pair{PERF_COUNT_SW_CPU_CLOCK, 8}, std::pair{PERF_COUNT_SW_DUMMY, 10}}) {
     Attr a;
     a.attr = ModelAttr(config);

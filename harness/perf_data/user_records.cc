@@ -73,8 +73,8 @@ bool ParseCpuMapInto(ByteCursor& c, CpuMapData* m) {
     case PERF_CPU_MAP__RANGE_CPUS: {
       uint16_t start = 0, end = 0;
       uint8_t any = 0, pad = 0;
-      if (!c.Get(&start, "range.start_cpu") || !c.Get(&end, "range.end_cpu") || !c.Get(&any, "range.any_cpu") ||
-          !c.Get(&pad, "range.__pad")) {
+      if (!c.Get(&any, "range.any_cpu") || !c.Get(&pad, "range.__pad") || !c.Get(&start, "range.start_cpu") ||
+          !c.Get(&end, "range.end_cpu")) {
         return false;
       }
       if (end < start) return c.Fail(fmt::format("range.end_cpu={} below start_cpu={}", end, start));

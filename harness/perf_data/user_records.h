@@ -135,7 +135,8 @@ struct ThreadMapRecord {
 
 // struct perf_record_cpu_map_data (packed): u16 type, then CPUS {u16 nr;
 // u16 cpu[nr]}, MASK {u16 nr; u16 long_size (4 or 8); (8: 4 pad bytes)
-// mask[nr]} or RANGE_CPUS {u16 start_cpu, end_cpu; u8 any_cpu; u8 pad}.
+// mask[nr]} or RANGE_CPUS {u8 any_cpu; u8 pad; u16 start_cpu, end_cpu}
+// (struct perf_record_range_cpu_map, perf 6.1+).
 // Parsed into the CPU list either way (a -1 entry: "any CPU").
 struct CpuMapData {
   uint16_t type = 0;  // PERF_CPU_MAP__CPUS 0, __MASK 1, __RANGE_CPUS 2

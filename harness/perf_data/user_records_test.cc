@@ -30,10 +30,14 @@ T ParseAs(const std::vector<std::byte>& bytes) {
 }
 
 TEST(PerfDataUserRecords, CpuMapRangeAsPerf61WritesIt) {
-  // "PERF_RECORD_CPU_MAP: 0-1": type 2 (RANGE_CPUS), start 0, end 1, any_cpu 0.
-  auto r = ParseAs<CpuMapRecord>(Hex({0x4a, 0, 0, 0, 0, 0, 0x10, 0, 0x02, 0, 0, 0, 0x01, 0, 0, 0}));
+  // "PERF_RECORD_CPU_MAP: 0-1": type 2 (RANGE_CPUS), any_cpu 0, pad, start 0, end 1.
+  auto r = ParseAs<CpuMapRecord>(Hex({0x4a, 0, 0, 0, 0, 0, 0x10, 0, 0x02, 0, 0, 0, 0, 0, 0x01, 0}));
   EXPECT_EQ(r.data.type, 2);
   EXPECT_THAT(r.data.cpus, ElementsAre(0, 1));
+  // With the "any CPU" (-1) entry: cpus -1, 2..3.
+  auto any = ParseCpuMapData(Hex({0x02, 0, 1, 0, 2, 0, 3, 0}));
+  ASSERT_TRUE(any.ok()) << any.ToString();
+  EXPECT_THAT(any->cpus, ElementsAre(-1, 2, 3));
 }
 
 TEST(PerfDataUserRecords, CpuMapMaskForms) {

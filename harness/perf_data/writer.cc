@@ -38,7 +38,9 @@ bool IsPipeOnlyRecord(uint32_t type) {
 
 std::vector<std::byte> WritePerfData(const PerfData& data) {
   FileHeader h;
-  h.attr_size = data.header.pipe || data.header.attr_size == 0 ? sizeof(perf_event_attr) : data.header.attr_size;
+  h.attr_size = data.header.pipe || data.header.attr_size == 0 ? sizeof(perf_event_attr) + sizeof(FileSection)
+                                                                : data.header.attr_size;
+  const size_t attr_bytes = h.attr_size - sizeof(FileSection);
   std::vector<std::byte> out(kFileHeaderSize, std::byte{0});
   ByteAppender w(&out);
 
@@ -48,9 +50,9 @@ std::vector<std::byte> WritePerfData(const PerfData& data) {
     id_sections.push_back({w.size(), a.ids.size() * 8});
     for (uint64_t id : a.ids) w.Put(id);
   }
-  h.attrs = {w.size(), data.attrs.size() * (h.attr_size + sizeof(FileSection))};
+  h.attrs = {w.size(), data.attrs.size() * h.attr_size};
   for (size_t i = 0; i < data.attrs.size(); ++i) {
-    w.Bytes(AttrBytes(data.attrs[i], h.attr_size));
+    w.Bytes(AttrBytes(data.attrs[i], attr_bytes));
     w.Put(id_sections[i]);
   }
 
@@ -77,7 +79,7 @@ std::vector<std::byte> WritePerfData(const PerfData& data) {
   // Feature table, then the sections in bit order.
   for (const auto& [bit, bytes] : features) h.features.set(bit);
   const uint64_t table = w.size();
-  w.Zeros(features.size() * sizeof(FileSection));
+  w.Zeros(features.size() * sizeof(FileSection) + data.feature_table_padding);
   size_t slot = 0;
   for (const auto& [bit, bytes] : features) {
     const FileSection s{w.size(), bytes.size()};
@@ -105,9 +107,11 @@ std::vector<std::byte> WritePerfDataPipe(const PerfData& data) {
     if (bit == HEADER_TRACING_DATA) continue;  // a HEADER_TRACING_DATA record's job in pipe mode
     EncodeHeaderFeature(static_cast<uint64_t>(bit), bytes, &out);
   }
+  EncodeHeaderFeature(HEADER_LAST_FEATURE, {}, &out);  // the end mark perf writes
   ByteAppender w(&out);
   for (const DataRecord& r : data.records) {
     if (r.header.type == PERF_RECORD_HEADER_ATTR || r.header.type == PERF_RECORD_HEADER_FEATURE) continue;
+    if (r.header.type == PERF_RECORD_HEADER_TRACING_DATA && data.features.contains(HEADER_TRACING_DATA)) continue;
     w.Bytes(r.bytes);
     w.Bytes(r.payload);
   }

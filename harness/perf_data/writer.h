@@ -8,7 +8,8 @@
 // perf_session__do_write_header()): the 104-byte header; each attr's ids;
 // the attrs ({attr; perf_file_section ids}); the data section; the feature
 // table at data.offset + data.size and the feature sections after it, in
-// bit order. For a file perf wrote, the result is byte for byte the input.
+// bit order (after PerfData::feature_table_padding zero bytes). For a file
+// perf wrote, the result is byte for byte the input.
 //
 // Rewritten (documented): header.data/attrs/feature offsets are recomputed;
 // the HEADER_AUXTRACE index is rebuilt from the PERF_RECORD_AUXTRACE records
@@ -17,11 +18,13 @@
 // HEADER_EVENT_TYPE, HEADER_TRACING_DATA) move into the file header: attrs
 // and their ids, feature sections (tracing data into HEADER_TRACING_DATA),
 // so every other record sits at a new offset. attr_size is the input's
-// (sizeof(perf_event_attr) for a pipe-mode input, attrs padded or cut to it).
+// (sizeof(perf_event_attr) + 16 for a pipe-mode input; attrs padded or cut
+// to it).
 //
 // Pipe mode (WritePerfDataPipe) writes the 16-byte header, a HEADER_ATTR per
-// attr and a HEADER_FEATURE per feature section (perf record -o - writes them
-// first too), then every record except pipe-only ones of the input.
+// attr, a HEADER_FEATURE per feature section and the HEADER_LAST_FEATURE end
+// mark (perf record -o - writes them first too), then every record of the
+// input but its HEADER_ATTR and HEADER_FEATURE ones.
 #pragma once
 
 #include <cstddef>
