@@ -283,7 +283,7 @@ std::vector<std::byte> EncodeBuildIds(std::span<const BuildIdRecord> ids) {
     w.Put(b.pid);
     std::byte id[24] = {};
     const size_t n = std::min<size_t>(b.build_id.size(), 20);
-    std::memcpy(id, b.build_id.data(), n);
+    if (n != 0) std::memcpy(id, b.build_id.data(), n);
     id[20] = static_cast<std::byte>(n);
     w.Put(id);
     w.FixedString(b.filename, name);

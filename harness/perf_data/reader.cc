@@ -52,7 +52,7 @@ Result<void> ReadAttrs(std::span<const std::byte> file, PerfData* d) {
                                                         at, d->attrs.size(), ids.offset, ids.size));
     }
     a.ids.resize(ids.size / 8);
-    std::memcpy(a.ids.data(), file.data() + ids.offset, ids.size);
+    if (ids.size != 0) std::memcpy(a.ids.data(), file.data() + ids.offset, ids.size);
     d->attrs.push_back(std::move(a));
   }
   return Result<void>::Ok();
