@@ -114,6 +114,10 @@ def build_parser():
                          "backend (format: ci/denylists/README.md)")
     sp.add_argument("--strict", action="store_true",
                     help="a skipped case fails the run (exit 1)")
+    sp.add_argument("--taint", choices=("fail", "warn", "ignore"), default="warn",
+                    help="kernel health verdict: the taint value and kernel log (WARN/BUG/oops) "
+                         "are read around every case; warn (default): flag the cases in the "
+                         "report; fail: such a case fails the run (exit 1); ignore: record only")
     sp.add_argument("-q", "--quiet", action="store_true", help="no per-case progress output")
 
     sp = add("report", "re-render a saved report",
@@ -138,6 +142,19 @@ def build_parser():
                     help="also count lost coverage as a regression: pass -> skip/not_run, "
                          "and a removed case that passed")
     sp.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+
+    sp = add("matrix", "one compatibility matrix from many reports",
+             "Merge any number of reports (kernels, arches, bare-metal runners, guests, mock "
+             "profiles) into one compatibility matrix: a row per behaviour (feature id, "
+             "grouped by suite), a column per report (backend or mock profile, kernel "
+             "release, arch, CPU), a cell per case with its status, skip class, reason and "
+             "kernel health; a behaviour a report lacks is 'missing'. Writes DIR/matrix.json, "
+             "matrix.md and matrix.html. Exit 0; 2 on bad input (no reports, a file that is "
+             "not a report, two reports with the same column identity).")
+    sp.add_argument("reports", nargs="*", metavar="REPORT",
+                    help="report.json files, or directories holding one")
+    sp.add_argument("--output", metavar="DIR",
+                    help="where to write matrix.{json,md,html} (default ./perftest-out/matrix)")
 
     sp = add("doctor", "what this machine allows perf_event_open to do, and why",
              "Explain this machine: perf_event_paranoid and what it means for this user, "
@@ -309,6 +326,9 @@ def _main(argv):
         return cmd_diff(args)
     if args.command == "doctor":
         return cmd_doctor(args)
+    if args.command == "matrix":
+        from .matrix import matrix_command
+        return matrix_command(args)
     if args.command == "bench":
         return cmd_bench(args, extra)
     parser.error("unknown command %r" % args.command)

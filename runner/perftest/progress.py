@@ -52,6 +52,11 @@ def _annotation(result):
         notes.append("denylisted")
     if extra.get("xfail") and result.status in FAILING:
         notes.append("expected failure")
+    h = extra.get("health") or {}
+    if h.get("state") == "tainted":
+        notes.append("KERNEL TAINTED %s" % h.get("new_taint", ""))
+    elif h.get("state") == "warned":
+        notes.append("KERNEL WARNED")
     return ("  " + "; ".join(notes)) if notes else ""
 
 
@@ -101,10 +106,15 @@ class TtyProgress(Progress):
 
     def case_done(self, case, result):
         super().case_done(case, result)
-        if result.status in FAILING and not (result.extra or {}).get("xfail"):
+        flagged = ((result.extra or {}).get("health") or {}).get("state") in ("tainted", "warned")
+        if (result.status in FAILING and not (result.extra or {}).get("xfail")) or flagged:
             head = "%-7s %s (%s) %.2fs%s" % (result.status.upper(), case.feature or "-",
                                               case.test, result.duration_s, _annotation(result))
-            reason = one_line(result.reason, max(30, self._width() - 12))
+            text = result.reason
+            if flagged:
+                from .health import describe
+                text = ("%s; kernel %s" % (text, describe(result.extra["health"]))).lstrip("; ")
+            reason = one_line(text, max(30, self._width() - 12))
             self.stream.write("\r\x1b[K%s\n        %s\n" % (head, reason))
         self._draw()
 

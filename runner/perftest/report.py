@@ -17,7 +17,7 @@ import tempfile
 from . import schema
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 STATUSES = ("pass", "fail", "skip", "error", "timeout", "crash")
 NOT_RUN = "not_run"            # only in interrupted runs (run.interrupted)
 FAILING = ("fail", "error", "timeout", "crash")
@@ -69,9 +69,10 @@ def divergences(cases):
     return out
 
 
-def build_report(run, host, cases):
-    """Assemble the document; cases are dicts as CaseResult.to_json gives."""
-    return {
+def build_report(run, host, cases, health=None):
+    """Assemble the document; cases are dicts as CaseResult.to_json gives;
+    health is the run-level kernel health object (health.run_health), 1.2."""
+    doc = {
         "schema_version": SCHEMA_VERSION,
         "run": run,
         "host": host,
@@ -79,6 +80,9 @@ def build_report(run, host, cases):
         "cases": cases,
         "divergences": divergences(cases),
     }
+    if health is not None:
+        doc["health"] = health
+    return doc
 
 
 def validate_report(doc):
@@ -101,6 +105,19 @@ def validate_report(doc):
         if c.get("flaky") and len({r["status"] for r in c.get("repeats") or []}) < 2:
             problems.append("$.cases[%d].flaky: a flaky case needs repeats with differing "
                             "statuses" % i)
+    h = doc.get("health")
+    if h:
+        flagged = {"tainted": 0, "warned": 0}
+        for c in doc["cases"]:
+            state = (c.get("health") or {}).get("state")
+            if state in flagged:
+                flagged[state] += 1
+        for state, n in flagged.items():
+            if h["cases_%s" % state] != n:
+                problems.append("$.health.cases_%s: %d, but %d cases have health.state %r"
+                                % (state, h["cases_%s" % state], n, state))
+        if h["healthy"] and (flagged["tainted"] or flagged["warned"] or h["new_taint"]):
+            problems.append("$.health.healthy: true, but cases or the run's taint say otherwise")
     counted = summarize(doc["cases"])
     optional = (NOT_RUN,) + tuple(k for k, _ in FLAG_COUNTS)
     for key in ("total",) + STATUSES + tuple(k for k in optional if k in doc["summary"]):
@@ -179,11 +196,13 @@ def write_report(doc, outdir, formats=("md",)):
 def exit_code(doc, strict=False):
     """0 all passed (skips allowed unless strict), 1 any failing case (an
     expected failure from a deny list does not count; with strict also a skip
-    or no cases), 130 when the run was interrupted."""
+    or no cases; with --taint=fail also a kernel that tainted itself or
+    warned), 130 when the run was interrupted."""
+    from .health import health_fails
     s = doc["summary"]
     if doc["run"].get("interrupted"):
         return EXIT_INTERRUPTED
-    if any(is_failing(c) for c in doc["cases"]):
+    if any(is_failing(c) for c in doc["cases"]) or health_fails(doc):
         return EXIT_FAILED
     if strict and (s.get("skip", 0) or s.get("total", 0) == 0):
         return EXIT_FAILED

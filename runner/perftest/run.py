@@ -42,7 +42,7 @@ import tempfile
 import threading
 import time
 
-from . import __version__, denylist, layout, report
+from . import __version__, denylist, health, layout, report
 from .duration import DEFAULT_CASE_TIMEOUT_S, format_duration
 from .errors import HarnessError, Interrupted, UsageError
 from .host import collect_host
@@ -181,6 +181,9 @@ def aggregate(case, runs):
         repeats.append(d)
     mean = sum(r.duration_s for r in runs) / len(runs)
     extra = {"repeats": repeats, "flaky": len(set(statuses)) > 1}
+    folded = health.merge([(r.extra or {}).get("health") for r in runs])
+    if folded:
+        extra["health"] = folded
     if not extra["flaky"]:
         chosen, reason = runs[0], runs[0].reason
     else:
@@ -281,7 +284,9 @@ def run_command(args, command):
 
     started = _now_iso()
     t0 = time.monotonic()
-    outcome = _run_cases(args, suites, selected, denied_by, backend, profile_path, outdir)
+    monitor = health.HostMonitor.open()
+    outcome = _run_cases(args, suites, selected, denied_by, backend, profile_path, outdir,
+                         monitor)
     results, interrupted = outcome
 
     # From here on a second Ctrl-C must not lose the partial report.
@@ -319,8 +324,10 @@ def run_command(args, command):
             run["probe"] = probe
         host = collect_host()
         host.update(attr_sizes(probe, suites[suite_names[0]]))
-        doc = report.build_report(run, host,
-                                  [r.to_json(log_base=outdir) for r in final])
+        cases_json = [r.to_json(log_base=outdir) for r in final]
+        doc = report.build_report(run, host, cases_json,
+                                  health=monitor.summary(cases_json, args.taint, args.jobs))
+        monitor.close()
         try:
             paths = report.write_report(doc, outdir, RUN_FORMATS)
         except OSError as e:
@@ -336,7 +343,7 @@ def run_command(args, command):
             signal.signal(s, h)
 
 
-def _run_cases(args, suites, selected, denied_by, backend, profile_path, outdir):
+def _run_cases(args, suites, selected, denied_by, backend, profile_path, outdir, monitor=None):
     """Run every (case, repeat) unit on a pool of ``args.jobs`` threads, each
     unit its own isolated process. Returns ([CaseResult or None per selected
     case, in selection order], Interrupted or None); None = not run."""
@@ -355,6 +362,7 @@ def _run_cases(args, suites, selected, denied_by, backend, profile_path, outdir)
             return None
         with lock:
             running[(index, k)] = case
+        mark = monitor.before() if monitor else None
         try:
             r = suites[case.suite].run_case(
                 case, backend=backend, profile_path=profile_path, timeout_s=args.timeout,
@@ -364,7 +372,11 @@ def _run_cases(args, suites, selected, denied_by, backend, profile_path, outdir)
             with lock:
                 running.pop((index, k), None)
         # A case killed because the run was interrupted has no trustworthy result.
-        return None if tracker.stopping else r
+        if tracker.stopping:
+            return None
+        if monitor:
+            r.extra = dict(r.extra or {}, health=monitor.after(mark))
+        return r
 
     def finish_case(index, xfail_entry):
         case = selected[index]

@@ -36,7 +36,7 @@ class SchemaFileTest(unittest.TestCase):
             text = f.read()
         s = report.report_schema()
         keys = set(s["properties"])
-        for section in ("run", "host", "summary"):
+        for section in ("run", "host", "summary", "health"):
             keys |= set(s["properties"][section]["properties"])
         for d in s["$defs"].values():
             keys |= set(d["properties"])
@@ -150,9 +150,9 @@ class LoadReportTest(unittest.TestCase):
 
 
 class SchemaVersionsTest(unittest.TestCase):
-    def test_writes_1_1_reads_1_0(self):
-        self.assertEqual(report.SCHEMA_VERSION, "1.1")
-        self.assertEqual(report.build_report({}, {}, [])["schema_version"], "1.1")
+    def test_writes_1_2_reads_1_0(self):
+        self.assertEqual(report.SCHEMA_VERSION, "1.2")
+        self.assertEqual(report.build_report({}, {}, [])["schema_version"], "1.2")
         path = os.path.join(DATA, "report_1.0_ringbuffer_kernel.json")
         doc = report.load_report(path)
         self.assertEqual(doc["schema_version"], "1.0")

@@ -4,6 +4,7 @@ shown, skips up to MAX_SKIP_LINES."""
 
 import shutil
 
+from .. import health as _health
 from . import common
 
 MAX_SKIP_LINES = 15
@@ -33,6 +34,19 @@ def render(doc, width=None):
         out.append(head + common.reason_line(c, max(20, width - len(head))))
     if len(skips) > MAX_SKIP_LINES:
         out.append("  ... and %d more skips (see the report)" % (len(skips) - MAX_SKIP_LINES))
+    for c in common.flagged_cases(doc):
+        head = "  %-8s %-*s " % ("KERNEL", label_w, common.case_label(c))
+        h = c["health"]
+        what = common.health_tag(c)
+        if h["state"] == "tainted":
+            what += " (%s)" % "; ".join(_health.taint_names(
+                sum(1 << bit for bit, letter, _ in _health.TAINT_FLAGS
+                    if letter in h.get("new_taint", ""))))
+        out.append(head + common.one_line(what, max(20, width - len(head))))
+        for e in h.get("events", [])[:3]:
+            out.append("             kernel log: " + common.one_line(e["line"], width - 25))
+    if common.health_line(doc):
+        out.append("kernel health: %s" % common.health_line(doc))
 
     verdict = common.verdict(doc)
     counts = ", ".join("%d %s" % (summary.get(k, 0), k) for k in common.COUNT_KEYS)
