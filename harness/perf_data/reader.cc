@@ -234,8 +234,12 @@ const Attr* RecordParser::AttrOf(const DataRecord& r) const {
 }
 
 Result<ParsedRecord> RecordParser::Parse(const DataRecord& r) const {
+  const std::string where = r.offset_in_stream
+                                ? fmt::format("offset {:#x} (PERF_RECORD_COMPRESSED, +{:#x} decompressed)", r.offset,
+                                              *r.offset_in_stream)
+                                : fmt::format("offset {:#x}", r.offset);
   auto wrap = [&](const auto& inner) {
-    return Result<ParsedRecord>::Failure(inner.error(), fmt::format("offset {:#x}: {}", r.offset, inner.call()));
+    return Result<ParsedRecord>::Failure(inner.error(), fmt::format("{}: {}", where, inner.call()));
   };
   if (r.header.type >= PERF_RECORD_USER_TYPE_START) {
     Result<UserRecord> u = ParseUserRecord(r.bytes);
@@ -243,7 +247,7 @@ Result<ParsedRecord> RecordParser::Parse(const DataRecord& r) const {
     return Result<ParsedRecord>::Ok(ParsedRecord(std::move(*u)));
   }
   if (!perftest::IsKnownRecordType(r.header.type)) {
-    return Result<ParsedRecord>::Failure(ENOENT, fmt::format("offset {:#x}: {}: unknown record type", r.offset,
+    return Result<ParsedRecord>::Failure(ENOENT, fmt::format("{}: {}: unknown record type", where,
                                                              RecordTypeName(r.header.type)));
   }
   const Attr* a = AttrOf(r);

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -59,6 +60,10 @@ struct DataRecord {
   perf_event_header header{};
   std::vector<std::byte> bytes;    // header.size bytes, header included
   std::vector<std::byte> payload;  // AUXTRACE / HEADER_TRACING_DATA data after it, else empty
+  // For a record decompressed from PERF_RECORD_COMPRESSED (compressed.h):
+  // its position in the decompressed stream (`offset` is the COMPRESSED
+  // record's). Unset for the records of the file itself.
+  std::optional<uint64_t> offset_in_stream;
   uint64_t size_in_file() const { return bytes.size() + payload.size(); }
 };
 

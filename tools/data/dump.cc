@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "harness/attr.h"
+#include "harness/perf_data/compressed.h"
 #include "harness/perf_data/user_records.h"
 #include "tools/data/dump_header.h"
 
@@ -236,6 +237,35 @@ std::string DescribeUser(const UserRecord& u) {
       u);
 }
 
+// One record's line: "TIME OFFSET [SIZE]: NAME details" (then detail lines).
+Result<void> DumpRecord(const RecordParser& parser, const DataRecord& r, std::FILE* out, DumpStats* stats) {
+  ++stats->records;
+  ++stats->by_type[r.header.type];
+  std::string line;
+  uint64_t time = 0;
+  if (!perf_data::IsKnownRecordType(r.header.type)) {
+    ++stats->unknown_records;
+    line = fmt::format(" unknown record type, {} bytes skipped", r.bytes.size());
+  } else {
+    Result<ParsedRecord> p = parser.Parse(r);
+    if (!p.ok()) return Result<void>::FailureFrom(p);
+    if (const auto* k = std::get_if<perftest::Record>(&*p)) {
+      if (const auto* s = std::get_if<SampleRecord>(&k->body)) {
+        time = s->time.value_or(0);
+      } else if (k->sample_id && k->sample_id->time) {
+        time = *k->sample_id->time;
+      }
+      line = DescribeKernel(r, *k, parser.AttrOf(r));
+    } else {
+      line = DescribeUser(std::get<UserRecord>(*p));
+    }
+  }
+  // Records decompressed from PERF_RECORD_COMPRESSED carry its offset, as in perf report -D.
+  fmt::print(out, "{} {:#x} [{:#x}]: {}{}\n", time, r.offset, r.header.size, perf_data::RecordTypeName(r.header.type),
+             line);
+  return Result<void>::Ok();
+}
+
 }  // namespace
 
 Result<DumpStats> DumpPerfData(const PerfData& d, std::FILE* out, const DumpOptions& options) {
@@ -246,33 +276,30 @@ Result<DumpStats> DumpPerfData(const PerfData& d, std::FILE* out, const DumpOpti
   DumpStats stats;
   stats.unknown_features = d.unknown_features;
   RecordParser parser(d);
+  Decompressor z;
+  uint64_t last_compressed = 0;
   for (const DataRecord& r : d.records) {
-    ++stats.records;
-    ++stats.by_type[r.header.type];
-    std::string line;
-    uint64_t time = 0;
-    if (!perf_data::IsKnownRecordType(r.header.type)) {
-      ++stats.unknown_records;
-      line = fmt::format(" unknown record type, {} bytes skipped", r.bytes.size());
-    } else {
-      Result<ParsedRecord> p = parser.Parse(r);
-      if (!p.ok()) return Result<DumpStats>::FailureFrom(p);
-      if (const auto* k = std::get_if<perftest::Record>(&*p)) {
-        if (const auto* s = std::get_if<SampleRecord>(&k->body)) {
-          time = s->time.value_or(0);
-        } else if (k->sample_id && k->sample_id->time) {
-          time = *k->sample_id->time;
-        }
-        line = DescribeKernel(r, *k, parser.AttrOf(r));
-      } else {
-        line = DescribeUser(std::get<UserRecord>(*p));
-      }
+    Result<void> done = DumpRecord(parser, r, out, &stats);
+    if (!done.ok()) return Result<DumpStats>::FailureFrom(done);
+    if (r.header.type != PERF_RECORD_COMPRESSED) continue;
+    last_compressed = r.offset;
+    Result<std::vector<DataRecord>> inner = z.Feed(r);
+    if (!inner.ok()) return Result<DumpStats>::FailureFrom(inner);
+    for (const DataRecord& i : *inner) {
+      done = DumpRecord(parser, i, out, &stats);
+      if (!done.ok()) return Result<DumpStats>::FailureFrom(done);
     }
-    fmt::print(out, "{} {:#x} [{:#x}]: {}{}\n", time, r.offset, r.header.size, perf_data::RecordTypeName(r.header.type), line);
+  }
+  if (z.pending() != 0) {
+    return Result<DumpStats>::Failure(
+        EBADMSG, fmt::format("offset {:#x}: PERF_RECORD_COMPRESSED: the decompressed stream ends inside a record "
+                             "({} bytes of it)", last_compressed, z.pending()));
   }
   if (options.stats) {
     fmt::print(out, "\nAggregated stats:\n");
-    for (const auto& [type, n] : stats.by_type) fmt::print(out, "{:>40} events: {:10}\n", perf_data::RecordTypeName(type), n);
+    for (const auto& [type, n] : stats.by_type) {
+      fmt::print(out, "{:>40} events: {:10}\n", perf_data::RecordTypeName(type), n);
+    }
     fmt::print(out, "stats: records: {}  unknown records: {}  unknown features: {}\n", stats.records,
                stats.unknown_records, stats.unknown_features);
   }

@@ -13,7 +13,9 @@
 //   stats: records: 23  unknown records: 0  unknown features: 0
 //
 // Records are listed in file order (perf report -D sorts the timed ones by
-// time between FINISHED_ROUNDs); the detail fields follow
+// time between FINISHED_ROUNDs); those of a PERF_RECORD_COMPRESSED (perf
+// record -z) follow it, decompressed, with its offset, and are counted too
+// (as perf counts them). The detail fields follow
 // tools/perf/util/event.c perf_event__fprintf_*() and session.c
 // dump_sample() where this tool prints the same field.
 #pragma once
@@ -42,7 +44,8 @@ struct DumpOptions {
 
 // Writes the listing of `data` to `out`. Errors: the first record or feature
 // section whose contents do not parse (EBADMSG, "offset 0x...: parse
-// PERF_RECORD_...: ..."), after the lines before it were written.
+// PERF_RECORD_...: ..."), compressed data zstd rejects or that ends inside
+// a record (EBADMSG), after the lines before it were written.
 Result<DumpStats> DumpPerfData(const perf_data::PerfData& data, std::FILE* out, const DumpOptions& options = {});
 
 }  // namespace perftest::data

@@ -5,7 +5,8 @@
 //   - a file that does not read fails with EBADMSG or ENOTSUP, and its
 //     message names a byte offset ("offset 0x...");
 //   - a record that does not parse fails with EBADMSG (or ENOENT for an
-//     unknown type), naming its offset;
+//     unknown type), naming its offset; so do those decompressed from
+//     PERF_RECORD_COMPRESSED, and bad compressed data (EBADMSG, EFBIG);
 //   - a feature section parses or fails with EBADMSG, never anything else;
 //   - what was read, written back in file mode and read again, has the same
 //     attrs (ids) and the same records (bytes and payload), pipe-only ones
@@ -23,6 +24,7 @@
 #include <span>
 #include <string>
 
+#include "harness/perf_data/compressed.h"
 #include "harness/perf_data/features.h"
 #include "harness/perf_data/reader.h"
 #include "harness/perf_data/writer.h"
@@ -70,20 +72,39 @@ void ParseFeatures(const PerfData& d) {
   }
 }
 
+void ParseRecord(const RecordParser& parser, const DataRecord& r) {
+  perftest::Result<ParsedRecord> p = parser.Parse(r);
+  if (!p.ok()) {
+    FUZZ_CHECK(p.error() == EBADMSG || p.error() == ENOENT);
+    FUZZ_CHECK(NamesOffset(p.call()));
+    return;
+  }
+  if (const auto* u = std::get_if<UserRecord>(&*p)) {
+    if (const auto* info = std::get_if<AuxtraceInfoRecord>(u)) {
+      auto pt = ParseIntelPtInfo(*info);
+      FUZZ_CHECK(pt.ok() || pt.error() == EBADMSG || pt.error() == EINVAL);
+    }
+  }
+}
+
+// Every record, and those decompressed from PERF_RECORD_COMPRESSED.
 void ParseRecords(const PerfData& d) {
   RecordParser parser(d);
+  Decompressor z;
+  bool stream_ok = true;
   for (const DataRecord& r : d.records) {
-    perftest::Result<ParsedRecord> p = parser.Parse(r);
-    if (!p.ok()) {
-      FUZZ_CHECK(p.error() == EBADMSG || p.error() == ENOENT);
-      FUZZ_CHECK(NamesOffset(p.call()));
+    ParseRecord(parser, r);
+    if (r.header.type != PERF_RECORD_COMPRESSED || !stream_ok) continue;
+    perftest::Result<std::vector<DataRecord>> inner = z.Feed(r);
+    if (!inner.ok()) {
+      FUZZ_CHECK(inner.error() == EBADMSG || inner.error() == EFBIG);
+      FUZZ_CHECK(NamesOffset(inner.call()));
+      stream_ok = false;
       continue;
     }
-    if (const auto* u = std::get_if<UserRecord>(&*p)) {
-      if (const auto* info = std::get_if<AuxtraceInfoRecord>(u)) {
-        auto pt = ParseIntelPtInfo(*info);
-        FUZZ_CHECK(pt.ok() || pt.error() == EBADMSG || pt.error() == EINVAL);
-      }
+    for (const DataRecord& i : *inner) {
+      FUZZ_CHECK(i.offset == r.offset && i.offset_in_stream.has_value());
+      ParseRecord(parser, i);
     }
   }
 }
