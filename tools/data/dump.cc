@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "harness/attr.h"
+#include "harness/perf_data/aux_queues.h"
 #include "harness/perf_data/compressed.h"
 #include "harness/perf_data/user_records.h"
 #include "tools/data/dump_header.h"
@@ -299,6 +300,14 @@ Result<DumpStats> DumpPerfData(const PerfData& d, std::FILE* out, const DumpOpti
     fmt::print(out, "\nAggregated stats:\n");
     for (const auto& [type, n] : stats.by_type) {
       fmt::print(out, "{:>40} events: {:10}\n", perf_data::RecordTypeName(type), n);
+    }
+    if (stats.by_type.contains(PERF_RECORD_AUXTRACE)) {
+      Result<AuxQueues> q = AuxQueuesOf(d);
+      if (!q.ok()) return Result<DumpStats>::FailureFrom(q);
+      for (const AuxQueue& queue : q->queues) {
+        fmt::print(out, "AUX queue {}: cpu {} tid {}: {} buffers, {} bytes\n", queue.idx, queue.cpu, queue.tid,
+                   queue.buffers.size(), queue.bytes());
+      }
     }
     fmt::print(out, "stats: records: {}  unknown records: {}  unknown features: {}\n", stats.records,
                stats.unknown_records, stats.unknown_features);

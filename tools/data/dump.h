@@ -2,8 +2,8 @@
 // each in the layout of `perf report -D` ("TIME OFFSET [SIZE]: NAME
 // details", then "... " detail lines), the header's feature sections first
 // (as `perf report --header-only` names them, each line starting "# "), and
-// at the end the count of each record type with the unknown records and
-// features:
+// at the end the count of each record type, the AUX queues (aux_queues.h)
+// when there is AUXTRACE data, and the unknown records and features:
 //
 //   # hostname : vm
 //   0 0x108 [0x50]: PERF_RECORD_ID_INDEX nr: 2

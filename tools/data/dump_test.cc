@@ -58,6 +58,7 @@ TEST(DataDump, ListsEveryRecordWithOffsetAndSize) {
   EXPECT_THAT(out.text, HasSubstr("PERF_RECORD_200 unknown record type, 16 bytes skipped"));
   EXPECT_THAT(out.text, HasSubstr("# hostname : model-host\n"));
   EXPECT_THAT(out.text, HasSubstr("# unknown feature bit 100 : 8 bytes (skipped)\n"));
+  EXPECT_THAT(out.text, HasSubstr("AUX queue 0: cpu 1 tid 42: 1 buffers, 16 bytes\n"));
   EXPECT_THAT(out.text, HasSubstr("stats: records: 8  unknown records: 1  unknown features: 1\n"));
 }
 

@@ -8,6 +8,8 @@
 //     unknown type), naming its offset; so do those decompressed from
 //     PERF_RECORD_COMPRESSED, and bad compressed data (EBADMSG, EFBIG);
 //   - a feature section parses or fails with EBADMSG, never anything else;
+//   - the AUXTRACE data sorts into queues, or fails with EBADMSG naming an
+//     offset;
 //   - what was read, written back in file mode and read again, has the same
 //     attrs (ids) and the same records (bytes and payload), pipe-only ones
 //     aside.
@@ -24,6 +26,7 @@
 #include <span>
 #include <string>
 
+#include "harness/perf_data/aux_queues.h"
 #include "harness/perf_data/compressed.h"
 #include "harness/perf_data/features.h"
 #include "harness/perf_data/reader.h"
@@ -137,6 +140,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   ParseFeatures(*d);
   ParseRecords(*d);
+  perftest::Result<AuxQueues> q = AuxQueuesOf(*d);
+  FUZZ_CHECK(q.ok() || (q.error() == EBADMSG && NamesOffset(q.call())));
   CheckRoundTrip(*d);
   return 0;
 }
