@@ -219,6 +219,13 @@ def build_parser():
              add_help=False)
     sp.add_argument("args", nargs=argparse.REMAINDER, help="arguments for perftest_pt")
 
+    sp = add("data", "perf.data files: list every record, rewrite (build/bin/perftest_data)",
+             "Forwarded to <build>/bin/perftest_data: `perftest data dump FILE` lists every "
+             "record of a perf.data file as `perf report -D` does; `perftest data rewrite IN "
+             "OUT [--pipe]` writes it back; `perftest data --help` for all of it.",
+             add_help=False)
+    sp.add_argument("args", nargs=argparse.REMAINDER, help="arguments for perftest_data")
+
     sp = add("fidelity", "mock vs kernel: the same calls, the agreement figure",
              "Forwarded to <build>/bin/perftest_fidelity: runs seeded random call sequences "
              "on the kernel and on the mock with this host's profile and reports every "
@@ -395,6 +402,12 @@ def _main(argv):
         if any(a == "--vm" or a.startswith("--vm=") for a in args):
             return vm_tool(argv[0], args)
         return run_tool(argv[0], args)
+    if argv and argv[0] == "data":
+        from . import data
+        args = argv[1:]
+        if args[:1] == ["--"]:
+            args = args[1:]
+        return data.run(args)
     extra = []
     if "--" in argv:
         i = argv.index("--")
