@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "mocks/attr_validation.h"
 #include "mocks/tracepoint_pmu.h"
 
 #ifndef PERFTEST_PROFILE_DIR
@@ -161,11 +162,11 @@ const std::map<std::string, std::string>& Aliases() {
 
 const std::set<std::string>& KnownKeys() {
   static const std::set<std::string> keys = {
-      "name",      "arch",         "description",     "provenance", "kernel_release", "ncpus",  "page_size",
+      "name",      "arch",         "description",     "provenance", "ncpus",  "page_size",
       "perf_event_paranoid", "max_sample_rate", "max_stack", "max_contexts_per_stack", "mlock_kb",
       "hz",        "attr_size",    "privileged",      "memlock_rlimit_kb",    "pmus",
       "tracepoints", "hw_breakpoint_slots", "hw_watchpoint_slots", "cpu_mhz", "hardware", "clock_pmu_types", "attr_aux_action",
-      "sched_clock_counter", "compat_task"};
+      "sched_clock_counter", "compat_task", "kernel_release"};
   return keys;
 }
 
@@ -223,7 +224,6 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
   r.String(root, "arch", &p.arch);
   r.String(root, "description", &p.description);
   r.String(root, "provenance", &p.provenance);
-  r.String(root, "kernel_release", &p.kernel_release, /*required=*/false);
   r.Int(root, "ncpus", &p.ncpus, 1, 4096);
   r.Int(root, "page_size", &p.page_size, 4096, 1 << 20);
   if (r.ok() && (p.page_size & (p.page_size - 1)) != 0) r.Fail("page_size", fmt::format("{} is not a power of two", p.page_size));
@@ -233,6 +233,20 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
   r.Int(root, "max_contexts_per_stack", &p.max_contexts_per_stack, 0, 65535, /*required=*/false);
   r.Int(root, "mlock_kb", &p.mlock_kb, 0, 1u << 31);
   r.Int(root, "hz", &p.hz, 1, 10000, /*required=*/false);
+  r.String(root, "kernel_release", &p.kernel_release, /*required=*/false);
+  p.kernel_version = mock::kUapiKernelVersion;
+  if (r.ok() && !p.kernel_release.empty()) {
+    if (std::optional<uint32_t> v = mock::ParseKernelRelease(p.kernel_release)) {
+      p.kernel_version = *v;
+    } else {
+      r.Fail("kernel_release", fmt::format("'{}' is no kernel release (expected major.minor, e.g. \"6.18\")",
+                                           p.kernel_release));
+    }
+  }
+  // perf_event_attr grew config3 in Linux 6.3 (09519ec3b19e "perf: Add
+  // perf_event_attr::config3"): sizeof 136, PERF_ATTR_SIZE_VER8.
+  if (p.kernel_version >= mock::KernelVersion(6, 3)) p.attr_size = 136;
+  p.attr_aux_action = mock::AttrBitsFor(p.kernel_version).aux_action;
   r.Int(root, "attr_size", &p.attr_size, PERF_ATTR_SIZE_VER0, 4096, /*required=*/false);
   if (r.ok() && p.attr_size % 8 != 0) r.Fail("attr_size", fmt::format("{} is not a multiple of 8", p.attr_size));
   r.Bool(root, "privileged", &p.privileged);

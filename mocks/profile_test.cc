@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "harness/syscall_matchers.h"
+#include "mocks/attr_validation.h"
 
 namespace perftest {
 namespace {
@@ -95,6 +96,22 @@ TEST(Profile, DefaultsForOptionalKeys) {
                                                              "\"mlock_kb\": 516, \"compat_task\": true"),
                                                      "arm.json"));
   EXPECT_TRUE(arm.compat_task);
+  EXPECT_EQ(p.kernel_version, mock::kUapiKernelVersion) << "no kernel_release: the build's UAPI header";
+}
+
+TEST(Profile, KernelReleaseSetsTheAttrDefaults) {
+  ASSERT_OK_AND_ASSIGN(MockProfile p, ParseProfile(Replace(kValid, "\"ncpus\"", "\"kernel_release\": \"6.18\", \"ncpus\""),
+                                                   "t.json"));
+  EXPECT_EQ(p.kernel_release, "6.18");
+  EXPECT_EQ(p.kernel_version, mock::KernelVersion(6, 18));
+  EXPECT_EQ(p.attr_size, 136u) << "config3 (6.3)";
+  EXPECT_TRUE(p.attr_aux_action) << "6.13+";
+  ASSERT_OK_AND_ASSIGN(MockProfile old, ParseProfile(Replace(kValid, "\"ncpus\"", "\"kernel_release\": \"6.1\", \"ncpus\""),
+                                                     "t.json"));
+  EXPECT_FALSE(old.attr_aux_action);
+  Result<MockProfile> bad = ParseProfile(Replace(kValid, "\"ncpus\"", "\"kernel_release\": \"latest\", \"ncpus\""), "t.json");
+  EXPECT_EQ(bad.error(), EINVAL);
+  EXPECT_NE(bad.call().find("kernel_release"), std::string::npos) << bad.call();
 }
 
 TEST(Profile, UnknownNameIsEnoent) {

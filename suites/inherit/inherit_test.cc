@@ -215,16 +215,6 @@ PERFTEST_CASE(Inherit, CloseParentWhileChildRuns, "inherit.close_parent_while_ch
   ExpectChildFaults(Value(kept), kPages, 2, "the other inherited event still counts the child");
 }
 
-PERFTEST_CASE(Inherit, RefreshRefused, "inherit.refresh_refused",
-              "kernel/events/core.c _perf_event_refresh(): 'if (event->attr.inherit || "
-              "!is_sampling_event(event)) return -EINVAL'") {
-  perf_event_attr a = Inherited();
-  a.disabled = 1;
-  a.sample_period = 1;
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
-  EXPECT_THAT(backend().Ioctl(ev.fd(), PERF_EVENT_IOC_REFRESH, 1), FailsWithErrno(EINVAL));
-}
-
 PERFTEST_CASE(Inherit, PerTaskMmapRefused, "inherit.per_task_mmap_refused",
               "kernel/events/core.c perf_mmap(): 'Don't allow mmap() of inherited per-task counters' "
               "(cpu == -1 && attr.inherit: EINVAL)") {

@@ -252,12 +252,16 @@ PERFTEST_CASE(Ioctl, RefreshNeedsASamplingEvent, "ioctl.refresh_non_sampling",
   EXPECT_EQ(Value(ev), 0u) << "a failed REFRESH does not enable";
 }
 
+// REFRESH's refusals are checked here, in the ioctl suite, and nowhere else.
 PERFTEST_CASE(Ioctl, RefreshRefusesInherit, "ioctl.refresh_inherit",
-              "core.c _perf_event_refresh(): 'not supported on inherited events' -> -EINVAL") {
+              "core.c _perf_event_refresh(): 'if (event->attr.inherit || !is_sampling_event(event)) return "
+              "-EINVAL' ('not supported on inherited events')") {
   perf_event_attr a = FaultSampler();
   a.inherit = 1;
   ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
   EXPECT_THAT(Raw(ev, PERF_EVENT_IOC_REFRESH, 1), FailsWithErrno(EINVAL));
+  Touch(4);
+  EXPECT_EQ(Value(ev), 0u) << "a refused REFRESH does not enable the inherited event";
 }
 
 PERFTEST_CASE(Ioctl, RefreshZeroEnablesWithoutALimit, "ioctl.refresh_zero",

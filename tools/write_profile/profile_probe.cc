@@ -20,6 +20,7 @@
 
 #include "harness/attr.h"
 #include "harness/workload.h"
+#include "mocks/attr_validation.h"
 #include "mocks/hardware_pmu.h"
 #include "mocks/tracepoint_pmu.h"
 
@@ -352,6 +353,7 @@ Result<MockProfile> ProbeProfile(Backend& b, const HostFacts& host, std::string_
   p.name = std::string(name);
   p.arch = m.arch;
   p.kernel_release = host.kernel_release;
+  p.kernel_version = mock::ParseKernelRelease(host.kernel_release).value_or(mock::kUapiKernelVersion);
   p.ncpus = m.ncpus;
   p.page_size = m.page_size;
   p.perf_event_paranoid = m.perf_event_paranoid;

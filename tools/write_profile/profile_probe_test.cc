@@ -69,6 +69,7 @@ TEST(ProfileProbe, ReadsBackTheSoftwareOnlyProfile) {
   EXPECT_EQ(PmuNames(probed), PmuNames(original));
   EXPECT_EQ(probed.name, "probed");
   EXPECT_EQ(probed.kernel_release, "6.18.0-test");
+  EXPECT_EQ(probed.kernel_version, original.kernel_version) << "sw-only describes Linux 6.18";
   EXPECT_EQ(probed.hz, 300u);
   EXPECT_EQ(probed.max_contexts_per_stack, 9u);
   EXPECT_EQ(probed.memlock_rlimit_kb, 64u);
