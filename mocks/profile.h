@@ -5,15 +5,18 @@
 //   Result<MockProfile> p = LoadProfile("software-only");          // by name
 //   Result<MockProfile> q = LoadProfile("/tmp/my-machine.json");   // by path
 //   std::unique_ptr<Backend> b = MakeMockBackend(std::move(*p));
+//   std::string text = WriteProfile(*p);  // JSON that ParseProfile reads back
 //
 // Profiles live in fixtures/profiles/<name>.json. A name is resolved in the
-// directory named by the environment variable PERFTEST_PROFILE_DIR, else in the
-// directory compiled in by CMake (PERFTEST_PROFILE_DIR, the source tree's
+// directory named by the environment variable PERFTEST_PROFILES_DIR (the
+// runner's variable too, runner/README.md), else in the directory compiled in
+// by CMake (the macro PERFTEST_PROFILE_DIR: the source tree's
 // fixtures/profiles). Every profile carries a `provenance`: what machine it
 // models and where its numbers come from.
 //
 // JSON keys (all required unless a default is given):
 //   name (string; default: the file's stem), arch, description, provenance (string),
+//   kernel_release (string, default ""; `uname -r` of the kernel the profile describes),
 //   ncpus (>= 1), page_size (power of two >= 4096),
 //   perf_event_paranoid (-1..4), max_sample_rate (Hz, >= 1), max_stack (frames),
 //   mlock_kb (KiB),
@@ -82,7 +85,8 @@
 // types; count-only, their events/ are the configs they accept:
 // mocks/free_running_pmu.h). The core PMU also takes PERF_TYPE_HARDWARE and PERF_TYPE_HW_CACHE
 // (and PERF_TYPE_RAW when its own type is dynamic). Any other kind is EINVAL
-// naming the kind. Profile aliases: "software-only" is "sw-only".
+// naming the kind. Profile aliases (e.g. "software-only" is "sw-only") are
+// listed in fixtures/profiles/aliases.txt, which the runner reads too.
 #pragma once
 
 #include <linux/perf_event.h>
@@ -118,6 +122,7 @@ struct MockProfile {
   std::string arch;
   std::string description;
   std::string provenance;
+  std::string kernel_release;  // uname -r of the kernel described; "" when not recorded
   int ncpus = 1;
   size_t page_size = 4096;
   int perf_event_paranoid = 2;
@@ -168,7 +173,15 @@ Result<MockProfile> LoadProfile(std::string_view name_or_path);
 // the default `name` (its stem). Errors: EINVAL as for LoadProfile.
 Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view origin);
 
-// The directory names are resolved in: $PERFTEST_PROFILE_DIR, else the compiled-in default.
+// The profile as JSON text (2-space indented, keys in the order listed above,
+// optional keys only when set) that ParseProfile() reads back into an equal
+// profile: ParseProfile(WriteProfile(p)) gives p, and WriteProfile of that
+// gives the same text. A PMU's `kind` is written when its name alone would
+// not select its kind (the core PMU named armv8_pmuv3_0, riscv64's "cpu").
+// `p` must be one ParseProfile() could return (a valid profile).
+std::string WriteProfile(const MockProfile& p);
+
+// The directory names are resolved in: $PERFTEST_PROFILES_DIR, else the compiled-in default.
 std::string ProfileSearchDir();
 
 }  // namespace perftest
