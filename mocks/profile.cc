@@ -224,6 +224,7 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
   r.String(root, "arch", &p.arch);
   r.String(root, "description", &p.description);
   r.String(root, "provenance", &p.provenance);
+  r.String(root, "kernel_release", &p.kernel_release, /*required=*/false);
   r.Int(root, "ncpus", &p.ncpus, 1, 4096);
   r.Int(root, "page_size", &p.page_size, 4096, 1 << 20);
   if (r.ok() && (p.page_size & (p.page_size - 1)) != 0) r.Fail("page_size", fmt::format("{} is not a power of two", p.page_size));

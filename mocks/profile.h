@@ -121,6 +121,7 @@ struct MockProfile {
   std::string arch;
   std::string description;
   std::string provenance;
+  std::string kernel_release;  // as the profile says it ("6.18", or a uname -r); empty: the build's UAPI release
   int ncpus = 1;
   size_t page_size = 4096;
   int perf_event_paranoid = 2;
