@@ -56,9 +56,13 @@ Result<void> RingSampler::Open() {
     if (backend_.kind() == "kernel") {
       Result<std::vector<pid_t>> tids = ThreadsOf(opt_.pid);
       if (!tids.ok()) return Result<void>::Failure(tids.error(), tids.call());
-      for (pid_t t : *tids) targets.emplace_back(t, -1);
+      // One event per thread and CPU: perf_mmap() refuses an inherited event
+      // with cpu == -1 (EINVAL), and inherit follows threads created later.
+      for (pid_t t : *tids) {
+        for (int cpu = 0; cpu < backend_.Machine().ncpus; ++cpu) targets.emplace_back(t, cpu);
+      }
     } else {
-      targets.emplace_back(opt_.pid, -1);
+      for (int cpu = 0; cpu < backend_.Machine().ncpus; ++cpu) targets.emplace_back(opt_.pid, cpu);
     }
   } else {
     for (int cpu = 0; cpu < backend_.Machine().ncpus; ++cpu) targets.emplace_back(-1, cpu);

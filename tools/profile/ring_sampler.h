@@ -1,6 +1,7 @@
 // RingSampler: profile.py's sampling done with ring buffers (ring mode): one
-// cpu-clock event per CPU (pid = -1) or one per thread of a process (inherit,
-// so threads it creates later are followed), PERF_SAMPLE_TID | CPU | CALLCHAIN
+// cpu-clock event per CPU (pid = -1), or per CPU and thread of a process
+// (inherit, so threads it creates later are followed; perf_mmap() refuses an
+// inherited event with cpu = -1), PERF_SAMPLE_TID | CPU | CALLCHAIN
 // at attr.sample_freq Hz, each with its own RingBuffer; Drain() reads every
 // buffer (the harness read protocol: Begin, Next, Consume) and aggregates the
 // stacks in user space into StackCounts.
