@@ -142,6 +142,27 @@ class KernelProfile(unittest.TestCase):
         r = self.profile("-d", "-F", "99", "1")
         self.assertIn("    --\n", r.stdout)
 
+    def test_bpf_mode_gives_the_same_top_stacks_as_ring_mode(self):
+        with Hog() as hog:
+            bpf = subprocess.Popen([sys.executable, LAUNCHER, "profile", "--mode=bpf", "-p", str(hog.pid), "-F", "99",
+                                    "-f", "6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            ring = _perftest("-p", str(hog.pid), "-F", "99", "-f", "6")
+            bpf_out, bpf_err = bpf.communicate(timeout=120)
+        if bpf.returncode == 2 and "not built" in bpf_err:
+            self.skipTest(bpf_err.strip())
+        self.assertEqual(bpf.returncode, 0, bpf_err)
+        self.assertEqual(ring.returncode, 0, ring.stderr)
+        mine, theirs = parse_folded(bpf_out), parse_folded(ring.stdout)
+        self.assertGreaterEqual(sum(mine.values()), 50, bpf_out)
+        top = lambda d: max(d.items(), key=lambda kv: kv[1])[0]
+        self.assertEqual(top(mine), tuple(["profile_cpu_hog"] + HOG_STACK))
+        self.assertEqual(top(theirs), top(mine))
+        compare = top_stacks_agree(mine, theirs, 10)
+        print("bpf: %d samples, ring: %d samples" % (sum(mine.values()), sum(theirs.values())))
+        for line in compare["table"]:
+            print(line.replace(" perf ", " ring ").replace(" perftest ", " bpf "))
+        self.assertFalse(compare["bad"], "\n".join(compare["table"]))
+
     @unittest.skipUnless(PERF, "perf not installed (Debian: linux-perf)")
     def test_top_stacks_agree_with_perf_record(self):
         tmp = tempfile.mkdtemp(prefix="perftest-profile-perf-")
@@ -228,6 +249,7 @@ class MockProfile(unittest.TestCase):
     def test_bad_arguments_exit_2_naming_them(self):
         for args, needle in ((["-F", "0", "1"], "frequency"), (["-U", "-K", "1"], "kernel-stacks-only"),
                              (["--mode=gpu", "1"], "mode"), (["--backend=mock"], "duration"),
+                             (["--backend=mock", "--mode=bpf", "1"], "--backend=kernel"),
                              (["--format=png", "1"], "format"), (["-f", "--format=svg", "1"], "-f")):
             r = _perftest(*args)
             self.assertEqual(r.returncode, 2, (args, r.stderr))

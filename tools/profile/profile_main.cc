@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -21,6 +22,7 @@
 #include "mocks/mock_backend.h"
 #include "mocks/profile.h"
 #include "mocks/simulated_symbols.h"
+#include "tools/profile/bpf_sampler.h"
 #include "tools/profile/flamegraph.h"
 #include "tools/profile/output.h"
 #include "tools/profile/ring_sampler.h"
@@ -88,6 +90,51 @@ void Header(const Args& a) {
   std::cout.flush();
 }
 
+void Print(const Args& a, const StackCounts& counts, Symbolizer& sym) {
+  OutputOptions oo{a.delimited, a.user_stacks, a.kernel_stacks};
+  if (a.format == "folded") {
+    std::cout << FormatFolded(Fold(counts, sym, oo));
+  } else if (a.format == "svg") {
+    std::cout << FlameGraphSvg(Fold(counts, sym, oo),
+                               fmt::format("perftest profile: {} samples at {} Hz", counts.total(),
+                                           a.frequency));
+  } else {
+    std::cout << FormatText(counts, sym, oo);
+  }
+  std::cout.flush();
+  std::cerr << MissingStacksWarning(counts);
+  if (!sym.kernel_note().empty() && !a.user_stacks) std::cerr << "NOTE: " << sym.kernel_note() << "\n";
+}
+
+// bpf mode: the program counts in the kernel; the maps are read at the end.
+int RunBpf(const Args& a, Backend& backend, const SamplerOptions& so, Symbolizer& sym) {
+  BpfSampler sampler(backend, so, HostIsKthread);
+  if (Result<void> r = sampler.Open(); !r.ok()) {
+    std::cerr << "perftest profile: " << r.ToString() << "\n";
+    return 1;
+  }
+  if (a.format == "bcc") Header(a);
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  if (Result<void> r = sampler.Enable(); !r.ok()) {
+    std::cerr << "perftest profile: " << r.ToString() << "\n";
+    return 1;
+  }
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.duration);
+  while (!g_stop && std::chrono::steady_clock::now() < end) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::clamp<int64_t>(left.count(), 1, 100)));
+  }
+  (void)sampler.Disable();
+  if (Result<void> r = sampler.Collect(); !r.ok()) {
+    std::cerr << "perftest profile: " << r.ToString() << "\n";
+    return 1;
+  }
+  if (a.format == "bcc") std::cout << "\n";
+  Print(a, sampler.counts(), sym);
+  return 0;
+}
+
 int Run(const Args& a) {
   std::unique_ptr<Backend> backend;
   const bool mock = a.backend == "mock";
@@ -120,6 +167,7 @@ int Run(const Args& a) {
     return pid == kMockPid ? kMockComm : "[unknown]";
   }) : CommLookup(HostComm);
   KthreadLookup kthread = mock ? KthreadLookup([](pid_t pid) { return pid == 0; }) : KthreadLookup(HostIsKthread);
+  if (a.mode == "bpf") return RunBpf(a, *backend, so, sym);
   RingSampler sampler(*backend, so, comm, kthread);
   if (Result<void> r = sampler.Open(); !r.ok()) {
     std::cerr << "perftest profile: " << r.ToString() << "\n";
@@ -154,19 +202,7 @@ int Run(const Args& a) {
   sampler.Drain();
   if (a.format == "bcc") std::cout << "\n";
 
-  OutputOptions oo{a.delimited, a.user_stacks, a.kernel_stacks};
-  if (a.format == "folded") {
-    std::cout << FormatFolded(Fold(sampler.counts(), sym, oo));
-  } else if (a.format == "svg") {
-    std::cout << FlameGraphSvg(Fold(sampler.counts(), sym, oo),
-                               fmt::format("perftest profile: {} samples at {} Hz", sampler.counts().total(),
-                                           a.frequency));
-  } else {
-    std::cout << FormatText(sampler.counts(), sym, oo);
-  }
-  std::cout.flush();
-  std::cerr << MissingStacksWarning(sampler.counts());
-  if (!sym.kernel_note().empty() && !a.user_stacks) std::cerr << "NOTE: " << sym.kernel_note() << "\n";
+  Print(a, sampler.counts(), sym);
   if (sampler.lost()) std::cerr << fmt::format("WARNING: {} samples lost (ring buffer full)\n", sampler.lost());
   if (sampler.malformed()) std::cerr << fmt::format("WARNING: {} malformed records skipped\n", sampler.malformed());
   return 0;
@@ -224,8 +260,12 @@ int main(int argc, char** argv) {
     std::cerr << "perftest profile: --profile applies to --backend=mock only\n";
     return 2;
   }
-  if (a.mode == "bpf") {
-    std::cerr << "perftest profile: --mode=bpf is not available in this build (ring mode only)\n";
+  if (a.mode == "bpf" && a.backend == "mock") {
+    std::cerr << "perftest profile: --mode=bpf needs --backend=kernel (the BPF program runs in the kernel)\n";
+    return 2;
+  }
+  if (a.mode == "bpf" && !BpfModeBuilt()) {
+    std::cerr << "perftest profile: --mode=bpf is not built (needs clang, bpftool and libbpf-dev at build time)\n";
     return 2;
   }
   return Run(a);

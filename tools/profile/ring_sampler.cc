@@ -22,6 +22,27 @@ Result<std::vector<pid_t>> ThreadsOf(pid_t pid) {
   return Result<std::vector<pid_t>>::Ok(std::move(tids));
 }
 
+Result<std::vector<std::pair<pid_t, int>>> EventTargets(Backend& backend, const SamplerOptions& o) {
+  std::vector<std::pair<pid_t, int>> targets;  // {pid, cpu}
+  const int ncpus = backend.Machine().ncpus;
+  if (o.pid > 0) {
+    std::vector<pid_t> tids{o.pid};
+    if (backend.kind() == "kernel") {
+      Result<std::vector<pid_t>> t = ThreadsOf(o.pid);
+      if (!t.ok()) return Result<std::vector<std::pair<pid_t, int>>>::Failure(t.error(), t.call());
+      tids = *t;
+    }
+    // One event per thread and CPU: perf_mmap() refuses an inherited event
+    // with cpu == -1 (EINVAL), and inherit follows threads created later.
+    for (pid_t t : tids) {
+      for (int cpu = 0; cpu < ncpus; ++cpu) targets.emplace_back(t, cpu);
+    }
+  } else {
+    for (int cpu = 0; cpu < ncpus; ++cpu) targets.emplace_back(-1, cpu);
+  }
+  return Result<std::vector<std::pair<pid_t, int>>>::Ok(std::move(targets));
+}
+
 RingSampler::RingSampler(Backend& backend, SamplerOptions options, CommLookup comm_of, KthreadLookup is_kthread)
     : backend_(backend),
       opt_(options),
@@ -51,23 +72,9 @@ Result<void> RingSampler::Open() {
   perf_event_attr attr = Attr(opt_);
   attr.wakeup_watermark = static_cast<uint32_t>(opt_.data_pages * backend_.Machine().page_size / 4);
   layout_ = SampleLayout::FromAttr(attr);
-  std::vector<std::pair<pid_t, int>> targets;  // {pid, cpu}
-  if (opt_.pid > 0) {
-    if (backend_.kind() == "kernel") {
-      Result<std::vector<pid_t>> tids = ThreadsOf(opt_.pid);
-      if (!tids.ok()) return Result<void>::Failure(tids.error(), tids.call());
-      // One event per thread and CPU: perf_mmap() refuses an inherited event
-      // with cpu == -1 (EINVAL), and inherit follows threads created later.
-      for (pid_t t : *tids) {
-        for (int cpu = 0; cpu < backend_.Machine().ncpus; ++cpu) targets.emplace_back(t, cpu);
-      }
-    } else {
-      for (int cpu = 0; cpu < backend_.Machine().ncpus; ++cpu) targets.emplace_back(opt_.pid, cpu);
-    }
-  } else {
-    for (int cpu = 0; cpu < backend_.Machine().ncpus; ++cpu) targets.emplace_back(-1, cpu);
-  }
-  for (auto [pid, cpu] : targets) {
+  Result<std::vector<std::pair<pid_t, int>>> targets = EventTargets(backend_, opt_);
+  if (!targets.ok()) return Result<void>::Failure(targets.error(), targets.call());
+  for (auto [pid, cpu] : *targets) {
     Result<Event> ev = Event::Open(backend_, attr, pid, cpu);
     if (!ev.ok()) {
       if (opt_.pid > 0 && ev.error() == ESRCH) continue;  // a thread that exited meanwhile

@@ -88,6 +88,11 @@ class RingSampler {
   uint64_t samples_ = 0, lost_ = 0, malformed_ = 0;
 };
 
+// The {pid, cpu} pairs to open one event on: every CPU with pid -1, or with
+// -p every CPU of every thread of the process (kernel), or of the simulated
+// task (mock). Errors: ESRCH when -p names no live process.
+Result<std::vector<std::pair<pid_t, int>>> EventTargets(Backend& backend, const SamplerOptions& o);
+
 // Thread ids of process `pid` from /proc/PID/task. Errors: ESRCH when it does not exist.
 Result<std::vector<pid_t>> ThreadsOf(pid_t pid);
 

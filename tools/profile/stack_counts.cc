@@ -61,6 +61,12 @@ void StackCounts::Add(pid_t pid, const std::string& comm, const std::vector<uint
   total_ += n;
 }
 
+void StackCounts::AddKey(StackKey key, uint64_t n) {
+  if (key.user_missing || key.kernel_missing) storage_full_ = true;
+  counts_[std::move(key)] += n;
+  total_ += n;
+}
+
 uint64_t StackCounts::missing() const {
   uint64_t m = 0;
   for (const auto& [k, n] : counts_) m += (k.user_missing ? 1 : 0) + (k.kernel_missing ? 1 : 0);

@@ -60,6 +60,11 @@ class StackCounts {
   void Add(pid_t pid, const std::string& comm, const std::vector<uint64_t>& user,
            const std::vector<uint64_t>& kernel, bool want_user, bool want_kernel, uint64_t n = 1);
 
+  // Counts an already-built key (bpf mode: the stacks come from the kernel's
+  // stack map; user_missing/kernel_missing set when bpf_get_stackid() failed
+  // with -ENOMEM or -EEXIST).
+  void AddKey(StackKey key, uint64_t n);
+
   // Entries by increasing count (ties by key), as profile.py prints them.
   std::vector<std::pair<StackKey, uint64_t>> SortedAscending() const;
   uint64_t total() const { return total_; }
