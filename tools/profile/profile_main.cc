@@ -169,6 +169,7 @@ int Run(const Args& a) {
   KthreadLookup kthread = mock ? KthreadLookup([](pid_t pid) { return pid == 0; }) : KthreadLookup(HostIsKthread);
   if (a.mode == "bpf") return RunBpf(a, *backend, so, sym);
   RingSampler sampler(*backend, so, comm, kthread);
+  if (!mock && !a.kernel_stacks) sampler.OnNewProcess([&sym](pid_t pid) { sym.NotePid(pid); });
   if (Result<void> r = sampler.Open(); !r.ok()) {
     std::cerr << "perftest profile: " << r.ToString() << "\n";
     return 1;

@@ -149,6 +149,7 @@ void RingSampler::HandleSample(const SampleRecord& s) {
     if (opt_.user_threads_only && it->second) return;
     if (opt_.kernel_threads_only && !it->second) return;
   }
+  if (on_new_process_ && pid > 0 && seen_.emplace(pid, true).second) on_new_process_(pid);
   SplitStack st = SplitCallchain(s.callchain ? std::span<const uint64_t>(*s.callchain) : std::span<const uint64_t>());
   counts_.Add(pid, Comm(pid, tid, s.cpu.value_or(0)), st.user, st.kernel, !opt_.kernel_stacks_only,
               !opt_.user_stacks_only);

@@ -70,6 +70,9 @@ class RingSampler {
   uint64_t malformed() const { return malformed_; } // records that did not parse
   size_t nr_events() const { return events_.size(); }
   static perf_event_attr Attr(const SamplerOptions& o);
+  // Called with each process id the first time a sample names it (the
+  // symbolizer reads its maps then, while it runs).
+  void OnNewProcess(std::function<void(pid_t)> fn) { on_new_process_ = std::move(fn); }
 
  private:
   void HandleSample(const SampleRecord& s);
@@ -85,6 +88,8 @@ class RingSampler {
   StackCounts counts_;
   std::map<pid_t, std::string> comms_;  // tid -> comm (PERF_RECORD_COMM, then the lookup)
   std::map<pid_t, bool> kthreads_;
+  std::function<void(pid_t)> on_new_process_;
+  std::map<pid_t, bool> seen_;
   uint64_t samples_ = 0, lost_ = 0, malformed_ = 0;
 };
 

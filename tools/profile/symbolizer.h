@@ -10,10 +10,13 @@
 // is empty and kernel_note() says so. User frames come from elfutils libdwfl
 // (dwfl_linux_proc_report() over /proc/PID/maps): the symbol from .symtab or
 // .dynsym, the module's build id, and the inlined frames DWARF records at the
-// address (DW_TAG_inlined_subroutine scopes, dwarf_getscopes()). A process is
-// reported on first use, so its symbols must be resolved while it runs: the
-// profiler symbolizes at the end, as profile.py does, and a process that has
-// exited by then shows "[unknown]" user frames, as in profile.py.
+// address (DW_TAG_inlined_subroutine scopes, dwarf_getscopes()). An address
+// is found in the process's executable mappings (/proc/PID/maps, read by
+// NotePid() when the process is first sampled) and looked up in that file,
+// reported once for all processes that map it (dwfl_report_offline()); so a
+// process that has exited by the end still gets names, and a hundred
+// compilers cost one symbol table. Other mappings ([vdso]) go through the
+// live process (dwfl_linux_proc_report()).
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +28,9 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+struct Dwfl;
+struct Dwfl_Module;
 
 namespace perftest::profile {
 
@@ -60,17 +66,49 @@ class Symbolizer {
   // Why kernel frames are "[unknown]", or "" when /proc/kallsyms gave addresses.
   const std::string& kernel_note() const { return kernel_note_; }
   size_t kallsyms_size() const { return kallsyms_.size(); }
+  // Reads /proc/PID/maps now (once per pid), so the process's user frames can
+  // be named from its files after it has exited. Cheap: call it on the first
+  // sample of each process.
+  void NotePid(pid_t pid);
 
  private:
   struct Process;
+  struct Mapping {
+    uint64_t start = 0, end = 0, offset = 0;
+    std::string path;
+  };
+  struct Load {
+    uint64_t offset = 0, vaddr = 0, filesz = 0;  // a PT_LOAD program header
+  };
+  struct Sym {
+    uint64_t addr = 0, size = 0;  // module addresses (bias applied)
+    const char* name = nullptr;   // owned by libelf (the module's string table)
+  };
+  // One ELF file, reported once (dwfl_report_offline) for every process mapping it.
+  struct FileModule {
+    Dwfl* dwfl = nullptr;
+    Dwfl_Module* mod = nullptr;
+    uint64_t bias = 0;
+    std::vector<Load> loads;
+    // Function symbols sorted by address: dwfl_module_addrinfo() scans the
+    // whole symbol table per call, which a profile of large binaries
+    // (compilers, emulators) cannot afford; a binary search can.
+    std::vector<Sym> syms;
+    ~FileModule();
+  };
   void LoadKallsyms();
   Process& ForPid(pid_t pid);
+  FileModule* ForFile(const std::string& path);
+  std::vector<Frame> FramesAt(Dwfl_Module* mod, uint64_t addr, uint64_t ret_adjust,
+                              const std::vector<Sym>* syms = nullptr);
 
   std::map<uint64_t, std::string> kallsyms_;  // start address -> name
   std::string kernel_note_;
   bool host_ = true;
   Table table_;
   std::map<pid_t, std::unique_ptr<Process>> processes_;
+  std::map<pid_t, std::vector<Mapping>> maps_;             // executable mappings per process
+  std::map<std::string, std::unique_ptr<FileModule>> files_;  // by path
   std::map<std::pair<pid_t, uint64_t>, std::vector<Frame>> user_cache_;
 };
 
