@@ -9,7 +9,10 @@
 // regs->ip) first). exclude_idle on cpu-clock: the RFC's patch shows the check
 // in perf_swevent_hrtimer() (`exclude_idle && is_idle_task(current)`).
 // sample_max_stack bounds each callchain (get_perf_callchain()'s max_stack).
+#include <linux/bpf.h>
 #include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <map>
@@ -18,7 +21,13 @@
 #include <variant>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+
 #include "harness/attr.h"
+#include "harness/result.h"
 #include "harness/event.h"
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
@@ -183,6 +192,121 @@ PERFTEST_CASE(Profile, SampleMaxStackBoundsCallchains, "profile.sample_max_stack
     EXPECT_EQ((*s.callchain)[0], static_cast<uint64_t>(PERF_CONTEXT_USER));
     EXPECT_EQ((*s.callchain)[1], *s.ip) << "the limit keeps the innermost frames";
   }
+}
+
+// --- PERF_EVENT_IOC_SET_BPF: the RFC's design, a BPF program on each sample ---
+
+// A loaded BPF program of `type` that returns `ret` (r0 = ret; exit), or the
+// bpf(BPF_PROG_LOAD) errno. Owned: closed on destruction.
+struct BpfProg {
+  int fd = -1;
+  int err = 0;
+  BpfProg(bpf_prog_type type, int32_t ret) {
+    bpf_insn insns[2] = {};
+    insns[0].code = BPF_ALU64 | BPF_MOV | BPF_K;
+    insns[0].dst_reg = BPF_REG_0;
+    insns[0].imm = ret;
+    insns[1].code = BPF_JMP | BPF_EXIT;
+    static const char license[] = "GPL";
+    bpf_attr attr{};
+    attr.prog_type = type;
+    attr.insn_cnt = 2;
+    attr.insns = reinterpret_cast<uint64_t>(insns);
+    attr.license = reinterpret_cast<uint64_t>(license);
+    fd = static_cast<int>(syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof attr));
+    err = fd < 0 ? errno : 0;
+  }
+  ~BpfProg() {
+    if (fd >= 0) close(fd);
+  }
+  // bpf(BPF_OBJ_GET_INFO_BY_FD): the program's id (what QUERY_BPF lists); 0 on failure.
+  uint32_t Id() const {
+    bpf_prog_info info{};
+    bpf_attr attr{};
+    attr.info.bpf_fd = static_cast<uint32_t>(fd);
+    attr.info.info_len = sizeof info;
+    attr.info.info = reinterpret_cast<uint64_t>(&info);
+    return syscall(SYS_bpf, BPF_OBJ_GET_INFO_BY_FD, &attr, sizeof attr) == 0 ? info.id : 0;
+  }
+};
+
+class ProfileBpf : public Profile {
+ protected:
+  void SetUp() override {
+    Profile::SetUp();
+    if (IsSkipped()) return;
+    if (exact()) {
+      PERFTEST_SKIP(SkipClass::kUnsupported,
+                    "the mock runs no BPF programs: its PERF_EVENT_IOC_SET_BPF takes no fd as a program "
+                    "(mocks/mock_backend.cc, EINVAL/EBADF only)");
+    }
+  }
+  // Loads or skips: EPERM/EACCES without CAP_BPF (+ CAP_PERFMON), ENOSYS without CONFIG_BPF_SYSCALL.
+  void Load(bpf_prog_type type, int32_t ret, std::unique_ptr<BpfProg>* out) {
+    *out = std::make_unique<BpfProg>(type, ret);
+    if ((*out)->fd >= 0) return;
+    if (std::optional<SkipClass> c = UnavailableClass((*out)->err)) {
+      PERFTEST_SKIP(*c, fmt::format("bpf(BPF_PROG_LOAD, type {}) = -{}: loading BPF programs needs CAP_BPF "
+                                    "(and CAP_PERFMON for perf_event programs) and CONFIG_BPF_SYSCALL",
+                                    static_cast<int>(type), ErrnoName((*out)->err)));
+    }
+    FAIL() << "bpf(BPF_PROG_LOAD) = -" << ErrnoName((*out)->err);
+  }
+  Result<int> SetBpf(const Event& ev, int prog_fd) {
+    return backend().Ioctl(ev.fd(), PERF_EVENT_IOC_SET_BPF, static_cast<uintptr_t>(prog_fd));
+  }
+};
+
+PERFTEST_CASE(ProfileBpf, SetBpfProgramDecidesEachSample, "profile.set_bpf_perf_event",
+              "bcc-profile-rfc.txt (BPF sampling); kernel/events/core.c perf_event_set_bpf_prog(), "
+              "__perf_event_overflow(): a BPF_PROG_TYPE_PERF_EVENT program returning 0 drops the sample; "
+              "a second program -> -EEXIST") {
+  std::unique_ptr<BpfProg> drop, keep;
+  ASSERT_NO_FATAL_FAILURE(Load(BPF_PROG_TYPE_PERF_EVENT, 0, &drop));
+  if (IsSkipped()) return;
+  ASSERT_NO_FATAL_FAILURE(Load(BPF_PROG_TYPE_PERF_EVENT, 1, &keep));
+  perf_event_attr a = CpuClock(PERF_SAMPLE_IP | PERF_SAMPLE_TID);
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  auto samples_with = [&](const BpfProg& prog, uint64_t* count) {
+    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
+    ASSERT_OK_AND_ASSIGN(RingBuffer rb, RingBuffer::Map(backend(), ev.fd(), 16));
+    ASSERT_OK(SetBpf(ev, prog.fd));
+    EXPECT_THAT(SetBpf(ev, prog.fd == drop->fd ? keep->fd : drop->fd), FailsWithErrno(EEXIST))
+        << "one program per perf event";
+    ASSERT_OK(ev.Enable());
+    ASSERT_OK(backend().RunWorkload(Workload::Spin(std::chrono::milliseconds(200))));
+    ASSERT_OK(ev.Disable());
+    ASSERT_OK_AND_ASSIGN(std::vector<ParsedRecord> recs, DrainRecords(rb, SampleLayout::FromAttr(a), true));
+    *count = SamplesOf(recs).size();
+    EXPECT_GT(Value(ev), 0u) << "cpu-clock counted the spin (ns) either way";
+  };
+  uint64_t dropped = 0, kept = 0;
+  ASSERT_NO_FATAL_FAILURE(samples_with(*drop, &dropped));
+  ASSERT_NO_FATAL_FAILURE(samples_with(*keep, &kept));
+  EXPECT_EQ(dropped, 0u) << "the program returned 0 on every sample";
+  EXPECT_GT(kept, 10u) << "the program returned 1: samples reach the ring buffer";
+  RecordProperty("samples_kept", static_cast<int>(kept));
+}
+
+PERFTEST_CASE(ProfileBpf, QueryBpfListsTheAttachedProgram, "profile.query_bpf_attached",
+              "kernel/trace/bpf_trace.c perf_event_attach_bpf_prog() (a second program -> -EEXIST), "
+              "perf_event_query_prog_array(): prog_cnt and ids[]") {
+  std::unique_ptr<BpfProg> prog, other;
+  ASSERT_NO_FATAL_FAILURE(Load(BPF_PROG_TYPE_TRACEPOINT, 0, &prog));
+  if (IsSkipped()) return;
+  ASSERT_NO_FATAL_FAILURE(Load(BPF_PROG_TYPE_TRACEPOINT, 0, &other));
+  PERFTEST_ASSIGN_OR_SKIP(const uint64_t id, backend().TracepointId("syscalls", "sys_enter_getpid"),
+                          "tracepoint syscalls:sys_enter_getpid");
+  ASSERT_OK_AND_ASSIGN(Event tp, Event::Open(backend(), MakeAttr(PERF_TYPE_TRACEPOINT, id)));
+  ASSERT_OK(SetBpf(tp, prog->fd));
+  EXPECT_THAT(SetBpf(tp, other->fd), FailsWithErrno(EEXIST)) << "event->prog is set";
+  // struct perf_event_query_bpf {u32 ids_len; u32 prog_cnt; u32 ids[];} with room for 4 ids.
+  uint32_t query[2 + 4] = {4, 99, 0, 0, 0, 0};
+  ASSERT_OK(backend().Ioctl(tp.fd(), PERF_EVENT_IOC_QUERY_BPF, reinterpret_cast<uintptr_t>(query)));
+  EXPECT_EQ(query[1], 1u) << "prog_cnt";
+  EXPECT_EQ(query[2], prog->Id()) << "ids[0] is the attached program";
+  EXPECT_NE(query[2], 0u);
 }
 
 }  // namespace
