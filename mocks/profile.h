@@ -16,7 +16,6 @@
 //
 // JSON keys (all required unless a default is given):
 //   name (string; default: the file's stem), arch, description, provenance (string),
-//   kernel_release (string, default ""; `uname -r` of the kernel the profile describes),
 //   ncpus (>= 1), page_size (power of two >= 4096),
 //   perf_event_paranoid (-1..4), max_sample_rate (Hz, >= 1), max_stack (frames),
 //   mlock_kb (KiB),
@@ -122,7 +121,6 @@ struct MockProfile {
   std::string arch;
   std::string description;
   std::string provenance;
-  std::string kernel_release;  // uname -r of the kernel described; "" when not recorded
   int ncpus = 1;
   size_t page_size = 4096;
   int perf_event_paranoid = 2;
