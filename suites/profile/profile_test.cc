@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -192,6 +193,51 @@ PERFTEST_CASE(Profile, SampleMaxStackBoundsCallchains, "profile.sample_max_stack
     EXPECT_EQ((*s.callchain)[0], static_cast<uint64_t>(PERF_CONTEXT_USER));
     EXPECT_EQ((*s.callchain)[1], *s.ip) << "the limit keeps the innermost frames";
   }
+}
+
+// The user stack a sample copies (PERF_SAMPLE_STACK_USER, from the user sp
+// in PERF_SAMPLE_REGS_USER; kernel/events/core.c perf_output_sample_ustack())
+// is this thread's stack: a marker in this case's frame, which stays put
+// while the spin below it runs, is found at its address's offset from sp.
+PERFTEST_CASE(Profile, StackUserIsTheSampledThreadsStack, "profile.stack_user_content",
+              "<linux/perf_event.h> PERF_SAMPLE_STACK_USER {size, data[size], dyn_size}, PERF_SAMPLE_REGS_USER; "
+              "kernel/events/core.c perf_output_sample_ustack()") {
+  if (exact()) {
+    PERFTEST_SKIP(SkipClass::kUnsupported,
+                  "the mock's simulated task has no stack memory to compare with: its STACK_USER bytes are a "
+                  "pattern (mocks/event_output.cc)");
+  }
+  // The stack pointer's bit in sample_regs_user (arch/*/include/uapi/asm/perf_regs.h).
+  const std::string& arch = backend().Machine().arch;
+  const int sp_bit = arch == "x86_64" ? 7 : arch == "aarch64" ? 31 : arch == "riscv64" ? 2 : -1;
+  if (sp_bit < 0) PERFTEST_SKIP(SkipClass::kUnsupported, "no known PERF_REG_*_SP for arch " + arch);
+  volatile uint64_t marker[4] = {0x7065726674657374ull, 0x737461636b5f7573ull, 0x6572000000000000ull,
+                                 reinterpret_cast<uintptr_t>(&marker)};
+  perf_event_attr a = CpuClock(PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  a.sample_regs_user = uint64_t{1} << sp_bit;
+  a.sample_stack_user = 32768;
+  std::vector<SampleRecord> samples;
+  ASSERT_NO_FATAL_FAILURE(Sample(a, /*cpu_wide=*/false, &samples));
+  if (IsSkipped()) return;
+  ASSERT_FALSE(samples.empty());
+  const uint64_t m = reinterpret_cast<uintptr_t>(&marker[0]);
+  size_t covered = 0, matched = 0;
+  for (const SampleRecord& s : samples) {
+    ASSERT_TRUE(s.regs_user.has_value() && s.stack_user.has_value());
+    if (s.regs_user->abi == PERF_SAMPLE_REGS_ABI_NONE) continue;  // no user regs at this sample
+    ASSERT_EQ(s.regs_user->regs.size(), 1u);
+    const uint64_t sp = s.regs_user->regs[0];
+    const uint64_t dyn = s.stack_user->dyn_size;
+    EXPECT_LE(dyn, s.stack_user->data.size()) << "dyn_size <= size";
+    if (m < sp || m + sizeof marker > sp + dyn) continue;
+    ++covered;
+    if (std::memcmp(s.stack_user->data.data() + (m - sp), const_cast<uint64_t*>(marker), sizeof marker) == 0) ++matched;
+  }
+  ASSERT_GT(covered, 0u) << "no sample's stack copy reached this frame (" << samples.size() << " samples)";
+  EXPECT_EQ(matched, covered) << "the copied stack holds the marker at its address - sp";
+  RecordProperty("samples_reaching_marker", static_cast<int>(covered));
 }
 
 // --- PERF_EVENT_IOC_SET_BPF: the RFC's design, a BPF program on each sample ---
