@@ -56,7 +56,7 @@ def _kernel_unavailable():
     # A container's seccomp filter may deny perf_event_open whatever the sysctl says.
     probe = subprocess.run([PROFILER, "-K", "-f", "-F", "1", "0.1"], capture_output=True, text=True, timeout=60)
     if probe.returncode != 0:
-        return "perftest_profile cannot sample here: %s" % probe.stderr.strip()[-300:]
+        return "perftest_profile cannot sample here: %s" % probe.stderr.strip()[:300]
     return None
 
 
