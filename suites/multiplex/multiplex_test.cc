@@ -50,7 +50,7 @@ perf_event_attr Branches() { return CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_H
 // first (armv8pmu_get_event_idx()).) nullopt when none opens.
 std::optional<perf_event_attr> CountingEvent(Backend& backend) {
   for (uint64_t config : {PERF_COUNT_HW_BRANCH_INSTRUCTIONS, PERF_COUNT_HW_INSTRUCTIONS, PERF_COUNT_HW_CPU_CYCLES}) {
-    perf_event_attr a = Timed(PERF_TYPE_HARDWARE, config);
+    perf_event_attr a = CounterAttr(PERF_TYPE_HARDWARE, config, kTimed);
     Result<int> fd = backend.PerfEventOpen(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (!fd.ok()) continue;
     (void)backend.Close(*fd);
