@@ -22,11 +22,12 @@ from .render import RENDERERS
 EPILOG = """\
 exit codes:
   0    every case passed (skips allowed, unless --strict); diff: nothing regressed
-  1    some case failed, errored, timed out or crashed (with --strict: or skipped);
+  1    some case failed, errored, timed out or crashed (with --strict: or skipped
+       without an expectation list declaring it, or an expected skip passed);
        diff: something regressed
   2    bad usage or bad input (unknown suite, backend, profile or format;
        unwritable --output; missing suite binary; a file that is not a valid
-       perftest report; a bad deny list line)
+       perftest report; a bad expectation list line)
   3    harness error (a binary that cannot be run, listing or probe failed)
   130  interrupted by Ctrl-C (143: SIGTERM); the partial report is written,
        unfinished cases marked not_run
@@ -34,7 +35,8 @@ exit codes:
 environment:
   PERFTEST_BUILD_DIR     build tree holding bin/suite_* and bin/bench_* (default <repo>/build)
   PERFTEST_PROFILES_DIR  mock profiles (default <repo>/fixtures/profiles)
-  PERFTEST_DENYLIST_DIR  deny lists for --denylist=auto (default <repo>/ci/denylists)
+  PERFTEST_EXPECTATIONS_DIR  expectation lists for --expect=auto (default <repo>/ci/expectations;
+                         the older name PERFTEST_DENYLIST_DIR is still read)
 """
 
 
@@ -137,13 +139,16 @@ def build_parser():
     sp.add_argument("--repeat", type=_count("--repeat"), default=1, metavar="N",
                     help="run each case N times; cases whose runs disagree are marked flaky "
                          "(status: the first failing run)")
-    sp.add_argument("--denylist", action="append", metavar="FILE[,FILE...]|auto",
-                    help="deny list(s): matching cases are not run (reported as skips with "
-                         "denylisted: true) or are expected failures; 'auto' picks the files "
-                         "in ci/denylists whose '# match:' line fits this kernel, arch and "
-                         "backend (format: ci/denylists/README.md)")
+    sp.add_argument("--expect", "--denylist", dest="expect", action="append",
+                    metavar="FILE[,FILE...]|auto",
+                    help="expectation list(s), one line per case with its reason: cases not "
+                         "to run (denylisted), expected failures, expected skips, retries of "
+                         "timing-sensitive kernel cases; 'auto' picks the files in "
+                         "ci/expectations whose '# match:' line fits this run's environment "
+                         "(format: ci/expectations/README.md); --denylist is the older name")
     sp.add_argument("--strict", action="store_true",
-                    help="a skipped case fails the run (exit 1)")
+                    help="a skip no expectation list declares fails the run (exit 1), and so "
+                         "does an expected skip that passed")
     sp.add_argument("--taint", choices=("fail", "warn", "ignore"), default="warn",
                     help="kernel health verdict: the taint value and kernel log (WARN/BUG/oops) "
                          "are read around every case; warn (default): flag the cases in the "
@@ -217,6 +222,13 @@ def build_parser():
              "`perftest pt --help` for all of it.",
              add_help=False)
     sp.add_argument("args", nargs=argparse.REMAINDER, help="arguments for perftest_pt")
+
+    sp = add("data", "perf.data files: list every record, rewrite (build/bin/perftest_data)",
+             "Forwarded to <build>/bin/perftest_data: `perftest data dump FILE` lists every "
+             "record of a perf.data file as `perf report -D` does; `perftest data rewrite IN "
+             "OUT [--pipe]` writes it back; `perftest data --help` for all of it.",
+             add_help=False)
+    sp.add_argument("args", nargs=argparse.REMAINDER, help="arguments for perftest_data")
 
     sp = add("fidelity", "mock vs kernel: the same calls, the agreement figure",
              "Forwarded to <build>/bin/perftest_fidelity: runs seeded random call sequences "
@@ -394,6 +406,12 @@ def _main(argv):
         if any(a == "--vm" or a.startswith("--vm=") for a in args):
             return vm_tool(argv[0], args)
         return run_tool(argv[0], args)
+    if argv and argv[0] == "data":
+        from . import data
+        args = argv[1:]
+        if args[:1] == ["--"]:
+            args = args[1:]
+        return data.run(args)
     extra = []
     if "--" in argv:
         i = argv.index("--")
