@@ -82,6 +82,10 @@ def add_vm_arguments(sp, run=True):
                         "(the guest kernel's own; Debian's is 3)")
     g.add_argument("--vm-modules", metavar="DIR",
                    help="modules (lib/modules/RELEASE) for a kernel image path")
+    g.add_argument("--vm-icount", metavar="SPEC|off",
+                   help="QEMU -icount under TCG (default shift=0: the guest clock counts "
+                        "instructions, so timing cases hold whatever the host's load; "
+                        "'off' for real-time clocks)")
     g.add_argument("--vm-append", metavar="ARGS", help="extra guest kernel command line")
 
 

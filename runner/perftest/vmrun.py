@@ -112,7 +112,7 @@ class VmSetup:
     """Everything needed to boot guests of one kernel and arch."""
 
     def __init__(self, arch, kernel, image, initrd, qemu, accel, accel_reason, bin_dir,
-                 paranoid, append=""):
+                 paranoid, append="", icount=None):
         self.arch = arch
         self.kernel = kernel
         self.image = image
@@ -123,7 +123,8 @@ class VmSetup:
         self.bin_dir = bin_dir
         self.paranoid = paranoid
         self.append = append
-        self.settings = vmqemu.machine_settings(arch, accel)
+        self.icount = icount
+        self.settings = vmqemu.machine_settings(arch, accel, icount)
         # The host's / read-only for every guest: the host build's dynamic
         # binaries (x86_64) and dynamically linked cross binaries (their
         # libraries from the host's multiarch directories, e.g.
@@ -140,7 +141,7 @@ class VmSetup:
         a = accel or self.accel
         return vmqemu.build_command(self.qemu, self.arch, a, self.image, self.initrd,
                                     console_path, self.shares(job_dir), self.append,
-                                    settings=vmqemu.machine_settings(self.arch, a))
+                                    settings=vmqemu.machine_settings(self.arch, a, self.icount))
 
     def write_env(self, job_dir, mode, timeout_s=60, suites=(), then_cases=False):
         with open(os.path.join(job_dir, "env"), "w") as f:
@@ -312,13 +313,13 @@ def prepare(args, arch, tracker, scratch):
     else:
         paranoid = int(paranoid)
     setup = VmSetup(arch, kernel, image, initrd, qemu, "tcg", "", bin_dir, paranoid,
-                    getattr(args, "vm_append", None) or "")
+                    getattr(args, "vm_append", None) or "", getattr(args, "vm_icount", None))
     accel, why = vmqemu.choose_accel(
         arch, args.vm_accel, lambda: probe_kvm(setup, scratch, tracker),
         os.path.join(vmkernel.cache_dir(), "accel.json"),
         "%s|%s|%s" % (os.uname().release, vmqemu.qemu_version(qemu), os.path.basename(image)))
     setup.accel, setup.accel_reason = accel, why
-    setup.settings = vmqemu.machine_settings(arch, accel)
+    setup.settings = vmqemu.machine_settings(arch, accel, setup.icount)
     return setup
 
 
