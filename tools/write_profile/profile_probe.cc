@@ -208,12 +208,15 @@ void ProbeTracepoints(Backend& b, MockProfile& p, std::vector<std::string>& note
 }
 
 // General-purpose counters: branch-miss events (no fixed counter counts
-// them) in one group until the kernel refuses the next member.
+// them) in one group until the kernel refuses the next member. All of them
+// enabled: arm64's validate_event() (drivers/perf/arm_pmu.c) does not count
+// a group event in state OFF, so a disabled leader would let one more fit.
 void ProbeCoreCounters(Prober& prober, MockProfile& p, std::vector<std::string>& notes) {
   const CoreShape shape = ShapeOf(p.hardware.kind);
   p.hardware.fixed_counters = shape.fixed_counters;
   p.hardware.counter_width = shape.counter_width;
   perf_event_attr leader = UserAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES);
+  leader.disabled = 0;
   int err = prober.Open(leader, -1, /*keep=*/true);
   if (err == EINVAL) {  // PERF_PMU_CAP_NO_EXCLUDE: no exclude_* at all
     leader.exclude_kernel = leader.exclude_hv = 0;
@@ -223,7 +226,6 @@ void ProbeCoreCounters(Prober& prober, MockProfile& p, std::vector<std::string>&
   if (err == 0) {
     const int leader_fd = prober.last_fd();
     perf_event_attr member = leader;
-    member.disabled = 0;
     members = 1;
     while (members < kMaxProbeCounters && (err = prober.Open(member, leader_fd, /*keep=*/true)) == 0) ++members;
   }
