@@ -16,7 +16,7 @@
 #include <cstring>
 #include <new>
 
-#include "harness/internal/describe.h"
+#include "harness/describe.h"
 #include "mocks/internal/mock_backend_impl.h"
 #include "mocks/breakpoint_pmu.h"
 #include "mocks/free_running_pmu.h"
@@ -26,16 +26,6 @@
 
 namespace perftest::mock {
 namespace {
-
-using internal::CloseCall;
-using internal::FcntlCall;
-using internal::IoctlCall;
-using internal::MmapCall;
-using internal::MunmapCall;
-using internal::OpenCall;
-using internal::DescribePoll;
-using internal::DescribePrctl;
-using internal::ReadCall;
 
 // The call as made, plus the model's reason when it fails: "perf_event_open(...) [mock: why]".
 std::string WithWhy(const std::string& call, const std::string& why) {
@@ -63,7 +53,8 @@ const std::array<uint8_t, PERF_FORMAT_MAX> kReadOneSize = [] {
 
 }  // namespace
 
-MockBackend::MockBackend(MockProfile profile) : profile_(std::move(profile)) {
+MockBackend::MockBackend(MockProfile profile, MockModels models)
+    : profile_(std::move(profile)), models_(std::move(models)) {
   machine_ = profile_.ToMachineInfo();
   creds_ = ProfileCredentials(profile_);
   tick_ns_ = kNsecPerSec / profile_.hz;
@@ -966,8 +957,8 @@ Result<int> MockBackend::Fcntl(int fd, int cmd, long arg) {
 
 namespace perftest {
 
-std::unique_ptr<Backend> MakeMockBackend(MockProfile profile) {
-  return std::make_unique<mock::MockBackend>(std::move(profile));
+std::unique_ptr<Backend> MakeMockBackend(MockProfile profile, MockModels models) {
+  return std::make_unique<mock::MockBackend>(std::move(profile), std::move(models));
 }
 
 }  // namespace perftest
