@@ -119,6 +119,8 @@ def _run_info(doc, path):
         "started": run.get("started"),
         "suites": list(run.get("suites") or []),
         "interrupted": bool(run.get("interrupted")),
+        "kernel_health": (doc.get("health") or {}).get("summary"),
+        "kernel_healthy": (doc.get("health") or {}).get("healthy"),
         "summary": {k: doc["summary"].get(k, 0)
                     for k in ("total",) + report.STATUSES + (report.NOT_RUN,)},
     }
@@ -159,6 +161,8 @@ def _notes(b, n):
         if parts:
             notes.append("different suites: %s" % "; ".join(parts))
     for info, label in ((b, "BASE"), (n, "NEW")):
+        if info.get("kernel_healthy") is False:
+            notes.append("kernel health of the %s run: %s" % (label, info["kernel_health"]))
         if info["interrupted"]:
             notes.append("the %s run was interrupted: %d cases not run"
                          % (label, info["summary"].get("not_run", 0)))

@@ -52,6 +52,19 @@ def _annotation(result):
         notes.append("denylisted")
     if extra.get("xfail") and result.status in FAILING:
         notes.append("expected failure")
+    if extra.get("retried"):
+        notes.append("retried: %s" % ", ".join(r["status"] for r in extra["attempts"]))
+    if extra.get("expected_skip"):
+        notes.append("expected skip (%s)" % extra["expectation_entry"])
+    if extra.get("unexpected_skip"):
+        notes.append("UNEXPECTED skip")
+    if extra.get("unexpected_pass"):
+        notes.append("expected skip PASSED (%s)" % extra["expectation_entry"])
+    h = extra.get("health") or {}
+    if h.get("state") == "tainted":
+        notes.append("KERNEL TAINTED %s" % h.get("new_taint", ""))
+    elif h.get("state") == "warned":
+        notes.append("KERNEL WARNED")
     return ("  " + "; ".join(notes)) if notes else ""
 
 
@@ -101,10 +114,17 @@ class TtyProgress(Progress):
 
     def case_done(self, case, result):
         super().case_done(case, result)
-        if result.status in FAILING and not (result.extra or {}).get("xfail"):
+        extra = result.extra or {}
+        flagged = (extra.get("health") or {}).get("state") in ("tainted", "warned")
+        if (result.status in FAILING and not extra.get("xfail")) or flagged or \
+                extra.get("unexpected_skip") or extra.get("unexpected_pass"):
             head = "%-7s %s (%s) %.2fs%s" % (result.status.upper(), case.feature or "-",
                                               case.test, result.duration_s, _annotation(result))
-            reason = one_line(result.reason, max(30, self._width() - 12))
+            text = result.reason
+            if flagged:
+                from .health import describe
+                text = ("%s; kernel %s" % (text, describe(result.extra["health"]))).lstrip("; ")
+            reason = one_line(text, max(30, self._width() - 12))
             self.stream.write("\r\x1b[K%s\n        %s\n" % (head, reason))
         self._draw()
 

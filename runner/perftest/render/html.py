@@ -4,7 +4,9 @@ Layout, top to bottom: title and verdict; summary figures (one card per
 status, each a filter toggle); an inline SVG bar chart of the statuses per
 suite; a filter bar (status checkboxes and a text search over feature ids,
 test names and reasons); one table per suite, failing cases first; the run
-and host details. Without JavaScript every row is shown and the filter bar
+and host details. From schema 1.2 the kernel's health is a line under the
+verdict, a tag with the log lines on each flagged case and a "Kernel
+health" table at the end. Without JavaScript every row is shown and the filter bar
 is hidden; the small inline script only toggles rows.
 
 render(doc) -> str (UTF-8 text, starts with <!DOCTYPE html>).
@@ -12,6 +14,7 @@ render(doc) -> str (UTF-8 text, starts with <!DOCTYPE html>).
 
 import html
 
+from .. import health as _health
 from . import common
 
 # Status -> (label, colour). Colours are readable on white and distinct for
@@ -72,6 +75,11 @@ details > summary { cursor: pointer; }
 .suite-counts { color: var(--muted); font-weight: normal; font-size: 14px; margin-left: 8px; }
 .empty { color: var(--muted); font-style: italic; }
 .kv th { width: 220px; background: none; color: var(--muted); font-weight: normal; }
+.health { display: inline-block; padding: 4px 10px; border-radius: 6px; border: 1px solid var(--c);
+          border-left: 6px solid var(--c); margin: 0 0 8px; }
+.tag.kern { color: #fff; background: #a0111f; border-color: #a0111f; font-weight: 600; }
+.klog { font: 12px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; white-space: pre-wrap;
+        color: #a0111f; margin: 2px 0; }
 """
 
 _JS = r"""
@@ -240,9 +248,12 @@ def _reason_cell(case):
     tags = common.annotations(case)
     if case["status"] == "skip" and case.get("skip_class"):
         tags.insert(0, case["skip_class"])
-    tag_html = "".join('<span class="tag">%s</span>' % esc(t) for t in tags)
+    tag_html = "".join('<span class="tag%s">%s</span>' % (
+        " kern" if t.startswith("kernel ") else "", esc(t)) for t in tags)
     if case.get("denylist_reason"):
         tag_html += '<span class="tag">deny list: %s</span>' % esc(case["denylist_reason"])
+    elif case.get("expectation_reason"):
+        tag_html += '<span class="tag">declared: %s</span>' % esc(case["expectation_reason"])
     lines = reason.splitlines()
     if len(lines) > 3 or len(reason) > 400:
         first = common.one_line(reason, 160)
@@ -250,6 +261,10 @@ def _reason_cell(case):
             esc(first), esc(reason))
     else:
         body = '<div class="reason">%s</div>' % esc(reason)
+    h = case.get("health")
+    if _health.is_flagged(h):
+        body += '<div class="klog">%s</div>' % "\n".join(
+            esc(e["line"]) for e in h.get("events", [])[:8])
     log = ""
     if case.get("log"):
         log = ' <a href="%s">log</a>' % esc(case["log"])
@@ -328,6 +343,9 @@ def _details(doc):
         ("kernel command line", "<code>%s</code>" % esc(host.get("kernel_cmdline"))),
     ]
     out += ["<h2>Host</h2>"] + _kv_table(rows)
+    if doc.get("health"):
+        out += ["<h2>Kernel health</h2>"] + _kv_table(
+            [(k, esc(v)) for k, v in common.health_details(doc)])
     return out
 
 
@@ -372,6 +390,11 @@ def render(doc):
         % (_verdict_colour(verdict), esc(verdict), summary["total"],
            esc(", ".join("%d %s" % (summary.get(k, 0), k) for k in common.COUNT_KEYS))),
     ]
+    if common.health_line(doc):
+        h = doc["health"]
+        colour = STATUS_STYLE["pass"][1] if h.get("healthy") else STATUS_STYLE["fail"][1]
+        out.append('<p class="health" style="--c:%s"><strong>Kernel health:</strong> %s</p>'
+                   % (colour, esc(common.health_line(doc))))
     out += _cards(doc, statuses)
     out += ["<h2>Statuses by suite</h2>", chart_svg(doc)]
     out += ["<h2>Cases</h2>"] + _filters(doc, statuses)

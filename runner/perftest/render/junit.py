@@ -8,7 +8,11 @@
         <failure message type="fail">     status fail
         <error message type="error|timeout|crash">
         <skipped message="[skip_class] reason"/>   skip, not_run, expected failure
-        <system-out>test, spec, reason, log, repeats</system-out>
+        <failure message type="kernel-health">   --taint=fail: a pass or skip during
+                                                 which the kernel tainted itself or warned
+        <properties><property name="kernel_health"/></properties>   the same
+                                                 finding under --taint=warn/ignore
+        <system-out>test, spec, reason, log, repeats, kernel health</system-out>
       </testcase>
 
 ``name`` is the feature id (the stable key), the GoogleTest name when a case
@@ -24,6 +28,7 @@ render(doc) -> str
 import re
 import xml.etree.ElementTree as ET
 
+from .. import health as _health
 from . import common
 
 _INVALID_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -44,9 +49,13 @@ def _seconds(x):
     return "%.3f" % (x or 0.0)
 
 
-def _element_for(case):
-    """(tag, type) of the outcome element of a case, or (None, None) for a pass."""
+def _element_for(case, doc=None):
+    """(tag, type) of the outcome element of a case, or (None, None) for a pass.
+    With --taint=fail, a pass or skip during which the kernel tainted itself
+    or warned is a failure of type "kernel-health"."""
     st = case["status"]
+    if doc is not None and common.health_fails_case(doc, case):
+        return "failure", "kernel-health"
     if st == "pass":
         return None, None
     if common.is_xfail(case) or st in ("skip", "not_run"):
@@ -66,6 +75,10 @@ def _message(case):
         tag = "[%s] " % case["skip_class"] if case.get("skip_class") else ""
         if case.get("denylisted"):
             tag += "[denylisted] "
+        if case.get("expected_skip"):
+            tag += "[expected: %s] " % common.short_entry(case.get("expectation_entry"))
+        if case.get("unexpected_skip"):
+            tag += "[UNEXPECTED skip] "
         return tag + common.one_line(reason, 500)
     return common.one_line(reason, 500) or st
 
@@ -80,21 +93,24 @@ def _system_out(case):
                                         " (flaky)" if case.get("flaky") else ""))
     if case.get("log"):
         lines.append("log: %s" % case["log"])
+    if case.get("health"):
+        lines.append("kernel health: %s" % _health.describe(case["health"]))
+        lines += ["  kernel log: %s" % e["line"] for e in case["health"].get("events", [])]
     return "\n".join(lines) + "\n"
 
 
-def _counts(cases):
+def _counts(cases, doc=None):
     n = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
     key = {"failure": "failures", "error": "errors", "skipped": "skipped"}
     for c in cases:
-        tag, _ = _element_for(c)
+        tag, _ = _element_for(c, doc)
         if tag:
             n[key[tag]] += 1
     return n
 
 
-def _set_counts(el, cases, time_s):
-    n = _counts(cases)
+def _set_counts(el, cases, time_s, doc=None):
+    n = _counts(cases, doc)
     for k in ("tests", "failures", "errors", "skipped"):
         el.set(k, str(n[k]))
     el.set("time", _seconds(time_s))
@@ -107,7 +123,7 @@ def build(doc):
     root = ET.Element("testsuites")
     root.set("name", "perftest %s (%s)" % (", ".join(s for s, _ in suites) or "no suites",
                                           run["backend"]))
-    _set_counts(root, doc["cases"], run.get("duration_s"))
+    _set_counts(root, doc["cases"], run.get("duration_s"), doc)
     ts = _timestamp(run.get("started"))
     if ts:
         root.set("timestamp", ts)
@@ -121,12 +137,13 @@ def build(doc):
         ("perf_event_paranoid", host.get("perf_event_paranoid")),
         ("perftest_version", run.get("perftest_version")),
         ("schema_version", doc.get("schema_version")),
+        ("kernel_health", common.health_line(doc)),
     ]
     for suite, _ in suites:
         cases = [c for c in doc["cases"] if c["suite"] == suite]
         s = ET.SubElement(root, "testsuite")
         s.set("name", clean(suite))
-        _set_counts(s, cases, sum(c.get("duration_s", 0) for c in cases))
+        _set_counts(s, cases, sum(c.get("duration_s", 0) for c in cases), doc)
         if ts:
             s.set("timestamp", ts)
         pe = ET.SubElement(s, "properties")
@@ -140,14 +157,24 @@ def build(doc):
             tc.set("classname", clean(suite))
             tc.set("name", clean(c.get("feature") or c["name"]))
             tc.set("time", _seconds(c.get("duration_s")))
-            tag, kind = _element_for(c)
+            tag, kind = _element_for(c, doc)
+            if _health.is_flagged(c.get("health")) and kind != "kernel-health":
+                # --taint=warn/ignore: the finding as a property, the outcome unchanged.
+                tp = ET.SubElement(ET.SubElement(tc, "properties"), "property")
+                tp.set("name", "kernel_health")
+                tp.set("value", clean(_health.describe(c["health"])))
             if tag == "skipped":
                 ET.SubElement(tc, "skipped").set("message", clean(_message(c)))
             elif tag:
                 e = ET.SubElement(tc, tag)
-                e.set("message", clean(_message(c)))
+                e.set("message", clean(_message(c) if kind != "kernel-health" else
+                                       "kernel health, case %s: %s" % (
+                                           c["status"], _health.describe(c["health"]))))
                 e.set("type", kind)
                 e.text = clean(c.get("reason") or kind)
+                if kind == "kernel-health":
+                    e.text = clean("\n".join([_health.describe(c["health"])] + [
+                        ev["line"] for ev in c["health"].get("events", [])]))
             ET.SubElement(tc, "system-out").text = clean(_system_out(c))
     return root
 

@@ -26,6 +26,11 @@ Case result lines, by status (description = feature id, or the test name):
   crash     not ok N desc # ERROR crash: reason
   not_run   ok N desc # SKIP not run: reason   (interrupted runs)
   expected failure (deny list ``xfail``):  ok N desc # XFAIL status: reason
+Kernel health (schema 1.2): a case during which the kernel tainted itself
+or warned gets "# kernel health: ..." and "# kernel log: ..." diagnostic
+lines before its result; under --taint=fail a pass or skip among them is
+"not ok N desc # kernel health (case pass)". The run's health is a
+diagnostic line after the plan.
 A suite is "not ok" when one of its cases is (an expected failure is not),
 "ok ... # SKIP" when every case skipped, else "ok". The "# Subtest:" line is
 the diagnostic line KUnit writes; ktap.rst allows diagnostic lines anywhere.
@@ -35,6 +40,7 @@ timeout and crash).
 render(doc) -> str
 """
 
+from .. import health as _health
 from . import common
 
 INDENT = "  "
@@ -49,12 +55,28 @@ def _data(text, limit=400):
     return common.one_line(text, limit)
 
 
-def case_lines(case, number):
-    """KTAP lines (unindented) for one case: diagnostics, then the result line."""
+def health_lines(case):
+    """'# kernel health: ...' diagnostic lines for a case during which the
+    kernel tainted itself or warned (one per kernel log line), else []."""
+    h = case.get("health")
+    if not _health.is_flagged(h):
+        return []
+    lines = ["# kernel health: %s" % _data(_health.describe(h))]
+    lines += ["# kernel log: %s" % _data(e["line"]) for e in h.get("events", [])]
+    return lines
+
+
+def case_lines(case, number, doc=None):
+    """KTAP lines (unindented) for one case: diagnostics, then the result line.
+    With --taint=fail (``doc``'s health policy) a pass or skip during which
+    the kernel tainted itself or warned is "not ok"."""
     st = case["status"]
     desc = description(case)
     reason = case.get("reason") or ""
-    lines = []
+    lines = health_lines(case)
+    if doc is not None and common.health_fails_case(doc, case):
+        lines.append("not ok %d %s # kernel health (case %s)" % (number, desc, st))
+        return [line.rstrip() for line in lines]
     if common.is_xfail(case):
         why = case.get("denylist_reason")
         data = "%s: %s" % (st, _data(reason))
@@ -77,6 +99,10 @@ def case_lines(case, number):
         tag = "[%s] " % case["skip_class"] if case.get("skip_class") else ""
         if case.get("denylisted"):
             tag += "[denylisted] "
+        if case.get("expected_skip"):
+            tag += "[expected: %s] " % common.short_entry(case.get("expectation_entry"))
+        if case.get("unexpected_skip"):
+            tag += "[UNEXPECTED skip] "
         lines.append("ok %d %s # SKIP %s%s" % (number, desc, tag, _data(reason)))
     elif st == "timeout":
         lines.append("not ok %d %s # TIMEOUT %s" % (number, desc, _data(reason)))
@@ -89,9 +115,10 @@ def case_lines(case, number):
     return [line.rstrip() for line in lines]
 
 
-def _suite_result(cases):
+def _suite_result(cases, doc=None):
     """(ok, directive text or '') of a suite from its cases."""
-    if any(common.is_failing(c) for c in cases):
+    if any(common.is_failing(c) or (doc is not None and common.health_fails_case(doc, c))
+           for c in cases):
         return False, ""
     if not cases:
         return True, " # SKIP no cases"
@@ -105,7 +132,9 @@ def totals(doc):
     n = {"pass": 0, "fail": 0, "xfail": 0, "xpass": 0, "skip": 0, "error": 0}
     for c in cases:
         st = c["status"]
-        if common.is_xfail(c):
+        if common.health_fails_case(doc, c):
+            n["fail"] += 1
+        elif common.is_xfail(c):
             n["xfail"] += 1
         elif st == "pass":
             n["xpass" if c.get("xfail") else "pass"] += 1
@@ -127,14 +156,16 @@ def render(doc):
         host.get("kernel_release"), host.get("arch")))
     if run.get("interrupted"):
         out.append("# interrupted: %d cases not run" % doc["summary"].get("not_run", 0))
+    if common.health_line(doc):
+        out.append("# kernel health: %s" % _data(common.health_line(doc), 600))
     for i, (suite, _) in enumerate(suites, 1):
         cases = [c for c in doc["cases"] if c["suite"] == suite]
         out.append(INDENT + "KTAP version 1")
         out.append(INDENT + "# Subtest: %s" % suite)
         out.append(INDENT + "1..%d" % len(cases))
         for j, c in enumerate(cases, 1):
-            out += [INDENT + line for line in case_lines(c, j)]
-        ok, directive = _suite_result(cases)
+            out += [INDENT + line for line in case_lines(c, j, doc)]
+        ok, directive = _suite_result(cases, doc)
         out.append("%s %d %s%s" % ("ok" if ok else "not ok", i, suite.replace("#", "_"), directive))
     out.append(totals(doc))
     return "\n".join(out) + "\n"

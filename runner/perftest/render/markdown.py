@@ -1,7 +1,8 @@
 """Markdown renderer: title, run and host block, summary table, one table
-per suite (status, feature, test, reason, duration), skips grouped by
-skip_class."""
+per suite (status, feature, test, reason, duration), the kernel health
+section (schema 1.2), skips grouped by skip_class."""
 
+from .. import health as _health
 from . import common
 
 SKIP_CLASS_TITLES = {
@@ -39,6 +40,8 @@ def render(doc):
     if run.get("interrupted"):
         out.append("")
         out.append("**Interrupted: %d cases not run.**" % summary.get("not_run", 0))
+    if common.health_line(doc):
+        out += ["", "**Kernel health: %s**" % cell(common.health_line(doc), 600)]
     out.append("")
 
     out += ["## Run", ""]
@@ -100,6 +103,8 @@ def render(doc):
             out.append("No cases.")
         out.append("")
 
+    out += _health_section(doc)
+
     divs = doc.get("divergences") or []
     if divs:
         out += ["## Documented versus actual behaviour", "",
@@ -123,3 +128,32 @@ def render(doc):
                                               cell(c.get("reason"), 500)))
             out.append("")
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _health_section(doc):
+    """## Kernel health: how it was read, then one row per flagged case with
+    its log lines (schema 1.2)."""
+    if not doc.get("health"):
+        return []
+    out = ["## Kernel health", ""]
+    out += _table(["item", "value"], [[k, cell(v, 600)] for k, v in common.health_details(doc)])
+    out.append("")
+    flagged = common.flagged_cases(doc)
+    if flagged:
+        rows = []
+        for c in flagged:
+            h = c["health"]
+            lines = "<br>".join(cell(e["line"], 300) for e in h.get("events", [])[:5]) or " "
+            rows.append([c["status"], code(common.case_label(c)), h["state"],
+                         code(h.get("new_taint") or "-"), lines])
+        out += ["Cases during which the kernel tainted itself or warned:", ""]
+        out += _table(["status", "feature", "health", "new taint", "kernel log"], rows)
+        out.append("")
+    perf = [c for c in doc["cases"] if not _health.is_flagged(c.get("health")) and
+            (c.get("health") or {}).get("events")]
+    if perf:
+        out += ["perf: lines in the kernel log (throttling; the cases stay healthy): " +
+                ", ".join("%s (%s)" % (code(common.case_label(c)),
+                                      cell(c["health"]["events"][0]["line"], 160))
+                          for c in perf[:10]), ""]
+    return out
