@@ -176,11 +176,12 @@ class Backend {
   // perf_event_mmap_page whose cap_user_rdpmc is 1 and `index` is non-zero
   // (<linux/perf_event.h>, the comment above perf_event_mmap_page.index: the
   // instruction's counter number is index - 1). The raw counter value, pmc_width
-  // bits, not sign-extended. KernelBackend executes RDPMC (x86 only; the caller
-  // must have seen cap_user_rdpmc set, else the instruction faults); MockBackend
-  // reads its model's counter. Errors: EINVAL for index 0 (no counter) or an
-  // index no active event holds (mock); ENOSYS where RDPMC does not exist (not
-  // x86) — the default.
+  // bits, not sign-extended. KernelBackend executes RDPMC on x86 and reads
+  // PMEVCNTR<index-1>_EL0 (PMCCNTR_EL0 for index 32) on arm64 (the caller must
+  // have seen cap_user_rdpmc set and a non-zero index, else the instruction
+  // faults); MockBackend reads its model's counter. Errors: EINVAL for index 0
+  // (no counter), an index past the arch's counters, or an index no active
+  // event holds (mock); ENOSYS on other arches — the default.
   virtual Result<uint64_t> ReadPmc(uint32_t index) {
     return Result<uint64_t>::Failure(ENOSYS, "rdpmc(index=" + std::to_string(index) + ")");
   }

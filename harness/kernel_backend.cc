@@ -149,6 +149,27 @@ class KernelBackend final : public Backend {
     uint32_t lo = 0, hi = 0;
     asm volatile("rdpmc" : "=a"(lo), "=d"(hi) : "c"(index - 1));
     return Result<uint64_t>::Ok((static_cast<uint64_t>(hi) << 32) | lo, call);
+#elif defined(__aarch64__)
+    // arm64 (drivers/perf/arm_pmuv3.c armv8pmu_user_event_idx(); the reader
+    // of tools/lib/perf/mmap.c): counter index - 1 is PMEVCNTR<n>_EL0 for
+    // n < 31 and the cycle counter PMCCNTR_EL0 for 31. EL0 may read them while
+    // the kernel sets PMUSERENR_EL0.ER/CR (sysctl kernel.perf_user_access=1).
+    uint64_t v = 0;
+    switch (index - 1) {
+#define PERFTEST_PMEVCNTR(n) \
+  case n: asm volatile("mrs %0, pmevcntr" #n "_el0" : "=r"(v)); break;
+      PERFTEST_PMEVCNTR(0) PERFTEST_PMEVCNTR(1) PERFTEST_PMEVCNTR(2) PERFTEST_PMEVCNTR(3) PERFTEST_PMEVCNTR(4)
+      PERFTEST_PMEVCNTR(5) PERFTEST_PMEVCNTR(6) PERFTEST_PMEVCNTR(7) PERFTEST_PMEVCNTR(8) PERFTEST_PMEVCNTR(9)
+      PERFTEST_PMEVCNTR(10) PERFTEST_PMEVCNTR(11) PERFTEST_PMEVCNTR(12) PERFTEST_PMEVCNTR(13) PERFTEST_PMEVCNTR(14)
+      PERFTEST_PMEVCNTR(15) PERFTEST_PMEVCNTR(16) PERFTEST_PMEVCNTR(17) PERFTEST_PMEVCNTR(18) PERFTEST_PMEVCNTR(19)
+      PERFTEST_PMEVCNTR(20) PERFTEST_PMEVCNTR(21) PERFTEST_PMEVCNTR(22) PERFTEST_PMEVCNTR(23) PERFTEST_PMEVCNTR(24)
+      PERFTEST_PMEVCNTR(25) PERFTEST_PMEVCNTR(26) PERFTEST_PMEVCNTR(27) PERFTEST_PMEVCNTR(28) PERFTEST_PMEVCNTR(29)
+      PERFTEST_PMEVCNTR(30)
+#undef PERFTEST_PMEVCNTR
+      case 31: asm volatile("mrs %0, pmccntr_el0" : "=r"(v)); break;
+      default: return Result<uint64_t>::Failure(EINVAL, call);
+    }
+    return Result<uint64_t>::Ok(v, call);
 #else
     return Result<uint64_t>::Failure(ENOSYS, call);
 #endif

@@ -146,9 +146,19 @@ TEST_F(Arm64Test, EventsMapLikeArmv8Pmuv3) {
 // 6 event counters + the cycle counter: a group of 7 fits when one is
 // CPU_CYCLES, an eighth member does not (validate_group(): EINVAL).
 TEST_F(Arm64Test, GroupsFitSixCountersAndTheCycleCounter) {
-  const int leader = MustOpen(Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES));
-  for (int i = 0; i < 6; ++i) MustOpen(Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS), 0, -1, leader);
-  EXPECT_THAT(Open(Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS), 0, -1, leader), FailsWithErrno(EINVAL));
+  perf_event_attr cycles = Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
+  cycles.disabled = 0;
+  const int leader = MustOpen(cycles);
+  perf_event_attr insns = Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS);
+  insns.disabled = 0;
+  for (int i = 0; i < 6; ++i) MustOpen(insns, 0, -1, leader);
+  EXPECT_THAT(Open(insns, 0, -1, leader), FailsWithErrno(EINVAL));
+  // drivers/perf/arm_pmu.c validate_event(): an event in state OFF (disabled,
+  // no enable_on_exec) takes no counter in validate_group(), new or not.
+  insns.disabled = 1;
+  EXPECT_THAT(Open(insns, 0, -1, leader), Succeeds()) << "disabled: not counted";
+  insns.enable_on_exec = 1;
+  EXPECT_THAT(Open(insns, 0, -1, leader), FailsWithErrno(EINVAL)) << "disabled with enable_on_exec: counted";
 }
 
 class RiscvSbiTest : public MockTest {

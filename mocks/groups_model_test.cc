@@ -1,6 +1,7 @@
 // Unit tests of the model's group scheduling rules that Linux 6.18 showed and
-// its documentation does not say: ctx_resched() of one PMU, and siblings of a
-// closed leader.
+// its documentation does not say, beyond the groups suite's cases
+// (groups.member_enable_other_pmu, groups.leader_close_*): which enables
+// reschedule which PMU, and the install path of an enabled member.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -53,38 +54,6 @@ TEST_F(GroupsModel, OpeningAnEnabledMemberOfAnotherPmuAlsoWaits) {
   Run(Workload::Sleep(1, 100us));
   Run(Workload::TouchPages(4));
   EXPECT_EQ(Words(member)[0], 4u) << "the task's sched-in puts the whole group on";
-}
-
-TEST_F(GroupsModel, SamePmuMemberIsOnAtOnce) {
-  const int leader = MustOpen(Sw(PERF_COUNT_SW_PAGE_FAULTS));
-  const int member = MustOpen(Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN), 0, -1, leader);
-  Enable(leader);
-  Enable(member);
-  Run(Workload::TouchPages(4));
-  EXPECT_EQ(Words(member)[0], 4u);
-}
-
-// perf_group_detach() without a ctx_resched(): a promoted sibling that was
-// not running waits for the next sched-in.
-TEST_F(GroupsModel, PromotedIdleSiblingWaits) {
-  const int leader = MustOpen(Sw(PERF_COUNT_SW_PAGE_FAULTS));
-  const int member = MustOpen(Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN, /*disabled=*/false), 0, -1, leader);
-  EXPECT_OK(b().Close(leader));
-  Run(Workload::TouchPages(6, 10us));
-  EXPECT_EQ(Words(member), (std::vector<uint64_t>{0, 60000, 0}));
-  Run(Workload::Sleep(1, 100us));
-  Run(Workload::TouchPages(6, 10us));
-  EXPECT_EQ(Words(member)[0], 6u);
-}
-
-TEST_F(GroupsModel, RunningSiblingOfAClosedLeaderRunsOn) {
-  const int leader = MustOpen(Sw(PERF_COUNT_SW_PAGE_FAULTS));
-  const int member = MustOpen(Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN, /*disabled=*/false), 0, -1, leader);
-  Enable(leader);
-  Run(Workload::TouchPages(2));
-  EXPECT_OK(b().Close(leader));
-  Run(Workload::TouchPages(3));
-  EXPECT_EQ(Words(member)[0], 5u);
 }
 
 }  // namespace

@@ -246,14 +246,28 @@ int MockBackend::CheckGroup(const MockEvent& leader, const MockEvent& ev, std::s
   if (too_big) {
     return fail(E2BIG, fmt::format("a group of {} would make a read_format record over {} bytes", nr, kMaxReadSize));
   }
-  // x86 validate_group(): the group's hardware events must fit the counters together.
+  // validate_group(): the group's hardware events must fit the counters
+  // together, counting only those that can run: a member in state OFF
+  // (disabled, not yet enabled) or ERROR takes no counter. x86
+  // collect_events() (arch/x86/events/core.c) always counts the leader and
+  // the new event; arm64 validate_event() (drivers/perf/arm_pmu.c) counts
+  // none of the three in state OFF unless it has enable_on_exec.
   if (ev.pmu == PmuId::kCore) {
+    const bool arm = profile_.arch == "aarch64";
+    auto counts = [arm](bool off, bool error, const perf_event_attr& a, bool always_on_x86) {
+      if (arm) return !error && (!off || a.enable_on_exec);
+      return always_on_x86 || (!off && !error);
+    };
     std::vector<HwEvent> group;
-    if (leader.pmu == PmuId::kCore) group.push_back(leader.hw_event);
-    for (const MockEvent* s : leader.siblings) {
-      if (s->pmu == PmuId::kCore) group.push_back(s->hw_event);
+    if (leader.pmu == PmuId::kCore && counts(!leader.enabled && !leader.error, leader.error, leader.attr, true)) {
+      group.push_back(leader.hw_event);
     }
-    group.push_back(ev.hw_event);
+    for (const MockEvent* s : leader.siblings) {
+      if (s->pmu == PmuId::kCore && counts(!s->enabled && !s->error, s->error, s->attr, false)) {
+        group.push_back(s->hw_event);
+      }
+    }
+    if (counts(attr.disabled, false, attr, true)) group.push_back(ev.hw_event);
     if (!HardwareFits(group, profile_.hardware)) {
       return fail(EINVAL, fmt::format("{} hardware events of the group do not fit {} general-purpose and {} fixed "
                                       "counters (validate_group())",

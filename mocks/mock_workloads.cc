@@ -25,8 +25,9 @@ constexpr uint64_t kMinTouchNs = 1000;
 constexpr uint64_t kMemoryAccessNs = 1;
 // One getpid(2), ns.
 constexpr uint64_t kSyscallNs = 200;
-// __NR_getpid (x86_64).
-constexpr int64_t kGetpidNr = 39;
+// __NR_getpid of the profile's arch: 39 on x86_64 (arch/x86/entry/syscalls/
+// syscall_64.tbl), 172 on arm64 and riscv64 (include/uapi/asm-generic/unistd.h).
+int64_t GetpidNr(const std::string& arch) { return arch == "x86_64" ? 39 : 172; }
 // From fork() to the child's exit, ns (the kernel here: tens of microseconds).
 constexpr uint64_t kForkNs = 50000;
 
@@ -215,9 +216,10 @@ void MockBackend::Syscalls(uint64_t count) {
     // user regs (perf_syscall_enter()/exit() pass them), ip after `syscall`.
     const SampleData d = UserData(kUserSyscallIp, 0);
     Advance(kSyscallNs / 2);
-    TracepointFire("syscalls:sys_enter_getpid", TraceValues{{{"__syscall_nr", kGetpidNr}}, {}}, d);
+    TracepointFire("syscalls:sys_enter_getpid", TraceValues{{{"__syscall_nr", GetpidNr(profile_.arch)}}, {}}, d);
     Advance(kSyscallNs - kSyscallNs / 2);
-    TracepointFire("syscalls:sys_exit_getpid", TraceValues{{{"__syscall_nr", kGetpidNr}, {"ret", task_.pid}}, {}},
+    TracepointFire("syscalls:sys_exit_getpid",
+                   TraceValues{{{"__syscall_nr", GetpidNr(profile_.arch)}, {"ret", task_.pid}}, {}},
                    d);
   }
 }

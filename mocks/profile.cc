@@ -166,7 +166,7 @@ const std::set<std::string>& KnownKeys() {
       "perf_event_paranoid", "max_sample_rate", "max_stack", "max_contexts_per_stack", "mlock_kb",
       "hz",        "attr_size",    "privileged",      "memlock_rlimit_kb",    "pmus",
       "tracepoints", "hw_breakpoint_slots", "hw_watchpoint_slots", "cpu_mhz", "hardware", "clock_pmu_types", "attr_aux_action",
-      "sched_clock_counter", "compat_task", "kernel_release"};
+      "sched_clock_counter", "compat_task"};
   return keys;
 }
 
@@ -234,7 +234,6 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
   r.Int(root, "max_contexts_per_stack", &p.max_contexts_per_stack, 0, 65535, /*required=*/false);
   r.Int(root, "mlock_kb", &p.mlock_kb, 0, 1u << 31);
   r.Int(root, "hz", &p.hz, 1, 10000, /*required=*/false);
-  r.String(root, "kernel_release", &p.kernel_release, /*required=*/false);
   p.kernel_version = mock::kUapiKernelVersion;
   if (r.ok() && !p.kernel_release.empty()) {
     if (std::optional<uint32_t> v = mock::ParseKernelRelease(p.kernel_release)) {

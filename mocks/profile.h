@@ -16,16 +16,15 @@
 //
 // JSON keys (all required unless a default is given):
 //   name (string; default: the file's stem), arch, description, provenance (string),
-//   kernel_release (string, default ""; `uname -r` of the kernel the profile describes),
 //   ncpus (>= 1), page_size (power of two >= 4096),
 //   perf_event_paranoid (-1..4), max_sample_rate (Hz, >= 1), max_stack (frames),
 //   mlock_kb (KiB),
 //   max_contexts_per_stack (default 8; /proc/sys/kernel/perf_event_max_contexts_per_stack),
 //   hz (default 250; CONFIG_HZ, the scheduler tick that paces throttling),
-//   kernel_release (string, default: the release of the UAPI header this was
-//     built with, LINUX_VERSION_CODE): the Linux release the profile describes,
-//     "major.minor" (e.g. "6.18"; a uname -r such as "6.18.44-fc-v857" is
-//     accepted and kept as written). perf_copy_attr() of the mock accepts the
+//   kernel_release (string, default "": `uname -r` of the kernel the profile
+//     describes, or its "major.minor" (e.g. "6.18", "6.18.44-fc-v857"; kept as
+//     written); "" means the release of the UAPI header this was built with
+//     (LINUX_VERSION_CODE). perf_copy_attr() of the mock accepts the
 //     perf_event_attr bits that release knows, not those of the build's header
 //     (mocks/attr_validation.h AttrBitsFor(), which cites the commit that added
 //     each bit): e.g. branch_sample_type bit 19 (PERF_SAMPLE_BRANCH_COUNTERS,
@@ -122,7 +121,7 @@ struct MockProfile {
   std::string arch;
   std::string description;
   std::string provenance;
-  std::string kernel_release;  // uname -r of the kernel described; "" when not recorded
+  std::string kernel_release;  // as the profile says it ("6.18", or a uname -r); empty: the build's UAPI release
   int ncpus = 1;
   size_t page_size = 4096;
   int perf_event_paranoid = 2;
@@ -131,7 +130,6 @@ struct MockProfile {
   uint32_t max_contexts_per_stack = 8;
   uint32_t mlock_kb = 516;
   uint32_t hz = 250;
-  std::string kernel_release;       // as the profile says it ("6.18"); empty: the build's UAPI release
   uint32_t kernel_version = 0;      // mock::KernelVersion() of it (mock::kUapiKernelVersion when empty)
   uint32_t attr_size = sizeof(perf_event_attr);
   bool privileged = true;

@@ -82,6 +82,10 @@ def add_vm_arguments(sp, run=True):
                         "(the guest kernel's own; Debian's is 3)")
     g.add_argument("--vm-modules", metavar="DIR",
                    help="modules (lib/modules/RELEASE) for a kernel image path")
+    g.add_argument("--vm-icount", metavar="SPEC|off",
+                   help="QEMU -icount under TCG (default shift=0: the guest clock counts "
+                        "instructions, so timing cases hold whatever the host's load; "
+                        "'off' for real-time clocks)")
     g.add_argument("--vm-append", metavar="ARGS", help="extra guest kernel command line")
 
 
@@ -231,6 +235,14 @@ def build_parser():
              "on the kernel and on the mock with this host's profile and reports every "
              "disagreement, e.g. perftest fidelity --count=10000 --seed=1.", add_help=False)
     sp.add_argument("args", nargs=argparse.REMAINDER, help="arguments for perftest_fidelity")
+
+    sp = add("profile", "CPU profiler: stack samples at F Hz, bcc profile.py's interface",
+             "Forwarded to <build>/bin/perftest_profile (bcc-profile-rfc.txt on the harness): "
+             "[-p PID | -u | -k] [-U | -K] [-F HZ] [-d] [-f] [--stack-storage-size N] "
+             "[--backend=kernel|mock [--profile=P]] [--mode=ring|bpf] [--format=bcc|folded|svg] "
+             "[duration], e.g. perftest profile -F 99 -f 5; `perftest profile --help` for all of it.",
+             add_help=False)
+    sp.add_argument("args", nargs=argparse.REMAINDER, help="arguments for perftest_profile")
     return p
 
 
@@ -408,6 +420,9 @@ def _main(argv):
         if args[:1] == ["--"]:
             args = args[1:]
         return data.run(args)
+    if argv and argv[0] == "profile":
+        from .cpu_profile import run_profile
+        return run_profile(argv[1:])
     extra = []
     if "--" in argv:
         i = argv.index("--")

@@ -42,7 +42,8 @@ in name order) decides. Within one file a glob appears once.
 Errors: UsageError (exit 2) naming FILE:LINE and what is wrong.
 
   load(path) -> ExpectationList
-  environment(backend, profile_doc) -> Environment
+  environment(backend, profile_doc) -> Environment      (this host, or a mock profile)
+  host_environment(report_host) -> Environment          (a guest's host block, --vm)
   auto_paths(env, directory) -> [path]
   resolve(specs, env) -> Expectations; Expectations.match(case) -> Entry or None
 """
@@ -133,6 +134,18 @@ def environment(backend, profile_doc=None):
                        _yes_no(any(is_hardware_pmu(p) for p in pmus)),
                        _yes_no(any(p["name"] == "intel_pt" for p in pmus)),
                        _yes_no(caps.get("cap_perfmon") or caps.get("cap_sys_admin")))
+
+
+def host_environment(host):
+    """The kernel-backend Environment of a report's ``host`` block (a guest's,
+    for ``perftest run --vm``): kernel_release, arch, pmus, cap_perfmon,
+    cap_sys_admin."""
+    from .doctor import is_hardware_pmu
+    pmus = [p for p in host.get("pmus") or [] if isinstance(p, dict) and "name" in p]
+    return Environment(str(host.get("kernel_release") or ""), str(host.get("arch") or ""), "kernel", "",
+                       _yes_no(any(is_hardware_pmu(p) for p in pmus)),
+                       _yes_no(any(p["name"] == "intel_pt" for p in pmus)),
+                       _yes_no(host.get("cap_perfmon") or host.get("cap_sys_admin")))
 
 
 @dataclass

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 
-from . import __version__, denylist, health, layout, report, vmimage, vmkernel, vmqemu
+from . import __version__, expectations, health, layout, report, vmimage, vmkernel, vmqemu
 from .errors import HarnessError, Interrupted, UsageError
 from .host import capabilities, cpu_facts, read_int, read_text, tracefs_mount, pmus
 from .procs import ProcessTracker
@@ -112,7 +112,7 @@ class VmSetup:
     """Everything needed to boot guests of one kernel and arch."""
 
     def __init__(self, arch, kernel, image, initrd, qemu, accel, accel_reason, bin_dir,
-                 paranoid, append=""):
+                 paranoid, append="", icount=None):
         self.arch = arch
         self.kernel = kernel
         self.image = image
@@ -123,7 +123,8 @@ class VmSetup:
         self.bin_dir = bin_dir
         self.paranoid = paranoid
         self.append = append
-        self.settings = vmqemu.machine_settings(arch, accel)
+        self.icount = icount
+        self.settings = vmqemu.machine_settings(arch, accel, icount)
         # The host's / read-only for every guest: the host build's dynamic
         # binaries (x86_64) and dynamically linked cross binaries (their
         # libraries from the host's multiarch directories, e.g.
@@ -140,7 +141,7 @@ class VmSetup:
         a = accel or self.accel
         return vmqemu.build_command(self.qemu, self.arch, a, self.image, self.initrd,
                                     console_path, self.shares(job_dir), self.append,
-                                    settings=vmqemu.machine_settings(self.arch, a))
+                                    settings=vmqemu.machine_settings(self.arch, a, self.icount))
 
     def write_env(self, job_dir, mode, timeout_s=60, suites=(), then_cases=False):
         with open(os.path.join(job_dir, "env"), "w") as f:
@@ -312,13 +313,13 @@ def prepare(args, arch, tracker, scratch):
     else:
         paranoid = int(paranoid)
     setup = VmSetup(arch, kernel, image, initrd, qemu, "tcg", "", bin_dir, paranoid,
-                    getattr(args, "vm_append", None) or "")
+                    getattr(args, "vm_append", None) or "", getattr(args, "vm_icount", None))
     accel, why = vmqemu.choose_accel(
         arch, args.vm_accel, lambda: probe_kvm(setup, scratch, tracker),
         os.path.join(vmkernel.cache_dir(), "accel.json"),
         "%s|%s|%s" % (os.uname().release, vmqemu.qemu_version(qemu), os.path.basename(image)))
     setup.accel, setup.accel_reason = accel, why
-    setup.settings = vmqemu.machine_settings(arch, accel)
+    setup.settings = vmqemu.machine_settings(arch, accel, setup.icount)
     return setup
 
 
@@ -350,10 +351,8 @@ def run_vm(args, command):
     arch = vmkernel.normalize_arch(args.arch or vmkernel.host_arch())
     bin_dir = os.path.abspath(args.vm_bin or default_bin_dir(arch))
     suites = guest_suites(bin_dir, requested)
-    deny_specs = split_list(args.denylist)
-    for spec in deny_specs:
-        if spec != "auto":
-            denylist.load(spec)
+    deny_specs = split_list(args.expect)
+    expectations.check_files(deny_specs)
     outdir = report.check_output_dir(args.output) if args.output else None
 
     tracker = ProcessTracker()
@@ -376,8 +375,8 @@ def run_vm(args, command):
             if patterns and not selected:
                 raise UsageError("--filter=%s matched none of the %d cases in the guest"
                                  % (args.filter, len(cases)))
-            denied_by = denylist.resolve(deny_specs, host["kernel_release"], host["arch"],
-                                         "kernel")
+            env = expectations.host_environment(host)   # the guest's: ci/expectations/README.md
+            denied_by = expectations.resolve(deny_specs, env)
             if outdir is None:
                 label = "all" if not requested else "+".join(requested)
                 outdir = report.check_output_dir(os.path.join(
@@ -385,7 +384,7 @@ def run_vm(args, command):
                         label, setup.kernel["spec"].replace(":", "").replace("/", "_"), arch)))
             shutil.rmtree(os.path.join(outdir, "logs"), ignore_errors=True)
             for path in denied_by.paths:
-                say("deny list: %s" % path)
+                say("expectations: %s" % path)
             say("running %d cases from %s in %d guest%s, timeout %gs per case" % (
                 len(selected), ", ".join(suites), args.jobs, "s" if args.jobs > 1 else "",
                 args.timeout))
@@ -431,6 +430,8 @@ def run_vm(args, command):
             "jobs": args.jobs,
             "repeat": args.repeat,
             "denylists": denied_by.paths,
+            "expectations": denied_by.paths,
+            "environment": env.values(),
             "vm": {"kernel": args.vm, "arch": arch},
             "probe": probe,
         }
@@ -496,15 +497,14 @@ def run_cases(args, setup, selected, denied_by, outdir, scratch, tracker, sig, a
     n = args.repeat
     results = [None] * len(selected)
     runs = [dict() for _ in selected]
-    xfails = {}
+    entries = {}      # retry= entries are not applied in guests: each attempt would boot one
     units = []
     for i, case in enumerate(selected):
         entry = denied_by.match(case)
-        if entry is not None and not entry.xfail:
+        if entry is not None and entry.denies:
             results[i] = denied_result(case, entry)
             continue
-        if entry is not None:
-            xfails[i] = entry
+        entries[i] = entry
         for k in range(n):
             index = i * n + k
             argv_text = "$ (guest %s) suite_%s --backend=kernel --gtest_filter=%s" % (
@@ -524,10 +524,11 @@ def run_cases(args, setup, selected, denied_by, outdir, scratch, tracker, sig, a
             runs[i][k] = r
             if len(runs[i]) == n:
                 agg = aggregate(selected[i], [runs[i][j] for j in range(n)])
-                if i in xfails:
-                    e = xfails[i]
+                e = entries.get(i)
+                if e is not None and e.xfail:
                     agg.extra = dict(agg.extra or {}, xfail=True, denylist_reason=e.reason,
                                      denylist_entry=e.source)
+                agg.extra = dict(agg.extra or {}, **expectations.judge(agg, e, args.strict))
                 results[i] = agg
                 progress.case_done(selected[i], agg)
 

@@ -138,6 +138,13 @@ class QemuCommandTest(unittest.TestCase):
         self.assertNotIn("-icount", argv)
         self.assertIn("console=ttyS0", argv[argv.index("-append") + 1])
 
+    def test_x86_tcg_counts_instructions_unless_told_not_to(self):
+        argv = vmqemu.build_command("q", "x86_64", "tcg", "/k", "/i", "/c", [])
+        self.assertEqual(argv[argv.index("-icount") + 1], "shift=0")
+        off = vmqemu.build_command("q", "x86_64", "tcg", "/k", "/i", "/c", [],
+                                   settings=vmqemu.machine_settings("x86_64", "tcg", "off"))
+        self.assertNotIn("-icount", off)
+
     def test_accel_across_arches_is_tcg(self):
         accel, why = vmqemu.choose_accel("arm64", "auto", None, "/nonexistent", "k")
         self.assertEqual(accel, "tcg")

@@ -33,6 +33,7 @@
 #include "harness/event.h"
 #include "harness/syscall_matchers.h"
 #include "suites/common/attrs.h"
+#include "suites/common/kernel_version.h"
 #include "suites/common/suite.h"
 
 namespace perftest {
@@ -655,7 +656,8 @@ PERFTEST_CASE(Attr, ClockidInvalid, "attr.clockid_invalid",
 }
 
 PERFTEST_CASE(Attr, InheritRestrictions, "attr.inherit_read_format",
-              "core.c perf_event_alloc() (6.10+): inherit with PERF_SAMPLE_READ needs PERF_SAMPLE_TID; inherit with "
+              "core.c perf_event_alloc() (6.12+, 7e8b255650fc; refused whole before): inherit with PERF_SAMPLE_READ "
+              "needs PERF_SAMPLE_TID; inherit with "
               "PERF_FORMAT_GROUP counts (refused before 6.x only for sampling reads)") {
   perf_event_attr a = Dummy();
   a.inherit = 1;
@@ -668,7 +670,15 @@ PERFTEST_CASE(Attr, InheritRestrictions, "attr.inherit_read_format",
   a.sample_type = PERF_SAMPLE_READ;
   EXPECT_THAT(Try(a), FailsWithErrno(EINVAL)) << "inherit + PERF_SAMPLE_READ without PERF_SAMPLE_TID";
   a.sample_type = PERF_SAMPLE_READ | PERF_SAMPLE_TID;
-  EXPECT_THAT(Try(a), Succeeds()) << "inherit + PERF_SAMPLE_READ|TID";
+  if (KernelBefore(backend(), 6, 12)) {
+    // Before 7e8b255650fc ("perf: Support PERF_SAMPLE_READ with inherit",
+    // Linux 6.12) perf_event_open() refused the pair outright: "We currently
+    // do not support PERF_SAMPLE_READ on inherited events".
+    EXPECT_THAT(Try(a), FailsWithErrno(EINVAL))
+        << "Linux " << RunningKernelVersionString(backend()) << " (before 6.12): inherit + PERF_SAMPLE_READ|TID";
+  } else {
+    EXPECT_THAT(Try(a), Succeeds()) << "inherit + PERF_SAMPLE_READ|TID";
+  }
   a.inherit = 0;
   a.inherit_thread = 1;
   EXPECT_THAT(Try(a), FailsWithErrno(EINVAL)) << "inherit_thread without inherit (perf_copy_attr())";

@@ -24,6 +24,7 @@
 #include "harness/syscall_matchers.h"
 #include "suites/common/attrs.h"
 #include "suites/common/hardware.h"
+#include "suites/common/kernel_version.h"
 #include "suites/common/measure.h"
 #include "suites/common/suite.h"
 
@@ -37,6 +38,26 @@ constexpr int kOvercommit = 12;
 
 // A general-purpose-only hardware event: branch instructions (no fixed counter).
 perf_event_attr Branches() { return CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS, kTimed); }
+
+// The counting hardware event the hardware cases multiplex: branch instructions
+// where the PMU has them, else instructions, else cycles. The rotation, pinned and
+// exclusive rules do not depend on which event; each candidate counts while
+// Spin() runs. (QEMU's emulated PMUv3 has no BR_RETIRED, so PERF_COUNT_HW_BRANCH_
+// INSTRUCTIONS is ENOENT there (drivers/perf/arm_pmuv3.c armv8pmu_map_event():
+// an event absent from PMCEID0/1 is not mapped); it has INST_RETIRED under
+// -icount. On x86 branch instructions keep the fixed counters out of the way;
+// on arm64 instructions take an event counter, and cycles the cycle counter
+// first (armv8pmu_get_event_idx()).) nullopt when none opens.
+std::optional<perf_event_attr> CountingEvent(Backend& backend) {
+  for (uint64_t config : {PERF_COUNT_HW_BRANCH_INSTRUCTIONS, PERF_COUNT_HW_INSTRUCTIONS, PERF_COUNT_HW_CPU_CYCLES}) {
+    perf_event_attr a = CounterAttr(PERF_TYPE_HARDWARE, config, kTimed);
+    Result<int> fd = backend.PerfEventOpen(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (!fd.ok()) continue;
+    (void)backend.Close(*fd);
+    return a;
+  }
+  return std::nullopt;
+}
 
 class Multiplex : public SuiteTest {
  protected:
@@ -62,10 +83,15 @@ class Multiplex : public SuiteTest {
   void Spin(std::chrono::nanoseconds d) { EXPECT_OK(backend().RunWorkload(Workload::Spin(d))); }
 };
 
-#define REQUIRE_HARDWARE()                                                     \
-  do {                                                                         \
+// Sets `counting` (a perf_event_attr in the case's scope) to CountingEvent(), or
+// skips with the reason branch instructions cannot be counted here.
+#define REQUIRE_HARDWARE()                                                                        \
+  std::optional<perf_event_attr> counting_event = CountingEvent(backend());                      \
+  if (!counting_event) {                                                                          \
     if (auto why = NoHardwareFor(backend(), Branches())) PERFTEST_SKIP(why->first, why->second); \
-  } while (0)
+    FAIL() << "no counting hardware event opens, but branch instructions are no precondition failure"; \
+  }                                                                                               \
+  const perf_event_attr counting = *counting_event
 
 // --- software: time bookkeeping, no multiplexing ---
 
@@ -188,7 +214,7 @@ PERFTEST_CASE(Multiplex, FittingEventsAreNotRotated, "multiplex.hw_fit",
               "core.c merge_sched_in(): every group found counters, rotate_necessary stays 0 "
               "(perf_rotate_context() does nothing)") {
   REQUIRE_HARDWARE();
-  std::vector<Event> evs = OpenEnabled(Branches(), 2);
+  std::vector<Event> evs = OpenEnabled(counting, 2);
   Spin(20ms);
   for (Event& ev : evs) {
     ASSERT_OK(ev.Disable());
@@ -203,7 +229,7 @@ PERFTEST_CASE(Multiplex, OvercommittedEventsRotate, "multiplex.hw_rotation",
               "moves to the end; each event runs part of the time; perf_event_open(2) 'scaled count = count * "
               "time_enabled / time_running'") {
   REQUIRE_HARDWARE();
-  std::vector<Event> evs = OpenEnabled(Branches(), kOvercommit);
+  std::vector<Event> evs = OpenEnabled(counting, kOvercommit);
   ASSERT_EQ(evs.size(), static_cast<size_t>(kOvercommit));
   Spin(60ms);
   for (Event& ev : evs) ASSERT_OK(ev.Disable());
@@ -212,7 +238,10 @@ PERFTEST_CASE(Multiplex, OvercommittedEventsRotate, "multiplex.hw_rotation",
   double min_scaled = 1e300, max_scaled = 0;
   for (size_t i = 0; i < vs.size(); ++i) {
     SCOPED_TRACE(fmt::format("event {}", i));
-    EXPECT_GE(Enabled(vs[i]), 60'000'000u);
+    // A task event's time_enabled grows only while the task runs (its
+    // context is scheduled out with it): on the kernel, other tasks that ran
+    // during the spin (a one-CPU guest's kernel threads) take some of it.
+    EXPECT_GE(Enabled(vs[i]), exact() ? 60'000'000u : 54'000'000u);
     EXPECT_LT(Running(vs[i]), Enabled(vs[i])) << "more events than counters: none runs all the time";
     EXPECT_GT(Running(vs[i]), 0u) << "rotation gives every event a turn";
     if (Running(vs[i]) == 0) continue;
@@ -229,13 +258,19 @@ PERFTEST_CASE(Multiplex, OvercommittedEventsRotate, "multiplex.hw_rotation",
 PERFTEST_CASE(Multiplex, GroupsRotateAsAUnit, "multiplex.hw_group_unit",
               "core.c group_sched_in(): a group goes on whole or not at all, so its events' time_running are equal") {
   REQUIRE_HARDWARE();
-  perf_event_attr leader = Branches();
-  leader.disabled = 0;
+  // The leader opens disabled and the whole group is enabled once complete: a
+  // leader enabled at open would run alone until its member joins, and its
+  // time_running would lead the member's by that much.
+  perf_event_attr leader = counting;
+  leader.disabled = 1;
+  perf_event_attr member = counting;
+  member.disabled = 0;
   std::vector<Group> groups;
   for (int i = 0; i < kOvercommit / 2; ++i) {
-    ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), leader, {leader}));
+    ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), leader, {member}));
     groups.push_back(std::move(g));
   }
+  for (Group& g : groups) ASSERT_OK(g.leader().Enable(/*whole_group=*/true));
   Spin(40ms);
   for (Group& g : groups) ASSERT_OK(g.leader().Disable(/*whole_group=*/true));
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -250,7 +285,7 @@ PERFTEST_CASE(Multiplex, PinnedGroupThatCannotGoOnErrs, "multiplex.pinned_error"
               "core.c merge_sched_in(): a pinned group left INACTIVE -> PERF_EVENT_STATE_ERROR; __perf_read(): 'Return "
               "end-of-file for a read on an event that is in error state'; _perf_event_enable() clears ERROR") {
   REQUIRE_HARDWARE();
-  perf_event_attr pinned = Branches();
+  perf_event_attr pinned = counting;
   pinned.pinned = 1;
   std::vector<Event> evs;
   std::optional<size_t> erred;
@@ -265,7 +300,17 @@ PERFTEST_CASE(Multiplex, PinnedGroupThatCannotGoOnErrs, "multiplex.pinned_error"
   }
   ASSERT_TRUE(erred.has_value()) << "more pinned events than counters: one must fail to go on";
   EXPECT_GT(*erred, 0u);
-  EXPECT_EQ(Running(Values(evs[0])), Enabled(Values(evs[0]))) << "the first pinned event runs all the time";
+  const ReadValues first = Values(evs[0]);
+  if (KernelBefore(backend(), 6, 12)) {
+    // Without ctx_time_freeze() (EVENT_FROZEN; not in Linux 6.1) every
+    // ENABLE's ctx_resched() takes the pinned groups off and puts them back
+    // while the context's time runs: a few microseconds INACTIVE each time.
+    EXPECT_GE(Running(first), Enabled(first) - Enabled(first) / 100)
+        << "Linux " << RunningKernelVersionString(backend()) << ": the first pinned event runs all the time "
+        << "but for the reschedules";
+  } else {
+    EXPECT_EQ(Running(first), Enabled(first)) << "the first pinned event runs all the time";
+  }
   Event& err = evs[*erred];
   Spin(5ms);
   EXPECT_THAT(backend().Read(err.fd(), buf.data(), buf.size()), SucceedsWith(0u)) << "still in error: EOF";
@@ -284,8 +329,8 @@ PERFTEST_CASE(Multiplex, PinnedGoesBeforeFlexible, "multiplex.pinned_first",
               "core.c perf_event_sched_in(): EVENT_PINNED groups are scheduled before EVENT_FLEXIBLE ones, so a pinned "
               "group keeps a counter while flexible ones rotate") {
   REQUIRE_HARDWARE();
-  std::vector<Event> flexible = OpenEnabled(Branches(), kOvercommit);
-  perf_event_attr pinned = Branches();
+  std::vector<Event> flexible = OpenEnabled(counting, kOvercommit);
+  perf_event_attr pinned = counting;
   pinned.pinned = 1;
   pinned.disabled = 0;
   ASSERT_OK_AND_ASSIGN(Event p, Event::Open(backend(), pinned));
@@ -305,11 +350,11 @@ PERFTEST_CASE(Multiplex, ExclusiveGroupRunsAlone, "multiplex.exclusive",
               "core.c group_can_go_on(): 'if (epc->exclusive) return 0' and an exclusive group needs an empty active "
               "list; so an exclusive flexible group and another flexible group take turns (perf_rotate_context())") {
   REQUIRE_HARDWARE();
-  perf_event_attr excl = Branches();
+  perf_event_attr excl = counting;
   excl.exclusive = 1;
   excl.disabled = 0;
   ASSERT_OK_AND_ASSIGN(Event e, Event::Open(backend(), excl));
-  std::vector<Event> others = OpenEnabled(Branches(), 1);
+  std::vector<Event> others = OpenEnabled(counting, 1);
   ASSERT_EQ(others.size(), 1u);
   Spin(40ms);
   ASSERT_OK(e.Disable());

@@ -29,6 +29,7 @@
 #include "harness/syscall_matchers.h"
 #include "suites/common/attrs.h"
 #include "suites/common/records_util.h"
+#include "suites/common/kernel_version.h"
 #include "suites/common/suite.h"
 
 namespace perftest {
@@ -555,7 +556,7 @@ PERFTEST_CASE(ReadFormat, ResetKeepsTimesAndLost, "read_format.reset_keeps_times
 
 PERFTEST_CASE(ReadFormat, InheritWithGroupFormat, "read_format.inherit_group",
               "core.c perf_event_alloc()/has_inherit_and_sample_read(): inherit + PERF_FORMAT_GROUP reads; "
-              "with PERF_SAMPLE_READ it needs PERF_SAMPLE_TID") {
+              "with PERF_SAMPLE_READ it needs PERF_SAMPLE_TID (6.12+, 7e8b255650fc; refused whole before)") {
   const uint64_t rf = PERF_FORMAT_GROUP | PERF_FORMAT_ID | kTimes;
   perf_event_attr leader = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, {.read_format = rf});
   perf_event_attr member = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.read_format = rf, .disabled = false});
@@ -576,7 +577,14 @@ PERFTEST_CASE(ReadFormat, InheritWithGroupFormat, "read_format.inherit_group",
   sampler.sample_type = PERF_SAMPLE_READ;
   EXPECT_THAT(Event::Open(backend(), sampler), FailsWithErrno(EINVAL)) << "inherit + PERF_SAMPLE_READ without TID";
   sampler.sample_type = PERF_SAMPLE_READ | PERF_SAMPLE_TID;
-  EXPECT_THAT(Event::Open(backend(), sampler), Succeeds());
+  if (KernelBefore(backend(), 6, 12)) {
+    // Before 7e8b255650fc ("perf: Support PERF_SAMPLE_READ with inherit",
+    // Linux 6.12) perf_event_open() refused inherit with PERF_SAMPLE_READ whatever else.
+    EXPECT_THAT(Event::Open(backend(), sampler), FailsWithErrno(EINVAL))
+        << "Linux " << RunningKernelVersionString(backend()) << " (before 6.12)";
+  } else {
+    EXPECT_THAT(Event::Open(backend(), sampler), Succeeds());
+  }
 }
 
 PERFTEST_CASE(ReadFormat, UnknownBitsAreEinval, "read_format.unknown_bits",

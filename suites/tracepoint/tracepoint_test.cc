@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "harness/attr.h"
@@ -22,6 +23,7 @@
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/arch.h"
 #include "suites/common/measure.h"
 #include "suites/common/records_util.h"
 #include "suites/common/suite.h"
@@ -33,8 +35,6 @@ namespace {
 // common_flags, u8 common_preempt_count, s32 common_pid; then the event's fields.
 constexpr size_t kCommonPidOffset = 4;
 constexpr size_t kFirstFieldOffset = 8;
-// x86_64 __NR_getpid (arch/x86/entry/syscalls/syscall_64.tbl).
-constexpr int32_t kX86GetpidNr = 39;
 
 template <typename T>
 T At(const std::vector<std::byte>& raw, size_t data_offset) {
@@ -72,7 +72,6 @@ class Tracepoint : public SuiteTest {
     if (!n.ok()) return Result<std::vector<ParsedRecord>>::FailureFrom(n);
     return DrainRecords(*rb, SampleLayout::FromAttr(ev.attr()), /*consume=*/true);
   }
-  bool X86() { return backend().Machine().arch == "x86_64"; }
 };
 
 PERFTEST_CASE(Tracepoint, IdFromTracefs, "tracepoint.id_lookup",
@@ -125,8 +124,8 @@ PERFTEST_CASE(Tracepoint, RawEnterLayout, "tracepoint.raw_layout",
     EXPECT_GE(size, kFirstFieldOffset + 4) << "trace_entry plus int __syscall_nr";
     EXPECT_EQ(At<uint16_t>(raw, 0), enter) << "common_type is the tracepoint's id";
     EXPECT_EQ(At<int32_t>(raw, kCommonPidOffset), static_cast<int32_t>(*s->tid)) << "common_pid is the caller";
-    if (X86()) {
-      EXPECT_EQ(At<int32_t>(raw, kFirstFieldOffset), kX86GetpidNr) << "__syscall_nr";
+    if (const std::optional<int64_t> nr = GetpidSyscallNr(backend().Machine().arch)) {
+      EXPECT_EQ(At<int32_t>(raw, kFirstFieldOffset), *nr) << "__syscall_nr of getpid on " << backend().Machine().arch;
     }
   }
 }
@@ -290,9 +289,7 @@ PERFTEST_CASE(Tracepoint, ExcludeKernelKeepsSyscallSamplesUser, "tracepoint.excl
     ++samples;
     EXPECT_EQ(r->record.header.misc & PERF_RECORD_MISC_CPUMODE_MASK, PERF_RECORD_MISC_USER);
     const uint64_t ip = std::get<SampleRecord>(r->record.body).ip.value_or(~uint64_t{0});
-    if (X86()) {
-      EXPECT_LT(ip, uint64_t{0x0000800000000000}) << "a user-space ip: the syscall return address";
-    }
+    EXPECT_LT(ip, UserAddressLimit(backend().Machine().arch)) << "a user-space ip: the syscall return address";
   }
   EXPECT_EQ(samples, 8u);
 }

@@ -1,0 +1,198 @@
+// Unit tests of perftest profile's parts, and its exact profile on the mock.
+#include <gtest/gtest.h>
+
+#include <linux/perf_event.h>
+
+#include <fmt/format.h>
+
+#include "harness/workload.h"
+#include "mocks/mock_backend.h"
+#include "mocks/profile.h"
+#include "mocks/simulated_symbols.h"
+#include "tools/profile/flamegraph.h"
+#include "tools/profile/output.h"
+#include "tools/profile/ring_sampler.h"
+#include "tools/profile/stack_counts.h"
+#include "tools/profile/symbolizer.h"
+
+namespace perftest::profile {
+namespace {
+
+constexpr uint64_t kKernelMarker = static_cast<uint64_t>(PERF_CONTEXT_KERNEL);
+constexpr uint64_t kUserMarker = static_cast<uint64_t>(PERF_CONTEXT_USER);
+
+TEST(SplitCallchain, SplitsAtContextMarkers) {
+  std::vector<uint64_t> chain{kKernelMarker, 0xffffffff81000010, 0xffffffff81000020, kUserMarker, 0x401000, 0x402000};
+  SplitStack s = SplitCallchain(chain);
+  EXPECT_TRUE(s.has_kernel);
+  EXPECT_TRUE(s.has_user);
+  EXPECT_EQ(s.kernel, (std::vector<uint64_t>{0xffffffff81000010, 0xffffffff81000020}));
+  EXPECT_EQ(s.user, (std::vector<uint64_t>{0x401000, 0x402000}));
+}
+
+TEST(SplitCallchain, DropsGuestAndHypervisorParts) {
+  std::vector<uint64_t> chain{static_cast<uint64_t>(PERF_CONTEXT_HV), 0x1234, kUserMarker, 0x401000};
+  SplitStack s = SplitCallchain(chain);
+  EXPECT_EQ(s.other_contexts, 1u);
+  EXPECT_TRUE(s.kernel.empty());
+  EXPECT_EQ(s.user, std::vector<uint64_t>{0x401000});
+}
+
+TEST(StackCounts, CountsPerStackAndSortsAscending) {
+  StackCounts c;
+  c.Add(7, "a", {0x1, 0x2}, {}, true, true, 3);
+  c.Add(7, "a", {0x1, 0x2}, {}, true, true, 2);
+  c.Add(8, "b", {0x3}, {0xffffffff81000000}, true, true, 1);
+  auto v = c.SortedAscending();
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].first.comm, "b");
+  EXPECT_EQ(v[1].second, 5u);
+  EXPECT_EQ(c.total(), 6u);
+  EXPECT_EQ(c.missing(), 0u);
+  EXPECT_EQ(MissingStacksWarning(c), "");
+}
+
+TEST(StackCounts, StackStorageSizeLimitsDistinctStacksLikeProfilePy) {
+  StackCounts c(/*stack_storage_size=*/1);
+  c.Add(7, "a", {0x1}, {}, true, true);
+  c.Add(7, "a", {0x2}, {}, true, true);  // a second distinct user stack: does not fit
+  EXPECT_EQ(c.missing(), 1u);
+  EXPECT_TRUE(c.storage_full());
+  EXPECT_EQ(MissingStacksWarning(c),
+            "WARNING: 1 stack traces could not be displayed. Consider increasing --stack-storage-size.\n");
+}
+
+Symbolizer TableSymbolizer() {
+  return Symbolizer([](uint64_t ip) -> std::optional<Frame> {
+    const mock::SimulatedSymbol* s = mock::FindSimulatedSymbol(ip);
+    if (!s) return std::nullopt;
+    return Frame{std::string(s->name), ip - s->start, std::string(s->module), "", false};
+  });
+}
+
+TEST(Output, FoldedAndTextLayoutsOfProfilePy) {
+  Symbolizer sym = TableSymbolizer();
+  StackCounts c;
+  c.Add(4242, "perftest", {0x0000555555555b48, 0x0000555555555c64, 0x0000555555555e02},
+        {0xffffffff81f3c1a2, 0xffffffff81f3c8d7}, true, true, 2);
+  c.Add(4242, "perftest", {0x1}, {}, true, true, 1);  // an address no symbol covers
+  OutputOptions d{.delimited = true};
+  EXPECT_EQ(FormatFolded(Fold(c, sym, d)),
+            "perftest;[unknown] 1\n"
+            "perftest;main;run_workload;spin;-;schedule;__schedule 2\n");
+  EXPECT_EQ(FormatFolded(Fold(c, sym, {})), "perftest;[unknown] 1\nperftest;main;run_workload;spin;schedule;__schedule 2\n");
+  EXPECT_EQ(FormatFolded(Fold(c, sym, OutputOptions{.kernel_stacks_only = true})),
+            "perftest 1\nperftest;schedule;__schedule 2\n");
+  EXPECT_EQ(FormatText(c, sym, d),
+            "    [unknown]\n"
+            "    -                perftest (4242)\n"
+            "        1\n\n"
+            "    __schedule+0xa2\n"
+            "    schedule+0x17\n"
+            "    --\n"
+            "    spin+0x48\n"
+            "    run_workload+0x64\n"
+            "    main+0x2\n"
+            "    -                perftest (4242)\n"
+            "        2\n\n");
+}
+
+TEST(FlameGraph, OneRectPerFrameWidthsProportional) {
+  std::vector<FoldedStack> stacks{{{"hog", "main", "hot"}, 3}, {{"hog", "main", "cold"}, 1}};
+  std::string svg = FlameGraphSvg(stacks, "t", FlameGraphOptions{.width = 420});
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  // Root "hog" at the bottom (y 76 = height 96 - 16 - 4), callees above it.
+  EXPECT_NE(svg.find("<title>hog (4 samples, 100.00%)</title><rect x=\"10.00\" y=\"76\" width=\"400.00\""),
+            std::string::npos) << svg;
+  // 400 px for 4 samples: cold (alphabetically first) 100 px, hot 300 px after it.
+  EXPECT_NE(svg.find("<title>cold (1 samples, 25.00%)</title><rect x=\"10.00\" y=\"44\" width=\"100.00\""),
+            std::string::npos) << svg;
+  EXPECT_NE(svg.find("<title>hot (3 samples, 75.00%)</title><rect x=\"110.00\" y=\"44\" width=\"300.00\""),
+            std::string::npos) << svg;
+}
+
+// The whole ring-mode profiler on the mock: exact counts and stacks.
+class MockProfile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<perftest::MockProfile> p = LoadProfile("software-only");
+    ASSERT_TRUE(p.ok()) << p.ToString();
+    backend_ = MakeMockBackend(std::move(*p));
+  }
+  RingSampler Sampler(SamplerOptions o) {
+    return RingSampler(
+        *backend_, o,
+        [](pid_t pid, pid_t tid, uint32_t cpu) { return tid == 0 ? fmt::format("swapper/{}", cpu) : fmt::format("t{}", pid); },
+        [](pid_t pid) { return pid == 0; });
+  }
+  std::unique_ptr<Backend> backend_;
+};
+
+TEST_F(MockProfile, SpinOneSecondAt49HzGivesExactProfile) {
+  SamplerOptions o;
+  RingSampler s = Sampler(o);
+  ASSERT_TRUE(s.Open().ok());
+  EXPECT_EQ(s.nr_events(), static_cast<size_t>(backend_->Machine().ncpus));
+  ASSERT_TRUE(s.Enable().ok());
+  ASSERT_TRUE(backend_->RunWorkload(Workload::Spin(std::chrono::seconds(1))).ok());
+  ASSERT_TRUE(s.Disable().ok());
+  s.Drain();
+  Symbolizer sym = TableSymbolizer();
+  EXPECT_EQ(FormatFolded(Fold(s.counts(), sym, OutputOptions{.delimited = true})),
+            fmt::format("swapper/1;start_secondary;cpu_startup_entry;do_idle;default_idle_call;default_idle 49\n"
+                        "t{};__libc_start_call_main;main;run_workload;spin 49\n",
+                        kMockPid));
+  EXPECT_EQ(s.lost(), 0u);
+  EXPECT_EQ(s.malformed(), 0u);
+}
+
+TEST_F(MockProfile, UserThreadsOnlyDropsTheIdleTask) {
+  SamplerOptions o;
+  o.user_threads_only = true;
+  RingSampler s = Sampler(o);
+  ASSERT_TRUE(s.Open().ok());
+  ASSERT_TRUE(s.Enable().ok());
+  ASSERT_TRUE(backend_->RunWorkload(Workload::Spin(std::chrono::seconds(1))).ok());
+  s.Drain();
+  Symbolizer sym = TableSymbolizer();
+  EXPECT_EQ(FormatFolded(Fold(s.counts(), sym, {})),
+            fmt::format("t{};__libc_start_call_main;main;run_workload;spin 49\n", kMockPid));
+}
+
+// Every ip the mock puts in a callchain has a name in its simulated symbol
+// table: spinning, touching pages, sleeping (kernel part through __schedule)
+// and idle CPUs.
+TEST_F(MockProfile, SimulatedSymbolTableNamesEveryCallchainIp) {
+  SamplerOptions o;
+  o.frequency = 1000;
+  RingSampler s = Sampler(o);
+  ASSERT_TRUE(s.Open().ok());
+  ASSERT_TRUE(s.Enable().ok());
+  ASSERT_TRUE(backend_->RunWorkload(Workload::Spin(std::chrono::milliseconds(50))).ok());
+  ASSERT_TRUE(backend_->RunWorkload(Workload::TouchPages(64, std::chrono::milliseconds(1))).ok());
+  ASSERT_TRUE(backend_->RunWorkload(Workload::Sleep(5, std::chrono::milliseconds(10))).ok());
+  s.Drain();
+  size_t kernel = 0, user = 0;
+  for (const auto& [key, n] : s.counts().SortedAscending()) {
+    for (uint64_t ip : key.kernel) {
+      ++kernel;
+      EXPECT_NE(mock::FindSimulatedSymbol(ip), nullptr) << fmt::format("kernel ip {:#x}", ip);
+    }
+    for (size_t i = 0; i < key.user.size(); ++i) {
+      ++user;
+      uint64_t ip = i ? key.user[i] - 1 : key.user[i];  // callers are looked up at the return address - 1
+      EXPECT_NE(mock::FindSimulatedSymbol(ip), nullptr) << fmt::format("user ip {:#x}", key.user[i]);
+    }
+  }
+  EXPECT_GT(kernel, 0u);
+  EXPECT_GT(user, 0u);
+}
+
+TEST(SimulatedSymbols, SortedAndDisjoint) {
+  auto syms = mock::SimulatedSymbols();
+  for (size_t i = 1; i < syms.size(); ++i) EXPECT_GE(syms[i].start, syms[i - 1].start + syms[i - 1].size) << syms[i].name;
+}
+
+}  // namespace
+}  // namespace perftest::profile
