@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "harness/attr.h"
-#include "harness/internal/describe.h"
+#include "harness/describe.h"
 
 namespace perftest::fidelity {
 namespace {
@@ -104,7 +104,7 @@ std::string OpName(const Call& call) {
     std::string operator()(const OpenCall&) const { return "perf_event_open"; }
     std::string operator()(const ReadCall&) const { return "read"; }
     std::string operator()(const IoctlCall& c) const {
-      return fmt::format("ioctl({})", internal::IoctlRequestName(c.request));
+      return fmt::format("ioctl({})", IoctlRequestName(c.request));
     }
     std::string operator()(const MmapCall&) const { return "mmap"; }
     std::string operator()(const MunmapCall&) const { return "munmap"; }
@@ -113,7 +113,7 @@ std::string OpName(const Call& call) {
       return c.cmd == F_GETFD ? "fcntl(F_GETFD)" : c.cmd == F_GETFL ? "fcntl(F_GETFL)" : fmt::format("fcntl({})", c.cmd);
     }
     std::string operator()(const PollCall&) const { return "poll"; }
-    std::string operator()(const PrctlCall& c) const { return internal::DescribePrctl(c.option); }
+    std::string operator()(const PrctlCall& c) const { return DescribePrctl(c.option); }
   };
   return std::visit(Visitor{}, call);
 }
@@ -128,7 +128,7 @@ std::string DescribeCall(const Call& call) {
       return fmt::format("read(event[{}], len={})", c.target, ReadLenName(c.len));
     }
     std::string operator()(const IoctlCall& c) const {
-      return fmt::format("ioctl(event[{}], {}, {})", c.target, internal::IoctlRequestName(c.request), IoctlArgText(c));
+      return fmt::format("ioctl(event[{}], {}, {})", c.target, IoctlRequestName(c.request), IoctlArgText(c));
     }
     std::string operator()(const MmapCall& c) const {
       const char* f = (c.flags & MAP_SHARED) ? "MAP_SHARED" : (c.flags & MAP_PRIVATE) ? "MAP_PRIVATE" : "0";
@@ -144,7 +144,7 @@ std::string DescribeCall(const Call& call) {
     std::string operator()(const PollCall& c) const {
       return fmt::format("poll(event[{}], POLLIN, timeout=0)", c.target);
     }
-    std::string operator()(const PrctlCall& c) const { return internal::DescribePrctl(c.option); }
+    std::string operator()(const PrctlCall& c) const { return DescribePrctl(c.option); }
   };
   return std::visit(Visitor{}, call);
 }

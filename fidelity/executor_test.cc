@@ -10,7 +10,7 @@
 #include "fidelity/report.h"
 #include "fidelity/rng.h"
 #include "harness/attr.h"
-#include "mocks/gmock_backend.h"
+#include "harness/testing/gmock_backend.h"
 #include "mocks/mock_backend.h"
 #include "mocks/profile.h"
 

@@ -39,6 +39,7 @@
 #include "harness/backend.h"
 #include "mocks/mock_backend.h"
 #include "mocks/profile.h"
+#include "mocks/pt_sim_source.h"
 
 namespace perftest::fidelity {
 namespace {
@@ -66,9 +67,16 @@ std::string KernelDescription(Backend& kernel) {
                      ::geteuid() == 0 ? "root" : fmt::format("uid {}", ::geteuid()));
 }
 
+// The mock the calls are compared with: the whole model, intel_pt events
+// tracing the simulated task's real program as in suite_pt and suite_aux
+// (mocks/pt_sim_source.h), on a profile with intel_pt.
+std::unique_ptr<Backend> MakeMock(const MockProfile& profile) {
+  return MakeMockBackend(profile, {.pt_trace = mock::PtSimTraceModel()});
+}
+
 int Replay(uint64_t seed, Backend& kernel, const MockProfile& profile, const GeneratorParams& params) {
   const Sequence seq = GenerateSequence(seed, params);
-  std::unique_ptr<Backend> mock = MakeMockBackend(profile);
+  std::unique_ptr<Backend> mock = MakeMock(profile);
   const SequenceOutcome out = RunSequence(seq, kernel, *mock, params);
   fmt::print("sequence {:#x}: {} calls\n", seed, out.calls.size());
   for (const CallRecord& r : out.calls) {
@@ -165,7 +173,7 @@ int Main(int argc, char** argv) {
   report.SetUnmodelledPmus(std::move(unmodelled));
   for (uint64_t i = 0; i < count; ++i) {
     const Sequence seq = GenerateSequence(SequenceSeed(seed, i), params);
-    std::unique_ptr<Backend> mock = MakeMockBackend(*profile);
+    std::unique_ptr<Backend> mock = MakeMock(*profile);
     report.Add(i, seq, RunSequence(seq, *kernel, *mock, params));
   }
   const double run_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -178,7 +186,7 @@ int Main(int argc, char** argv) {
       if (cls == nullptr || cls->examples.empty()) continue;
       Example& e = cls->examples.front();
       const Minimized m = Minimize(GenerateSequence(e.sequence_seed, params), e.call_index, c.kind, *kernel,
-                                   [&] { return MakeMockBackend(*profile); }, params);
+                                   [&] { return MakeMock(*profile); }, params);
       if (!m.reproduced) {
         e.minimal = {"(did not reproduce on a fresh run: depends on timing or on state outside the sequence)"};
         continue;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "harness/syscall_matchers.h"
-#include "mocks/gmock_backend.h"
+#include "harness/testing/gmock_backend.h"
 
 namespace perftest {
 namespace {

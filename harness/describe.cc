@@ -1,4 +1,4 @@
-#include "harness/internal/describe.h"
+#include "harness/describe.h"
 
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -8,7 +8,7 @@
 
 #include "harness/attr.h"
 
-namespace perftest::internal {
+namespace perftest {
 
 std::string IoctlRequestName(unsigned long request) {
   switch (request) {
@@ -103,4 +103,4 @@ CallDescription OpenCall(const perf_event_attr* attr, pid_t pid, int cpu, int gr
   return CallDescription::Deferred<FormatOpen>(a);
 }
 
-}  // namespace perftest::internal
+}  // namespace perftest

@@ -14,7 +14,7 @@
 
 #include "harness/attr.h"
 #include "harness/syscall_matchers.h"
-#include "mocks/gmock_backend.h"
+#include "harness/testing/gmock_backend.h"
 
 namespace perftest {
 namespace {

@@ -23,14 +23,14 @@
 
 #include "harness/attr.h"
 #include "harness/backend.h"
+#include "harness/describe.h"
 #include "harness/internal/child_process.h"
 #include "harness/internal/child.h"
-#include "harness/internal/describe.h"
 
 namespace perftest {
 namespace {
 
-using namespace internal;
+using namespace internal;  // ChildProcess, child helpers
 
 template <typename T>
 Result<T> FromSyscall(long rc, CallDescription call) {

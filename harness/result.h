@@ -175,7 +175,7 @@ class [[nodiscard]] Result {
   }
   static Result Ok() requires std::is_void_v<T> { return Ok(internal::Monostate{}); }
   // Success, with the call made in place by `make_call()`, a callable that
-  // returns the CallDescription (e.g. [&] { return internal::ReadCall(fd, len); }):
+  // returns the CallDescription (e.g. [&] { return ReadCall(fd, len); }):
   // the description is built straight into the Result, not moved there. For
   // a backend's hottest paths (bench/mock_bench.cc).
   template <typename U, typename MakeCall>

@@ -18,7 +18,7 @@
 
 #include "harness/records.h"
 #include "harness/syscall_matchers.h"
-#include "mocks/gmock_backend.h"
+#include "harness/testing/gmock_backend.h"
 
 namespace perftest {
 namespace {

@@ -9,21 +9,30 @@
 //
 // Capabilities are read from the profile's caps/* exactly as sysfs shows them:
 // pt_cap_show() prints "%x" (hex, no 0x). The trace an event writes comes
-// from MakePtTraceSource(): the simulated task program run by mocks/pt_sim's
-// generator (mocks/pt_sim_source.h: real control flow, the config's packets,
-// ground truth through MockBackend::PtTruth()). PtTraceFiller, the fallback,
-// writes PSB+ (PSB, TSC when tsc=1, PSBEND) at every 2^(psb_period+11) bytes
-// and PAD in between — valid Intel PT that carries no control flow.
+// from the backend's PtTraceModel (MockModels::pt_trace, mocks/mock_backend.h):
+// in the binaries that link perftest_mock_pt (suite_pt, suite_aux, fidelity,
+// tools/pt, the mock's PT tests), PtSimTraceModel() — the simulated task
+// program run by mocks/pt_sim's generator (mocks/pt_sim_source.h: real
+// control flow, the config's packets, ground truth through
+// MockControl::PtGroundTruth()). Without a model, PtTraceFiller: PSB+ (PSB,
+// TSC when tsc=1, PSBEND) at every 2^(psb_period+11) bytes and PAD in between
+// — valid Intel PT that carries no control flow, written with the packet
+// encoder alone (no flow decoder, no libzydis in such a binary).
 #pragma once
 
 #include <linux/perf_event.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "harness/pmu.h"
+
+namespace perftest::pt_sim {
+struct GroundTruth;
+}  // namespace perftest::pt_sim
 
 namespace perftest::mock {
 
@@ -56,8 +65,10 @@ uint32_t PtCap(const Pmu& pmu, const std::string& name);
 int PtEventValid(uint64_t config, const Pmu& pmu, std::string* why);
 
 class PtTraceSource;
-// The trace source of a new intel_pt event (mocks/mock_aux.cc).
-std::shared_ptr<PtTraceSource> MakePtTraceSource(const perf_event_attr& attr);
+// Makes the trace source of each new intel_pt event from its attr (the
+// config bits PtEventValid() accepted); nullptr: the event gets a
+// PtTraceFiller.
+using PtTraceModel = std::function<std::shared_ptr<PtTraceSource>(const perf_event_attr& attr)>;
 
 // Where an intel_pt event of the mock gets its trace: the task it traces
 // retired instructions, tracing started or stopped.
@@ -77,20 +88,32 @@ class PtTraceSource {
   // pt_event_stop(): TraceEn cleared; returns the last bytes (e.g. TIP.PGD),
   // which end the current AUX transaction.
   virtual std::vector<uint8_t> Disable() = 0;
+  // What the simulated hardware did, instruction by instruction, when the
+  // source keeps that record (pt_sim's does: mocks/pt_sim/ground_truth.h);
+  // nullptr otherwise. Read through MockControl::PtGroundTruth().
+  virtual const pt_sim::GroundTruth* ground_truth() { return nullptr; }
 };
 
 // Valid Intel PT packets for the model's trace (see the header comment): one
-// byte per 8 instructions.
+// byte per 8 instructions while enabled (TraceEn: from Enable() to Disable();
+// nothing before the first Enable(), as in pt_sim's generator).
 class PtTraceFiller : public PtTraceSource {
  public:
   explicit PtTraceFiller(uint64_t config);
   std::vector<uint8_t> Instructions(uint64_t n) override {
+    if (!enabled_) return {};
     const uint64_t total = left_ + n;
     left_ = total % 8;
     return Generate(total / 8);
   }
-  void Enable() override { Restart(); }
-  std::vector<uint8_t> Disable() override { return {}; }
+  void Enable() override {
+    enabled_ = true;
+    Restart();
+  }
+  std::vector<uint8_t> Disable() override {
+    enabled_ = false;
+    return {};
+  }
   // The next `n` bytes of the stream; a PSB+ is never split across calls'
   // semantics (the stream is one byte sequence, cut where asked).
   std::vector<uint8_t> Generate(uint64_t n);
@@ -102,6 +125,7 @@ class PtTraceFiller : public PtTraceSource {
   uint64_t period_ = 2048;  // bytes between PSBs
   uint64_t pos_ = 0;        // position in the current period
   uint64_t left_ = 0;       // instructions not yet turned into bytes
+  bool enabled_ = false;    // TraceEn
 };
 
 }  // namespace perftest::mock

@@ -57,5 +57,20 @@ TEST(PtTraceFiller, StartsWithPsbAndRepeatsAtThePeriod) {
   EXPECT_EQ(b[2047], 0x00);
 }
 
+// The trace follows TraceEn: nothing before Enable() or after Disable()
+// (pt_event_start()/pt_event_stop(); an event enabled in VMX operation is
+// never started: mock_aux_test.cc VmxOperationFlagsPartial).
+TEST(PtTraceFiller, WritesOnlyWhileEnabled) {
+  PtTraceFiller f(kRtitTsc);
+  EXPECT_TRUE(f.Instructions(800).empty());
+  f.Enable();
+  const std::vector<uint8_t> b = f.Instructions(800);
+  ASSERT_EQ(b.size(), 100u);  // one byte per 8 instructions
+  EXPECT_EQ(b[0], 0x02);
+  EXPECT_EQ(b[1], 0x82);
+  EXPECT_TRUE(f.Disable().empty());
+  EXPECT_TRUE(f.Instructions(800).empty());
+}
+
 }  // namespace
 }  // namespace perftest::mock

@@ -13,7 +13,6 @@
 #include "mocks/aux_area.h"
 #include "mocks/intel_pt_pmu.h"
 #include "mocks/internal/mock_backend_impl.h"
-#include "mocks/pt_sim_source.h"
 
 namespace perftest::mock {
 namespace {
@@ -30,16 +29,10 @@ void PutU64(std::vector<std::byte>* out, uint64_t v) {
 
 }  // namespace
 
-std::shared_ptr<PtTraceSource> MakePtTraceSource(const perf_event_attr& attr) {
-  if (std::shared_ptr<PtTraceSource> sim = MakePtSimSource(attr)) return sim;
-  return std::make_shared<PtTraceFiller>(attr.config);
-}
-
-const pt_sim::GroundTruth* MockBackend::PtTruth(int fd) {
+const pt_sim::GroundTruth* MockBackend::PtGroundTruth(int fd) {
   MockEvent* ev = FindFd(fd);
-  if (ev == nullptr || ev->pmu != PmuId::kIntelPt) return nullptr;
-  auto* sim = dynamic_cast<PtSimSource*>(ev->pt_source.get());
-  return sim == nullptr ? nullptr : &sim->truth();
+  if (ev == nullptr || ev->pmu != PmuId::kIntelPt || ev->pt_source == nullptr) return nullptr;
+  return ev->pt_source->ground_truth();
 }
 
 // pt_event_init() (pt_event_valid()), then perf_event_alloc()'s
@@ -60,7 +53,9 @@ int MockBackend::PtEventInit(MockEvent& ev, const Pmu& pmu, std::string* why) {
     }
   }
   ev.pmu = PmuId::kIntelPt;
-  ev.pt_source = MakePtTraceSource(ev.attr);
+  // The binary's PT model (MockModels::pt_trace), else valid PT without control flow.
+  ev.pt_source = models_.pt_trace ? models_.pt_trace(ev.attr) : nullptr;
+  if (ev.pt_source == nullptr) ev.pt_source = std::make_shared<PtTraceFiller>(ev.attr.config);
   return 0;
 }
 

@@ -19,7 +19,7 @@
 #include <cstring>
 #include <new>
 
-#include "harness/internal/describe.h"
+#include "harness/describe.h"
 #include "mocks/internal/mock_backend_impl.h"
 #include "mocks/internal/mock_fail.h"
 #include "mocks/breakpoint_pmu.h"
@@ -31,14 +31,6 @@
 namespace perftest::mock {
 namespace {
 
-using internal::CloseCall;
-using internal::FcntlCall;
-using internal::MmapCall;
-using internal::MunmapCall;
-using internal::DescribePoll;
-using internal::DescribePrctl;
-using internal::ReadCall;
-
 // ReadFormatSize(read_format) of one counter for each read_format below
 // PERF_FORMAT_MAX (CopyAttr() refuses other bits): a lookup on Read()'s hot path.
 const std::array<uint8_t, PERF_FORMAT_MAX> kReadOneSize = [] {
@@ -49,7 +41,8 @@ const std::array<uint8_t, PERF_FORMAT_MAX> kReadOneSize = [] {
 
 }  // namespace
 
-MockBackend::MockBackend(MockProfile profile) : profile_(std::move(profile)) {
+MockBackend::MockBackend(MockProfile profile, MockModels models)
+    : profile_(std::move(profile)), models_(std::move(models)) {
   machine_ = profile_.ToMachineInfo();
   creds_ = ProfileCredentials(profile_);
   tick_ns_ = kNsecPerSec / profile_.hz;
@@ -377,8 +370,8 @@ Result<int> MockBackend::Fcntl(int fd, int cmd, long arg) {
 
 namespace perftest {
 
-std::unique_ptr<Backend> MakeMockBackend(MockProfile profile) {
-  return std::make_unique<mock::MockBackend>(std::move(profile));
+std::unique_ptr<Backend> MakeMockBackend(MockProfile profile, MockModels models) {
+  return std::make_unique<mock::MockBackend>(std::move(profile), std::move(models));
 }
 
 }  // namespace perftest

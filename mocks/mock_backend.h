@@ -70,6 +70,7 @@
 #include <memory>
 
 #include "harness/backend.h"
+#include "mocks/intel_pt_pmu.h"
 #include "mocks/profile.h"
 
 namespace perftest {
@@ -80,7 +81,23 @@ inline constexpr char kMockComm[] = "perftest";
 // The simulated clock at creation, ns (as if the machine had been up 1000 s).
 inline constexpr uint64_t kMockStartTimeNs = 1000ull * 1000 * 1000 * 1000;
 
-// A MockBackend for the machine `profile` describes.
-std::unique_ptr<Backend> MakeMockBackend(MockProfile profile);
+// The models a binary links in beside the mock's core, each for a part of a
+// profile's machine whose simulation needs more than the core links. Empty
+// members: the core's own, simpler model (said per member). The same profile
+// behaves the same through the Backend seam either way, apart from what each
+// member says.
+struct MockModels {
+  // The trace of the intel_pt PMU's events (profiles with intel_pt). The core
+  // writes PtTraceFiller's valid PT without control flow; perftest_mock_pt's
+  // mock::PtSimTraceModel() (mocks/pt_sim_source.h) runs the simulated task's
+  // real program through the PT generator (mocks/pt_sim), with libzydis and
+  // the flow decoder. Binaries that check PT traces (suite_pt, suite_aux,
+  // fidelity, tools/pt) pass it.
+  mock::PtTraceModel pt_trace;
+};
+
+// A MockBackend for the machine `profile` describes. Its mock-only controls
+// (VMX operation, PT ground truth): MakeMockBackendWithControl(), mocks/mock_control.h.
+std::unique_ptr<Backend> MakeMockBackend(MockProfile profile, MockModels models = {});
 
 }  // namespace perftest

@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "harness/internal/describe.h"
+#include "harness/describe.h"
 #include "mocks/breakpoint_pmu.h"
 #include "mocks/internal/mock_backend_impl.h"
 #include "mocks/internal/mock_fail.h"
@@ -18,11 +18,6 @@
 #include "mocks/tracepoint_pmu.h"
 
 namespace perftest::mock {
-namespace {
-
-using internal::IoctlCall;
-
-}  // namespace
 
 // kernel/events/core.c perf_event_set_output().
 int MockBackend::SetOutput(MockEvent& ev, MockEvent* output, std::string* why) {

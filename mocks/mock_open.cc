@@ -22,14 +22,12 @@
 #include <cerrno>
 #include <ctime>
 
-#include "harness/internal/describe.h"
+#include "harness/describe.h"
 #include "mocks/internal/mock_backend_impl.h"
 #include "mocks/internal/mock_fail.h"
 
 namespace perftest::mock {
 namespace {
-
-using internal::OpenCall;
 
 // perf_event_validate_size(): "16*1024", the largest read_format record.
 constexpr size_t kMaxReadSize = 16 * 1024;

@@ -42,7 +42,7 @@
 #include <optional>
 #include <string>
 
-#include "harness/internal/describe.h"
+#include "harness/describe.h"
 #include "harness/siginfo_perf.h"
 #include "mocks/internal/mock_backend_impl.h"
 
@@ -99,7 +99,7 @@ void SignalOther(int owner_type, pid_t owner, int sig, int reason, int fd) {
 }  // namespace
 
 std::optional<Result<int>> MockBackend::EventFcntl(MockEvent& ev, int fd, int cmd, long arg) {
-  const std::string call = internal::DescribeFcntl(fd, cmd, arg);
+  const std::string call = DescribeFcntl(fd, cmd, arg);
   auto ok = [&](int v) { return std::optional<Result<int>>(Result<int>::Ok(v, call)); };
   auto fail = [&](int err, const char* why) {
     return std::optional<Result<int>>(Result<int>::Failure(err, call + " [mock: " + why + "]"));

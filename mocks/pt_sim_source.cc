@@ -1,9 +1,6 @@
 #include "mocks/pt_sim_source.h"
 
-#include <fmt/format.h>
-
 #include "mocks/event_output.h"
-#include "mocks/internal/mock_backend_impl.h"
 #include "mocks/pt_sim/config.h"
 
 namespace perftest::mock {
@@ -84,18 +81,6 @@ std::shared_ptr<PtTraceSource> MakePtSimSource(const perf_event_attr& attr) {
   return std::make_shared<PtSimSource>(*program, attr);
 }
 
-const pt_sim::GroundTruth* PtGroundTruth(Backend& backend, int fd) {
-  auto* mock = dynamic_cast<MockBackend*>(&backend);
-  if (mock == nullptr) return nullptr;
-  return mock->PtTruth(fd);
-}
-
-Result<void> PtSetVmxOperation(Backend& backend, bool on) {
-  const std::string call = fmt::format("intel_pt_handle_vmx(on={})", on);
-  auto* mock = dynamic_cast<MockBackend*>(&backend);
-  if (mock == nullptr) return Result<void>::Failure(ENOSYS, call + ": VMX operation is only simulated by the mock");
-  mock->PtHandleVmx(on);
-  return Result<void>::Ok({}, call);
-}
+PtTraceModel PtSimTraceModel() { return MakePtSimSource; }
 
 }  // namespace perftest::mock

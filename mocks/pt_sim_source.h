@@ -1,4 +1,5 @@
-// The intel_pt trace of the mock's simulated task from mocks/pt_sim: the user
+// The mock's PT model (library perftest_mock_pt, MockModels::pt_trace): the
+// intel_pt trace of the mock's simulated task from mocks/pt_sim: the user
 // code the Spin and Instructions workloads run is a real x86-64 loop program
 // (MockTaskProgram()), executed by pt_sim's seeded branch oracle, and the PT
 // event writes the packets pt_sim's generator produces for its config — real
@@ -22,9 +23,13 @@
 // area holds only a prefix of the trace_size bytes it describes (the event
 // stops within 1024 instructions of the fill point; mocks/mock_aux.cc).
 //
-//   std::shared_ptr<PtTraceSource> s = MakePtSimSource(attr);   // MakePtTraceSource() uses it
-//   const pt_sim::GroundTruth* t = PtGroundTruth(backend, pt_fd); // mock only; nullptr otherwise
-//   RETURN_IF_ERROR(PtSetVmxOperation(backend, true));             // mock only: PARTIAL records
+//   std::unique_ptr<Backend> b = MakeMockBackend(*profile, {.pt_trace = mock::PtSimTraceModel()});
+//   // or MakeMockBackendWithControl(...): MockControl::PtGroundTruth(pt_fd) is
+//   // then this source's truth (PtSimSource::ground_truth()).
+//
+// Linked only by the binaries that want it (suite_pt, suite_aux, fidelity,
+// tools/pt and the mock's PT tests): it brings mocks/pt_sim, the flow layer
+// of harness/pt and libzydis.
 #pragma once
 
 #include <linux/perf_event.h>
@@ -46,8 +51,12 @@ namespace perftest::mock {
 Result<pt_sim::Program> MockTaskProgram();
 
 // A PtSimSource over MockTaskProgram() for an intel_pt event (nullptr if the
-// program cannot be assembled, which is a bug).
+// program cannot be assembled, which is a bug: the mock then falls back to
+// PtTraceFiller).
 std::shared_ptr<PtTraceSource> MakePtSimSource(const perf_event_attr& attr);
+
+// MakePtSimSource as the backend's PT model (MockModels::pt_trace).
+PtTraceModel PtSimTraceModel();
 
 inline constexpr uint64_t kMockPtInterruptEvery = 20000;  // instructions, mean
 inline constexpr uint64_t kMockPtPowerEvery = 25000;      // instructions, mean (pwr_evt)
@@ -60,21 +69,10 @@ class PtSimSource : public PtTraceSource {
   void Enable() override;
   std::vector<uint8_t> Disable() override;
   const pt_sim::GroundTruth& truth() { return gen_.truth(); }
+  const pt_sim::GroundTruth* ground_truth() override { return &gen_.truth(); }
 
  private:
   pt_sim::PtGenerator gen_;
 };
-
-// The ground truth of the intel_pt event `fd` of a MockBackend (nullptr for
-// another backend, fd or PMU).
-const pt_sim::GroundTruth* PtGroundTruth(Backend& backend, int fd);
-
-// KVM turning VMX operation on or off on every CPU of a MockBackend, as
-// arch/x86/events/intel/pt.c intel_pt_handle_vmx() sees it on a CPU whose PT
-// cannot trace in VMX operation (MockBackend::PtHandleVmx()): the running
-// intel_pt events' AUX records get PERF_AUX_FLAG_PARTIAL and no trace is
-// written while it is on. ENOSYS for another backend (the kernel's VMX state
-// belongs to KVM: creating a VM, not a perf call).
-Result<void> PtSetVmxOperation(Backend& backend, bool on);
 
 }  // namespace perftest::mock

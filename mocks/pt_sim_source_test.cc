@@ -2,7 +2,7 @@
 // the harness (Event, RingBuffer, AuxBuffer) on the x86_64-intel profile, the
 // simulated task runs instructions, the AUX bytes are read out as perf would,
 // and libipt (tests only) decodes them without errors into exactly the
-// instructions of the ground truth (MockBackend::PtTruth()).
+// instructions of the ground truth (MockControl::PtGroundTruth()).
 //
 // The AUX area here is large enough for the whole trace (the test checks
 // aux_head == truth.trace_size): the ground truth describes everything the
@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -24,7 +23,6 @@
 #include "harness/aux_buffer.h"
 #include "harness/event.h"
 #include "harness/pmu.h"
-#include "harness/pt/record.h"
 #include "harness/ring_buffer.h"
 #include "harness/workload.h"
 #include "mocks/internal/mock_test_fixture.h"
@@ -100,6 +98,7 @@ std::vector<Case> Cases() {
 class MockPtIntel : public MockTest {
  protected:
   std::string ProfileName() const override { return "x86_64-intel"; }
+  MockModels Models() const override { return {.pt_trace = mock::PtSimTraceModel()}; }
 };
 class MockPtTrace : public MockPtIntel, public ::testing::WithParamInterface<Case> {};
 
@@ -151,7 +150,7 @@ TEST_P(MockPtTrace, LibiptReproducesTheGroundTruth) {
   ASSERT_OK(b().RunWorkload(Workload::Instructions(50000)));
   ASSERT_OK(ev.Disable());
 
-  const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b(), ev.fd());
+  const pt_sim::GroundTruth* truth = control().PtGroundTruth(ev.fd());
   ASSERT_NE(truth, nullptr);
   const uint64_t head = s.aux.ReadHead();
   ASSERT_EQ(head, truth->trace_size) << "the whole trace is in the AUX area (nothing truncated)";
@@ -251,7 +250,7 @@ TEST_F(MockPtTraceTruncation, AuxHoldsAPrefixOfTheTruth) {
   AuxBuffer& aux = s.aux;
   ASSERT_OK(ev.Enable());
   ASSERT_OK(b().RunWorkload(Workload::Instructions(100000)));
-  const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b(), ev.fd());
+  const pt_sim::GroundTruth* truth = control().PtGroundTruth(ev.fd());
   ASSERT_NE(truth, nullptr);
   const uint64_t head = aux.ReadHead();
   EXPECT_GT(head, aux.size() - 64) << "the buffer is full";
@@ -288,12 +287,12 @@ TEST_F(MockPtIntel, PartialTraceDecodesToTheGroundTruth) {
   ASSERT_OK_AND_ASSIGN(PtOnMock s, PtOnMock::Open(b(), Base(), 64));
   ASSERT_OK(s.ev.Enable());
   ASSERT_OK(b().RunWorkload(Workload::Instructions(20000)));
-  ASSERT_OK(mock::PtSetVmxOperation(b(), true));
+  control().SetVmxOperation(true);
   ASSERT_OK(b().RunWorkload(Workload::Instructions(20000)));
-  ASSERT_OK(mock::PtSetVmxOperation(b(), false));
+  control().SetVmxOperation(false);
   ASSERT_OK(b().RunWorkload(Workload::Instructions(20000)));
   ASSERT_OK(s.ev.Disable());
-  const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b(), s.ev.fd());
+  const pt_sim::GroundTruth* truth = control().PtGroundTruth(s.ev.fd());
   ASSERT_NE(truth, nullptr);
   ASSERT_EQ(s.aux.ReadHead(), truth->trace_size);
   const size_t traced = truth->CountTraced();
@@ -310,34 +309,6 @@ TEST_F(MockPtIntel, PartialTraceDecodesToTheGroundTruth) {
     flags |= a.flags;
   }
   EXPECT_EQ(flags, static_cast<uint64_t>(PERF_AUX_FLAG_PARTIAL)) << DescribeAuxFlags(flags);
-}
-
-// `perftest pt record --backend=mock` writes the AUX bytes and the ground
-// truth beside the capture (harness/pt/record.h); they read back as a
-// pt_sim GeneratedTrace and libipt decodes the recording into the truth.
-TEST(MockPtRecord, RecordingDecodesToTheGroundTruth) {
-  char dir[] = "/tmp/mock_pt_record_XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  pt::RecordOptions o;
-  o.backend = "mock";
-  o.event = "intel_pt/tsc,mtc,cyc,noretcomp/u";
-  o.output = std::string(dir) + "/t.ptcap";
-  o.instructions = 30000;
-  o.aux_pages = 64;
-  ASSERT_OK_AND_ASSIGN(pt::CaptureSummary sum, pt::Record(o));
-  EXPECT_TRUE(sum.truth_complete);
-  EXPECT_EQ(sum.truncated, 0u);
-  EXPECT_EQ(sum.trace_file, o.output + ".trace.bin");
-  ASSERT_EQ(sum.image_specs.size(), 1u);
-  ASSERT_OK_AND_ASSIGN(pt_sim::GeneratedTrace t, pt_sim::ReadGeneratedTrace(o.output + ".trace"));
-  EXPECT_EQ(t.bytes.size(), sum.aux_bytes);
-  EXPECT_TRUE(t.truth.config.noretcomp && t.truth.config.cyc && t.truth.config.mtc);
-  EXPECT_GE(t.truth.insns.size(), 30000u);  // and the way through the SYSCALL stub
-  EXPECT_EQ(t.truth.CountTracedEvents(pt_sim::EventKind::kSyscall), 4u);
-  const pt_sim::LibiptFlow flow = pt_sim::DecodeFlowWithLibipt(t.bytes, t.truth);
-  EXPECT_THAT(flow.errors, IsEmpty());
-  EXPECT_EQ(flow.ips, t.truth.TracedIps());
-  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, MockPtTrace, ::testing::ValuesIn(Cases()),

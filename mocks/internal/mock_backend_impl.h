@@ -37,8 +37,8 @@
 #include "mocks/breakpoint_pmu.h"
 #include "mocks/event_output.h"
 #include "mocks/internal/mock_event.h"
-#include "mocks/pt_sim/ground_truth.h"
 #include "mocks/mock_backend.h"
+#include "mocks/mock_control.h"
 #include "mocks/mock_ring_buffer.h"
 #include "mocks/profile.h"
 #include "mocks/sched_clock.h"
@@ -89,9 +89,11 @@ class FdTable {
 // The CPU whose counters an event uses while active (the task runs on CPU 0).
 inline int CountersCpu(const MockEvent& e) { return e.pid == -1 ? e.cpu : 0; }
 
-class MockBackend final : public Backend {
+// The Backend, and the mock-only controls (mocks/mock_control.h) that
+// MakeMockBackendWithControl() hands out beside it.
+class MockBackend final : public Backend, public MockControl {
  public:
-  explicit MockBackend(MockProfile profile);
+  explicit MockBackend(MockProfile profile, MockModels models = {});
   ~MockBackend() override;
 
   std::string_view kind() const override { return "mock"; }
@@ -117,8 +119,9 @@ class MockBackend final : public Backend {
   Result<int> EpollWait(int epfd, std::span<epoll_event> out, int timeout_ms) override;
   Result<uint64_t> ReadPmc(uint32_t index) override;  // mock_user_page.cc
   Result<uint64_t> ReadCycleCounter() override;     // mock_user_page.cc
-  // The ground truth of intel_pt event `fd`'s simulated trace (mock_aux.cc); nullptr otherwise.
-  const pt_sim::GroundTruth* PtTruth(int fd);
+  // MockControl (mock_aux.cc).
+  void SetVmxOperation(bool on) override { PtHandleVmx(on); }
+  const pt_sim::GroundTruth* PtGroundTruth(int fd) override;
 
  private:
   // The simulated current task.
@@ -253,12 +256,9 @@ class MockBackend final : public Backend {
   void PtSyscalls(uint64_t n);       // the task made `n` system calls: trace for ACTIVE PT events
   void PtEnd(MockEvent& ev, const AuxArea::End& e);  // PERF_RECORD_AUX, wakeup, disable
   void LogItraceStart(MockEvent& ev);  // perf_log_itrace_start()
- public:
   // intel_pt_handle_vmx(): KVM turned VMX operation on or off on every CPU
   // (mock_aux.cc; a CPU whose PT cannot trace in VMX operation).
   void PtHandleVmx(bool on);
-
- private:
   bool pt_vmx_on_ = false;  // pt->vmx_on
   // --- mock_tasks.cc: child tasks (inherit, exit, exec) ---
   // copy_process(): a child of the current task (a thread of it with
@@ -386,6 +386,7 @@ class MockBackend final : public Backend {
   void Syscalls(uint64_t count);
 
   MockProfile profile_;
+  MockModels models_;  // MakeMockBackend()'s: models_.pt_trace makes intel_pt trace sources
   MachineInfo machine_;
   Task task_;
   // The counter sched_clock() runs on (profile sched_clock_counter), if any.

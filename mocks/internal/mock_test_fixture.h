@@ -1,6 +1,7 @@
 // MockTest: the GoogleTest fixture the model's unit tests share — a
-// MockBackend for a profile, and short forms of the calls they make.
-// Internal to mocks/ (tests only).
+// MockBackend for a profile (with the models Models() gives), its mock-only
+// controls (control(), mocks/mock_control.h), and short forms of the calls
+// they make. Internal to mocks/ (tests only).
 //
 //   class MyRule : public MockTest {};
 //   TEST_F(MyRule, Something) {
@@ -23,6 +24,7 @@
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
 #include "mocks/mock_backend.h"
+#include "mocks/mock_control.h"
 #include "mocks/profile.h"
 
 namespace perftest {
@@ -31,18 +33,22 @@ class MockTest : public ::testing::Test {
  protected:
   // The profile every test starts with; Remake() switches.
   virtual std::string ProfileName() const { return "sw-only"; }
+  // The models beside the core (mocks/mock_backend.h); the core's own by default.
+  virtual MockModels Models() const { return {}; }
 
   void SetUp() override {
     Result<MockProfile> p = LoadProfile(ProfileName());
     ASSERT_OK(p);
-    profile_ = *p;
-    backend_ = MakeMockBackend(profile_);
+    Remake(*p);
   }
   void Remake(const MockProfile& p) {
     profile_ = p;
-    backend_ = MakeMockBackend(p);
+    MockWithControl m = MakeMockBackendWithControl(p, Models());
+    backend_ = std::move(m.backend);
+    control_ = m.control;
   }
   Backend& b() { return *backend_; }
+  MockControl& control() { return *control_; }
 
   Result<int> Open(perf_event_attr a, pid_t pid = 0, int cpu = -1, int group_fd = -1,
                    unsigned long flags = PERF_FLAG_FD_CLOEXEC) {
@@ -100,6 +106,7 @@ class MockTest : public ::testing::Test {
 
   MockProfile profile_;
   std::unique_ptr<Backend> backend_;
+  MockControl* control_ = nullptr;  // backend_'s
 };
 
 }  // namespace perftest

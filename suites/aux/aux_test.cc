@@ -4,8 +4,9 @@
 // The mmap rules, the mlock budget of the AUX pages (as a child of another
 // uid: needs root) and the attr checks that need no AUX-capable PMU run for
 // real on any kernel with a software event; the rest needs the intel_pt PMU
-// and skips as unsupported where sysfs has none. aux.flag_partial needs VMX
-// operation (KVM), which only the mock drives. References: <linux/perf_event.h>
+// and skips as unsupported where sysfs has none. (PERF_AUX_FLAG_PARTIAL needs
+// VMX operation, which is KVM's and no perf call drives: a mock unit test,
+// mocks/mock_aux_test.cc VmxOperationFlagsPartial.) References: <linux/perf_event.h>
 // struct perf_event_mmap_page (aux_offset, aux_size, aux_head, aux_tail),
 // PERF_RECORD_AUX, PERF_RECORD_ITRACE_START, PERF_AUX_FLAG_*; kernel/events/
 // core.c perf_mmap() (the AUX part), perf_get_aux_event(),
@@ -30,7 +31,6 @@
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
-#include "mocks/pt_sim_source.h"
 #include "suites/aux/pt_util.h"
 #include "suites/common/attrs.h"
 #include "suites/common/records_util.h"
@@ -570,51 +570,6 @@ PERFTEST_CASE(Aux, UnmapEndsTheTrace, "aux.unmap_stops",
   EXPECT_THAT(more, IsEmpty());
   // A new AUX area can be mapped again.
   EXPECT_THAT(AuxBuffer::Map(backend(), s.event.fd(), s.rb, 8, AuxMode::kFullTrace), Succeeds());
-}
-
-PERFTEST_CASE(Aux, PartialWhileVmxOperation, "aux.flag_partial",
-              "<linux/perf_event.h> PERF_AUX_FLAG_PARTIAL ('record contains gaps'); arch/x86/events/intel/pt.c "
-              "intel_pt_handle_vmx() and pt_config_start(): VMX operation stops PT on CPUs without PT in VMX; "
-              "PERF_AUX_FLAG_COLLISION is set only by arm_spe_pmu.c") {
-  PERFTEST_REQUIRE_INTEL_PT(pt);
-  ASSERT_OK_AND_ASSIGN(PtSession s, PtSession::Open(backend(), PtUserAttr(*pt), 8, 64, AuxMode::kFullTrace));
-  ASSERT_OK(s.event.Enable());
-  ASSERT_OK(backend().RunWorkload(Workload::Instructions(20000)));
-  if (Result<void> vmx = mock::PtSetVmxOperation(backend(), true); !vmx.ok()) {
-    ASSERT_OK(s.event.Disable());
-    PERFTEST_SKIP(SkipClass::kUnsupported,
-                  "VMX operation is KVM's (a running VM), not driven by the kernel backend: " + vmx.ToString());
-  }
-  ASSERT_OK(backend().RunWorkload(Workload::Instructions(20000)));
-  ASSERT_OK(mock::PtSetVmxOperation(backend(), false));
-  ASSERT_OK(backend().RunWorkload(Workload::Instructions(20000)));
-  ASSERT_OK(s.event.Disable());
-  ASSERT_OK_AND_ASSIGN(std::vector<AuxRecord> gap, s.AuxRecords());
-  ASSERT_THAT(gap, Not(IsEmpty()));
-  EXPECT_TRUE(gap.back().flags & PERF_AUX_FLAG_PARTIAL) << DescribeAuxFlags(gap.back().flags);
-  for (const AuxRecord& r : gap) {
-    EXPECT_EQ(r.flags & (kTruncated | kOverwrite | PERF_AUX_FLAG_COLLISION), 0u) << DescribeAuxFlags(r.flags);
-  }
-  EXPECT_GT(s.aux.ReadHead(), 0u);
-  // Without VMX operation: no gap.
-  ASSERT_OK(s.event.Enable());
-  ASSERT_OK(backend().RunWorkload(Workload::Instructions(20000)));
-  ASSERT_OK(s.event.Disable());
-  ASSERT_OK_AND_ASSIGN(std::vector<AuxRecord> clean, s.AuxRecords());
-  ASSERT_THAT(clean, Not(IsEmpty()));
-  for (const AuxRecord& r : clean) EXPECT_EQ(r.flags & PERF_AUX_FLAG_PARTIAL, 0u) << DescribeAuxFlags(r.flags);
-  // Enabled while in VMX operation: pt_config_start() leaves TraceEn clear, flags PARTIAL, writes nothing.
-  ASSERT_OK(mock::PtSetVmxOperation(backend(), true));
-  const uint64_t head = s.aux.ReadHead();
-  ASSERT_OK(s.event.Enable());
-  ASSERT_OK(backend().RunWorkload(Workload::Instructions(20000)));
-  ASSERT_OK(s.event.Disable());
-  ASSERT_OK(mock::PtSetVmxOperation(backend(), false));
-  ASSERT_OK_AND_ASSIGN(std::vector<AuxRecord> off, s.AuxRecords());
-  ASSERT_EQ(off.size(), 1u);
-  EXPECT_EQ(off[0].flags, static_cast<uint64_t>(PERF_AUX_FLAG_PARTIAL)) << DescribeAuxFlags(off[0].flags);
-  EXPECT_EQ(off[0].aux_size, 0u);
-  EXPECT_EQ(s.aux.ReadHead(), head);
 }
 
 PERFTEST_CASE(Aux, SampleSizeWithPtLeaderOpens, "aux.sample_size_with_pt_leader",

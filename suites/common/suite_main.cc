@@ -19,6 +19,10 @@ namespace perftest {
 // The suite's name, defined per binary in suite_name.cc (compiled with
 // PERFTEST_SUITE_NAME), so that this file is compiled once for every suite.
 extern const char kSuiteName[];
+// The mock's models beside its core (mocks/mock_backend.h), per binary too:
+// suite_models.cc, or suite_models_pt.cc for a suite added with MOCK_PT
+// (suites/CMakeLists.txt perftest_add_suite()).
+MockModels SuiteMockModels();
 
 namespace {
 
@@ -231,7 +235,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "perftest: cannot load mock profile '%s': %s\n", profile.c_str(), p.ToString().c_str());
       return 2;
     }
-    perftest::BackendSlot() = perftest::MakeMockBackend(std::move(*p));
+    perftest::BackendSlot() = perftest::MakeMockBackend(std::move(*p), perftest::SuiteMockModels());
   }
   return RUN_ALL_TESTS();
 }

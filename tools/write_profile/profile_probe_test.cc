@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "harness/syscall_matchers.h"
-#include "mocks/gmock_backend.h"
+#include "harness/testing/gmock_backend.h"
 #include "mocks/mock_backend.h"
 #include "mocks/profile.h"
 

@@ -17,12 +17,12 @@
 #include <utility>
 #include <vector>
 
-#include "harness/pt/decode_command.h"
 #include "harness/pt/dump.h"
 #include "harness/pt/itrace.h"
 #include "harness/pt/itrace_log.h"
 #include "harness/pt/testing/spec.h"
 #include "mocks/pt_sim/corpus.h"
+#include "tools/pt/decode_command.h"
 
 namespace perftest::pt {
 namespace {

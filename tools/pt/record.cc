@@ -1,4 +1,4 @@
-#include "harness/pt/record.h"
+#include "tools/pt/record.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -31,6 +31,7 @@
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
 #include "mocks/mock_backend.h"
+#include "mocks/mock_control.h"
 #include "mocks/profile.h"
 #include "mocks/pt_sim/ground_truth.h"
 #include "mocks/pt_sim_source.h"
@@ -114,8 +115,8 @@ Result<T> Fail(int err, const std::string& what) {
 // OUTPUT.trace.truth.json (pt_sim ground truth: config, clock, code image,
 // every instruction; the pair reads back with pt_sim::ReadGeneratedTrace(
 // OUTPUT + ".trace")) and OUTPUT.image-ADDR.bin for each code section.
-Result<void> WriteMockTruth(Backend& b, const Session& s, const std::string& output, CaptureSummary* sum) {
-  const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b, s.pt->fd());
+Result<void> WriteMockTruth(MockControl& control, const Session& s, const std::string& output, CaptureSummary* sum) {
+  const pt_sim::GroundTruth* truth = control.PtGroundTruth(s.pt->fd());
   if (truth == nullptr) return Result<void>::Ok();  // no simulated program behind this event
   auto write = [](const std::string& path, const std::vector<uint8_t>& bytes) {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -152,16 +153,17 @@ Result<void> WriteKernelTrace(const Session& s, const std::string& output, Captu
 // The timing parameters a decoder needs, as perf's intel_pt_info_fill()
 // records them: the attr's mtc_period (through format/mtc_period); on the
 // kernel CPUID.15H (TSC/CTC = EBX/EAX) and the PMU's sysfs
-// max_nonturbo_ratio; on the mock the simulated clock (pt_sim: the TSC ticks
-// once per cycle at the nominal ratio, so that is the max non-turbo ratio).
-CaptureTiming Timing(Backend& b, const Pmu& pt, const perf_event_attr& attr, int pt_fd) {
+// max_nonturbo_ratio; on the mock (`control` not null) the simulated clock
+// (pt_sim: the TSC ticks once per cycle at the nominal ratio, so that is the
+// max non-turbo ratio).
+CaptureTiming Timing(MockControl* control, const Pmu& pt, const perf_event_attr& attr, int pt_fd) {
   CaptureTiming t;
   if (auto f = pt.format.find("mtc_period"); f != pt.format.end()) {
     int word = -1;
     const uint64_t mask = FormatBits(f->second, &word);
     if (mask != 0 && word == 0) t.mtc_period = static_cast<uint32_t>((attr.config & mask) >> std::countr_zero(mask));
   }
-  if (const pt_sim::GroundTruth* truth = mock::PtGroundTruth(b, pt_fd)) {
+  if (const pt_sim::GroundTruth* truth = control != nullptr ? control->PtGroundTruth(pt_fd) : nullptr) {
     t.tsc_ctc_ratio_n = truth->clock.ctc_ebx;
     t.tsc_ctc_ratio_d = truth->clock.ctc_eax;
     t.max_nonturbo_ratio = truth->clock.cbr;
@@ -210,10 +212,14 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
     return Fail<CaptureSummary>(EINVAL, "--data-pages and --aux-pages must be powers of two");
   }
   std::unique_ptr<Backend> backend;
+  MockControl* control = nullptr;  // the mock's controls: its PT ground truth
   if (o.backend == "mock") {
     Result<MockProfile> p = LoadProfile(o.profile);
     if (!p.ok()) return R::FailureFrom(p);
-    backend = MakeMockBackend(std::move(*p));
+    // The simulated task's real program, traced by pt_sim (mocks/pt_sim_source.h).
+    MockWithControl m = MakeMockBackendWithControl(std::move(*p), {.pt_trace = mock::PtSimTraceModel()});
+    backend = std::move(m.backend);
+    control = m.control;
   } else if (o.backend == "kernel") {
     if (o.command.empty()) return Fail<CaptureSummary>(EINVAL, "the kernel backend needs a command to trace (-- CMD ...)");
     backend = MakeKernelBackend();
@@ -318,7 +324,7 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
 
   Writer w(o.output);
   if (!w.ok()) return close_go(), Fail<CaptureSummary>(errno == 0 ? EIO : errno, "cannot write " + o.output);
-  const CaptureTiming timing = Timing(b, *pt, attr, s.pt->fd());
+  const CaptureTiming timing = Timing(control, *pt, attr, s.pt->fd());
   nlohmann::json meta = {
       {"format", "perftest PT capture v1"},
       {"backend", o.backend},
@@ -373,7 +379,7 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
     (void)s.pt->Disable();
     (void)s.dummy->Disable();
     Drain(s, w, &sum);
-    if (Result<void> r = WriteMockTruth(b, s, o.output, &sum); !r.ok()) return R::FailureFrom(r);
+    if (Result<void> r = WriteMockTruth(*control, s, o.output, &sum); !r.ok()) return R::FailureFrom(r);
   } else {
     if (!start_child()) return Fail<CaptureSummary>(EIO, "cannot start the command (pipe write)");
     for (;;) {

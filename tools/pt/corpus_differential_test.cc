@@ -20,7 +20,7 @@
 // 264 traces, the 88 compiled ones again at 3 relocated code bases each,
 // the 176 hand-written ones again at one relocated base each: 704 traces,
 // 8 corruptions each; ~28 s of CPU on 2 threads), by hand:
-//   PERFTEST_PT_CORPUS=all build/bin/pt_test --gtest_filter='CorpusDifferential.*'
+//   PERFTEST_PT_CORPUS=all build/bin/pt_tools_test --gtest_filter='CorpusDifferential.*'
 // (PERFTEST_PT_CORPUS_SEEDS=N: seeds 1..N; PERFTEST_PT_CORPUS_SAVE=DIR keeps
 // each divergent variant and its code, printing the decode command). The totals line at the end gives
 // the traces and instructions compared.

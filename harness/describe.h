@@ -1,6 +1,20 @@
-// Call strings for Result (STYLE.md 3): each syscall of the Backend seam
-// described as it was made, shared by KernelBackend and MockBackend so both
-// print identically.
+// Call strings (STYLE.md 3): each call of the Backend seam described as it
+// was made, the text a Result carries (Result::call(), CallDescription), e.g.
+//   perf_event_open(type=1, config=0x0, pid=0, cpu=-1, group_fd=-1, flags=0x8)
+//   ioctl(fd=5, PERF_EVENT_IOC_ENABLE, 0x0)
+// Every Backend uses them — KernelBackend, MockBackend (mocks/) — so that a
+// call prints identically whichever backend answered it, and programs that
+// print calls of their own use them too (fidelity/: `perftest fidelity`'s
+// call sequences).
+//
+//   return Result<int>::Failure(EINVAL, OpenCall(&attr, pid, cpu, group_fd, flags));
+//   std::string what = IoctlRequestName(PERF_EVENT_IOC_REFRESH);   // "PERF_EVENT_IOC_REFRESH"
+//
+// The Describe*() functions give the text at once; the *Call() functions
+// give a CallDescription that copies the arguments and formats them only
+// when read (a backend's hot path, where most results are never printed),
+// to the same text. Flag and request values the UAPI header
+// <linux/perf_event.h> names are printed by name; others in hex.
 #pragma once
 
 #include <linux/perf_event.h>
@@ -13,7 +27,7 @@
 
 #include "harness/result.h"
 
-namespace perftest::internal {
+namespace perftest {
 
 std::string IoctlRequestName(unsigned long request);  // "PERF_EVENT_IOC_ENABLE", or hex
 
@@ -92,4 +106,4 @@ inline CallDescription FcntlCall(int fd, int cmd, long arg) {
   return CallDescription::Deferred<FormatFcntl>(FcntlArgs{fd, cmd, arg});
 }
 
-}  // namespace perftest::internal
+}  // namespace perftest

@@ -9,7 +9,7 @@
 // other failure (the message names the call and errno).
 #pragma once
 
-#include "harness/pt/record.h"
+#include "tools/pt/record.h"
 
 // CLI11 (<CLI/CLI.hpp>) is included by the .cc files that use it.
 namespace CLI {

@@ -20,10 +20,10 @@
 #include <sstream>
 #include <algorithm>
 
-#include "harness/pt/decode_command.h"
-#include "harness/pt/record.h"
 #include "harness/records.h"
 #include "harness/syscall_matchers.h"
+#include "tools/pt/decode_command.h"
+#include "tools/pt/record.h"
 
 namespace perftest::pt {
 namespace {

@@ -1,4 +1,4 @@
-#include "harness/pt/record_cli.h"
+#include "tools/pt/record_cli.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

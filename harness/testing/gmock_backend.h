@@ -1,5 +1,6 @@
-// GMockBackend: a GoogleMock Backend for the harness's own unit tests — fault
-// injection the kernel and MockBackend do not produce on demand (EINTR, short
+// GMockBackend: a GoogleMock Backend for unit tests of code on the Backend
+// seam (the harness's own, fidelity's executor) — fault injection the kernel
+// and MockBackend (mocks/) do not produce on demand (EINTR, short
 // reads, EAGAIN, ENOMEM, a ring buffer torn mid-record). DESIGN.md "Backend: the seam".
 //
 //   testing::StrictMock<GMockBackend> backend;

@@ -5,7 +5,7 @@
 //                         [--no-blocks] [--limit=N]
 //   perftest_pt decode FILE --itrace=SPEC [--image ADDR:FILE[:OFFSET[:SIZE]]]... [--format=text|json]
 //                           (decode_command.h)
-//   perftest_pt record ... (harness/pt/record_cli.h)
+//   perftest_pt record ... (record_cli.h)
 //
 // FILE holds raw Intel PT bytes (an AUX area's contents, a fixtures/pt/*.bin),
 // or is a capture of `perftest pt record` (capture_file.h): its AUX data.
@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/pt/decode_command.h"
 #include "harness/pt/dump.h"
-#include "harness/pt/record_cli.h"
+#include "tools/pt/decode_command.h"
+#include "tools/pt/record_cli.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "harness/pt/decode_command.h"
+#include "tools/pt/decode_command.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

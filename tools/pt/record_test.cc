@@ -1,6 +1,6 @@
 // `perftest pt record` from the mock's simulated task: the capture file holds
 // the PT event's records, the AUX data they describe and the side-band.
-#include "harness/pt/record.h"
+#include "tools/pt/record.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,14 +8,19 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
+#include <string>
 
 #include "harness/pmu.h"
 #include "harness/syscall_matchers.h"
+#include "mocks/pt_sim/generator.h"
+#include "mocks/pt_sim/libipt_flow.h"
 
 namespace perftest::pt {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 std::string TempPath(const char* name) {
   return ::testing::TempDir() + "/" + name + "-" + std::to_string(::getpid()) + ".ptcap";
@@ -68,6 +73,34 @@ TEST(PtRecord, MockCaptureHoldsRecordsAuxDataAndSideBand) {
   EXPECT_TRUE(comm);
   EXPECT_EQ(aux_bytes, s.aux_bytes);
   ::unlink(o.output.c_str());
+}
+
+// `perftest pt record --backend=mock` writes the AUX bytes and the ground
+// truth beside the capture (tools/pt/record.h); they read back as a
+// pt_sim GeneratedTrace and libipt decodes the recording into the truth.
+TEST(PtRecord, MockRecordingDecodesToTheGroundTruth) {
+  char dir[] = "/tmp/mock_pt_record_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  RecordOptions o;
+  o.backend = "mock";
+  o.event = "intel_pt/tsc,mtc,cyc,noretcomp/u";
+  o.output = std::string(dir) + "/t.ptcap";
+  o.instructions = 30000;
+  o.aux_pages = 64;
+  ASSERT_OK_AND_ASSIGN(CaptureSummary sum, Record(o));
+  EXPECT_TRUE(sum.truth_complete);
+  EXPECT_EQ(sum.truncated, 0u);
+  EXPECT_EQ(sum.trace_file, o.output + ".trace.bin");
+  ASSERT_EQ(sum.image_specs.size(), 1u);
+  ASSERT_OK_AND_ASSIGN(pt_sim::GeneratedTrace t, pt_sim::ReadGeneratedTrace(o.output + ".trace"));
+  EXPECT_EQ(t.bytes.size(), sum.aux_bytes);
+  EXPECT_TRUE(t.truth.config.noretcomp && t.truth.config.cyc && t.truth.config.mtc);
+  EXPECT_GE(t.truth.insns.size(), 30000u);  // and the way through the SYSCALL stub
+  EXPECT_EQ(t.truth.CountTracedEvents(pt_sim::EventKind::kSyscall), 4u);
+  const pt_sim::LibiptFlow flow = pt_sim::DecodeFlowWithLibipt(t.bytes, t.truth);
+  EXPECT_THAT(flow.errors, IsEmpty());
+  EXPECT_EQ(flow.ips, t.truth.TracedIps());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(PtRecord, NoIntelPtIsENOENT) {

@@ -2,7 +2,10 @@
 // event's records (ITRACE_START, AUX, LOST) and the side-band records of a
 // dummy event (MMAP, COMM, FORK/EXIT, SWITCH) that a decoder needs to find the
 // executed images — from a real command on a kernel with intel_pt, or from the
-// mock's simulated task (x86_64-intel profile).
+// mock's simulated task (x86_64-intel profile; the mock with its PT model,
+// mocks/pt_sim_source.h, whose ground truth it reads through MockControl).
+// A tool above the harness and the mock (tools/pt), as perf record is above
+// the kernel.
 //
 //   RecordOptions o;  o.backend = "mock";  o.output = "/tmp/t.ptcap";
 //   Result<CaptureSummary> s = Record(o);            // writes o.output

@@ -1,0 +1,63 @@
+// MockControl: the controls of a MockBackend that no call of the Backend seam
+// reaches — machine state that on a real system belongs to someone else than
+// perf (KVM's VMX operation), and the simulated hardware's own record of what
+// it did (the PT ground truth). Only the mock has them, so only the mock's own
+// unit tests (mocks/*_test.cc) and the tools that drive the mock (tools/pt)
+// use them; a conformance case (suites/) never does, as it must run unchanged
+// on a kernel. A behaviour that needs a control is a mock unit test.
+//
+// A test gets the control together with the backend, from the factory; there
+// is no way from a `Backend&` to it:
+//
+//   MockWithControl m = MakeMockBackendWithControl(*LoadProfile("x86_64-intel"),
+//                                                  {.pt_trace = mock::PtSimTraceModel()});
+//   Backend& b = *m.backend;
+//   ... open an intel_pt event, map its AUX area, enable, run ...
+//   m.control->SetVmxOperation(true);              // PERF_AUX_FLAG_PARTIAL from here
+//   const pt_sim::GroundTruth* t = m.control->PtGroundTruth(pt_fd);
+#pragma once
+
+#include <memory>
+
+#include "harness/backend.h"
+#include "mocks/mock_backend.h"
+#include "mocks/profile.h"
+
+namespace perftest::pt_sim {
+struct GroundTruth;
+}  // namespace perftest::pt_sim
+
+namespace perftest {
+
+class MockControl {
+ public:
+  virtual ~MockControl() = default;
+
+  // KVM turning VMX operation on or off on every CPU, as
+  // arch/x86/events/intel/pt.c intel_pt_handle_vmx() sees it on a CPU whose PT
+  // cannot trace in VMX operation (pt_pmu.vmx clear: VMXON clears
+  // RTIT_CTL.TraceEn): the running intel_pt events' open AUX transactions get
+  // PERF_AUX_FLAG_PARTIAL and no trace is written while it is on; an event
+  // enabled meanwhile writes nothing (pt_config_start()). On a kernel this is
+  // KVM's doing (creating a VM), never a perf call.
+  virtual void SetVmxOperation(bool on) = 0;
+
+  // The ground truth of intel_pt event `fd`'s simulated trace (every
+  // instruction, event and packet the simulated hardware produced:
+  // mocks/pt_sim/ground_truth.h), valid while the event is open; nullptr for
+  // another fd, another PMU, or a trace source that keeps none (the
+  // PtTraceFiller of a backend without the PT model, mocks/intel_pt_pmu.h).
+  virtual const pt_sim::GroundTruth* PtGroundTruth(int fd) = 0;
+};
+
+// A MockBackend and its controls; `control` belongs to `backend` and is valid
+// while it lives.
+struct MockWithControl {
+  std::unique_ptr<Backend> backend;
+  MockControl* control = nullptr;
+};
+
+// MakeMockBackend() with the controls (mocks/mock_backend.h).
+MockWithControl MakeMockBackendWithControl(MockProfile profile, MockModels models = {});
+
+}  // namespace perftest
