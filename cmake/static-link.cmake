@@ -118,7 +118,5 @@ function(perftest_static_link_apply)
   file(WRITE ${CMAKE_BINARY_DIR}/dynamic-executables.txt "${dynamic}")
 endfunction()
 
-# Deferred twice: after the deferred calls that the tree itself registers
-# (which may still add targets), so that every executable is seen.
-cmake_language(DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL
-               cmake_language DEFER DIRECTORY ${CMAKE_SOURCE_DIR} CALL perftest_static_link_apply)
+# Called at the end of the top-level CMakeLists.txt, when every executable
+# is defined (no deferred call: the tree has none).
