@@ -139,15 +139,23 @@ class KernelProfile(unittest.TestCase):
     def test_delimited(self):
         # A CPU-wide profile has stacks with both parts (sleeping or interrupted
         # tasks): -d puts "-" (folded) / "--" (text) between them, never elsewhere.
-        r = self.profile("-d", "-f", "-F", "99", "1")
-        both = [k for k in parse_folded(r.stdout) if "-" in k]
-        self.assertTrue(both, r.stdout[-2000:])
-        for k in parse_folded(r.stdout):
-            self.assertLessEqual(k.count("-"), 1, k)
-        r = self.profile("-F", "99", "1")
-        self.assertNotIn("    --\n", r.stdout)
-        r = self.profile("-d", "-F", "99", "1")
-        self.assertIn("    --\n", r.stdout)
+        # A task that lives in read()/write() makes sure such stacks exist on
+        # an idle machine too (a user-mode hog's samples have no kernel part).
+        syscalls = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            r = self.profile("-d", "-f", "-F", "99", "1")
+            both = [k for k in parse_folded(r.stdout) if "-" in k]
+            self.assertTrue(both, r.stdout[-2000:])
+            for k in parse_folded(r.stdout):
+                self.assertLessEqual(k.count("-"), 1, k)
+            r = self.profile("-F", "99", "1")
+            self.assertNotIn("    --\n", r.stdout)
+            r = self.profile("-d", "-F", "99", "1")
+            self.assertIn("    --\n", r.stdout)
+        finally:
+            syscalls.kill()
+            syscalls.wait()
 
     def test_bpf_mode_gives_the_same_top_stacks_as_ring_mode(self):
         with Hog() as hog:
