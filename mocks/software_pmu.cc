@@ -71,7 +71,9 @@ uint64_t SoftwareSetPeriod(HwState& hw) {
   const int64_t old = hw.period_left;
   if (old < 0) return 0;
   const uint64_t nr = (period + static_cast<uint64_t>(old)) / period;
-  hw.period_left = old - static_cast<int64_t>(nr * period);
+  // The kernel's s64 "val -= offset" wraps (it builds with -fno-strict-overflow);
+  // in C++ that is unsigned arithmetic, converted back (two's complement).
+  hw.period_left = static_cast<int64_t>(static_cast<uint64_t>(old) - nr * period);
   return nr;
 }
 
