@@ -4,13 +4,14 @@ namespace perftest::fidelity {
 
 const std::vector<KnownDisagreement>& KnownDisagreements() {
   static const std::vector<KnownDisagreement> list = {
-      {"unmodelled-pmu",
+      {"fidelity.unmodelled_pmu",
        "The host lists a PMU the profile does not (on the development VM, none: msr and power are modelled in "
-       "mocks/free_running_pmu.h, uprobe in mocks/uprobe_pmu.h; a kprobe PMU elsewhere is not). MockBackend does "
-       "not implement it, so perf_init_event() finds no PMU for its type and the mock says ENOENT, while the "
-       "kernel runs that PMU's event_init(). Such calls are tallied apart from the agreement figure.",
+       "mocks/free_running_pmu.h, uprobe in mocks/uprobe_pmu.h; a kprobe PMU elsewhere is not), or lists it at a "
+       "type the profile gives another PMU (a host without RAPL hands msr the type the profile's power PMU has). "
+       "The mock runs another PMU's event_init() for that type, or finds none and says ENOENT, while the kernel "
+       "runs this PMU's. Such calls are tallied apart from the agreement figure (fidelity/main.cc).",
        "", "", "", /*unmodelled_pmu=*/true},
-      {"unmodelled-tracepoint",
+      {"fidelity.unmodelled_tracepoint",
        "The generator opens tracepoints the host's tracefs has (e.g. raw_syscalls:sys_enter), but a profile may "
        "list only tracepoints the model can fire (mocks/tracepoint_pmu.h, ParseProfile()), so for an id it does "
        "not list the mock's perf_trace_init() finds no event and says EINVAL while the kernel opens it (or fails "

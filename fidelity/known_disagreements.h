@@ -9,6 +9,9 @@
 //
 // Adding an entry needs a reason a reader can check: what the kernel does,
 // why the mock cannot do the same for this host, which kernel function.
+// These match generated calls, not cases; a case's verdicts (expected skips,
+// retries, deny entries) are in ci/expectations, and its README says how the
+// two relate. Ids live under "fidelity." so no suite feature id can equal one.
 #pragma once
 
 #include <string>
@@ -18,7 +21,8 @@
 namespace perftest::fidelity {
 
 struct KnownDisagreement {
-  std::string_view id;      // stable, e.g. "unmodelled-tracepoint"
+  std::string_view id;      // stable, "fidelity.<name>" (no suite feature id starts so), e.g.
+                            // "fidelity.unmodelled_tracepoint"
   std::string_view reason;  // one paragraph
   // What it matches ("" = anything): the call's op (CallRecord::op), the PMU's
   // name (CallRecord::pmu), a substring of the mock's reason; and whether the

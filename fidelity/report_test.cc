@@ -173,13 +173,13 @@ TEST(Report, KnownDisagreementsAreMarkedAndTheRestCounted) {
   EXPECT_EQ(r.calls_unexplained(), 1u);
   std::map<std::string, std::string> by_op;
   for (const DisagreementClass& c : r.Classes()) by_op[c.pmu] = c.explained_by;
-  EXPECT_EQ(by_op["msr"], "unmodelled-pmu");
-  EXPECT_EQ(by_op["tracepoint"], "unmodelled-tracepoint");
+  EXPECT_EQ(by_op["msr"], "fidelity.unmodelled_pmu");
+  EXPECT_EQ(by_op["tracepoint"], "fidelity.unmodelled_tracepoint");
   EXPECT_EQ(by_op["software"], "");
   const std::string text = r.RenderText(RunInfo{1, 1, "sw-only", "Linux test"});
   EXPECT_THAT(text, ::testing::HasSubstr("unexplained disagreements: 1 calls"));
   EXPECT_THAT(text, ::testing::HasSubstr("— UNEXPLAINED"));
-  EXPECT_THAT(text, ::testing::HasSubstr("known [unmodelled-tracepoint]"));
+  EXPECT_THAT(text, ::testing::HasSubstr("known [fidelity.unmodelled_tracepoint]"));
   const nlohmann::json j = r.ToJson(RunInfo{1, 1, "sw-only", "Linux test"});
   EXPECT_EQ(j["unexplained"], 1);
   EXPECT_EQ(j["known_disagreements"].size(), KnownDisagreements().size());

@@ -24,8 +24,68 @@ uint64_t FlagWord(const perf_event_attr& a) {
   return w;
 }
 
-// Bits of the flag word this build's UAPI defines (sigtrap is the last: bit 37).
-constexpr uint64_t kKnownFlagBits = (uint64_t{1} << 38) - 1;
+// A bit added to perf_event_attr after Linux 4.11, with the release and the
+// commit that added it (include/uapi/linux/perf_event.h, perf_copy_attr()).
+// A release before `since` refuses it in perf_copy_attr(): the flag word's
+// bits are __reserved_1, the others "unknown bits" of their field (EINVAL).
+enum class AttrField { kFlags, kSampleType, kReadFormat, kBranchSampleType };
+struct AttrBitSince {
+  AttrField field;
+  uint64_t bit;
+  uint32_t since;  // KernelVersion()
+  const char* name;
+  const char* commit;
+};
+constexpr uint64_t Bit(unsigned n) { return uint64_t{1} << n; }
+constexpr AttrBitSince kAttrBitsSince[] = {
+    // The flag word (disabled = bit 0 .. sigtrap = bit 37).
+    {AttrField::kFlags, Bit(28), KernelVersion(4, 12), "namespaces",
+     "e422267322cd \"perf: Add PERF_RECORD_NAMESPACES to include namespaces related info\""},
+    {AttrField::kFlags, Bit(29), KernelVersion(5, 1), "ksymbol", "76193a94522f \"perf, bpf: Introduce PERF_RECORD_KSYMBOL\""},
+    {AttrField::kFlags, Bit(30), KernelVersion(5, 1), "bpf_event", "6ee52e2a3fe4 \"perf, bpf: Introduce PERF_RECORD_BPF_EVENT\""},
+    {AttrField::kFlags, Bit(31), KernelVersion(5, 4), "aux_output", "ab43762ef010 \"perf: Allow normal events to output AUX data\""},
+    {AttrField::kFlags, Bit(32), KernelVersion(5, 7), "cgroup", "96aaab686505 \"perf/core: Add PERF_RECORD_CGROUP event\""},
+    {AttrField::kFlags, Bit(33), KernelVersion(5, 9), "text_poke", "e17d43b93e54 \"perf: Add perf text poke event\""},
+    {AttrField::kFlags, Bit(34), KernelVersion(5, 12), "build_id", "88a16a130933 \"perf: Add build id data in mmap2 event\""},
+    {AttrField::kFlags, Bit(35), KernelVersion(5, 13), "inherit_thread",
+     "2b26f0aa0049 \"perf: Support only inheriting events if cloned with CLONE_THREAD\""},
+    {AttrField::kFlags, Bit(36), KernelVersion(5, 13), "remove_on_exec",
+     "2e498d0a74e5 \"perf: Add support for event removal on exec\""},
+    {AttrField::kFlags, Bit(37), KernelVersion(5, 13), "sigtrap", "97ba62b27867 \"perf: Add support for SIGTRAP on perf events\""},
+    // sample_type.
+    {AttrField::kSampleType, Bit(19), KernelVersion(4, 13), "PERF_SAMPLE_PHYS_ADDR",
+     "fc7ce9c74c3a \"perf/core, x86: Add PERF_SAMPLE_PHYS_ADDR\""},
+    {AttrField::kSampleType, Bit(20), KernelVersion(5, 5), "PERF_SAMPLE_AUX",
+     "a4faf00d994c \"perf/aux: Allow using AUX data in perf samples\""},
+    {AttrField::kSampleType, Bit(21), KernelVersion(5, 7), "PERF_SAMPLE_CGROUP",
+     "6546b19f95ac \"perf/core: Add PERF_SAMPLE_CGROUP feature\""},
+    {AttrField::kSampleType, Bit(22), KernelVersion(5, 11), "PERF_SAMPLE_DATA_PAGE_SIZE",
+     "8d97e71811aa \"perf/core: Add PERF_SAMPLE_DATA_PAGE_SIZE\""},
+    {AttrField::kSampleType, Bit(23), KernelVersion(5, 11), "PERF_SAMPLE_CODE_PAGE_SIZE",
+     "995f088efebe \"perf/core: Add support for PERF_SAMPLE_CODE_PAGE_SIZE\""},
+    {AttrField::kSampleType, Bit(24), KernelVersion(5, 12), "PERF_SAMPLE_WEIGHT_STRUCT",
+     "2a6c6b7d7ad3 \"perf/core: Add PERF_SAMPLE_WEIGHT_STRUCT\""},
+    // read_format.
+    {AttrField::kReadFormat, Bit(4), KernelVersion(6, 0), "PERF_FORMAT_LOST",
+     "119a784c8127 \"perf/core: Add a new read format to get a number of lost samples\""},
+    // branch_sample_type.
+    {AttrField::kBranchSampleType, Bit(17), KernelVersion(5, 7), "PERF_SAMPLE_BRANCH_HW_INDEX",
+     "bbfd5e4fab63 \"perf/core: Add new branch sample type for HW index of raw branch records\""},
+    {AttrField::kBranchSampleType, Bit(18), KernelVersion(5, 19), "PERF_SAMPLE_BRANCH_PRIV_SAVE",
+     "5402d25aa571 \"perf: Capture branch privilege information\""},
+    {AttrField::kBranchSampleType, Bit(19), KernelVersion(6, 8), "PERF_SAMPLE_BRANCH_COUNTERS",
+     "571d91dcadfa \"perf: Add branch stack counters\""},
+};
+// Every bit of each field that the table's newest release knows (6.8..6.18:
+// flags up to sigtrap, PERF_SAMPLE_MAX 1 << 25, PERF_FORMAT_MAX 1 << 5,
+// PERF_SAMPLE_BRANCH_MAX 1 << 20); the table takes the newer ones away.
+constexpr uint64_t kAllFlagBits = Bit(38) - 1;
+constexpr uint64_t kAllSampleTypeBits = Bit(25) - 1;
+constexpr uint64_t kAllReadFormatBits = Bit(5) - 1;
+constexpr uint64_t kAllBranchSampleTypeBits = Bit(20) - 1;
+// aux_start_paused, aux_pause, aux_resume in the word that was __reserved_3:
+// 18d92bb57c39 "perf/core: Add aux_pause, aux_resume, aux_start_paused" (Linux 6.13).
+constexpr uint32_t kAuxActionSince = KernelVersion(6, 13);
 
 // perf_reg_validate(), per arch; every flavour refuses an empty mask.
 // arch/x86/kernel/perf_regs.c (x86_64): DS, ES, FS, GS are not sampled and bits
@@ -53,6 +113,39 @@ int ValidateRegs(uint64_t mask, const AttrLimits& limits, const char* which, std
 }
 
 }  // namespace
+
+std::optional<uint32_t> ParseKernelRelease(std::string_view release) {
+  uint32_t major = 0, minor = 0;
+  size_t i = 0;
+  auto number = [&](uint32_t* out) {
+    const size_t start = i;
+    while (i < release.size() && release[i] >= '0' && release[i] <= '9' && i - start < 4) {
+      *out = *out * 10 + static_cast<uint32_t>(release[i++] - '0');
+    }
+    return i > start;
+  };
+  if (!number(&major) || i >= release.size() || release[i++] != '.' || !number(&minor)) return std::nullopt;
+  if (i < release.size() && release[i] >= '0' && release[i] <= '9') return std::nullopt;  // a 5-digit part
+  if (major == 0 || major > 255 || minor > 255) return std::nullopt;
+  return KernelVersion(major, minor);
+}
+
+std::string KernelReleaseName(uint32_t version) { return fmt::format("{}.{}", version >> 16, (version >> 8) & 0xff); }
+
+AttrBits AttrBitsFor(uint32_t kernel_version) {
+  AttrBits b{kAllFlagBits, kAllSampleTypeBits, kAllReadFormatBits, kAllBranchSampleTypeBits,
+             kernel_version >= kAuxActionSince};
+  for (const AttrBitSince& e : kAttrBitsSince) {
+    if (kernel_version >= e.since) continue;
+    switch (e.field) {
+      case AttrField::kFlags: b.flags &= ~e.bit; break;
+      case AttrField::kSampleType: b.sample_type &= ~e.bit; break;
+      case AttrField::kReadFormat: b.read_format &= ~e.bit; break;
+      case AttrField::kBranchSampleType: b.branch_sample_type &= ~e.bit; break;
+    }
+  }
+  return b;
+}
 
 int CheckOpenFlags(unsigned long flags, std::string* why) {
   constexpr unsigned long kAll =
@@ -91,18 +184,26 @@ int CopyAttr(perf_event_attr* uattr, const AttrLimits& limits, perf_event_attr* 
 
   // Linux 6.13+ took bits 0-2 of __reserved_3 for aux_action (limits.aux_action).
   const uint32_t reserved_3 = limits.aux_action ? a.__reserved_3 & ~kAuxActionBits : a.__reserved_3;
-  if ((FlagWord(a) & ~kKnownFlagBits) || a.__reserved_2 || reserved_3) {
-    return Fail(EINVAL, why, "reserved bits are set (__reserved_1/2/3)");
+  // The bits are those of the profile's kernel release (limits.known).
+  const AttrBits& known = limits.known;
+  const std::string release = KernelReleaseName(limits.kernel_version);
+  if ((FlagWord(a) & ~known.flags) || a.__reserved_2 || reserved_3) {
+    return Fail(EINVAL, why, fmt::format("reserved bits are set (__reserved_1/2/3 of Linux {})", release));
   }
-  if (a.sample_type & ~(uint64_t{PERF_SAMPLE_MAX} - 1)) {
-    return Fail(EINVAL, why, fmt::format("sample_type has unknown bits {:#x}", a.sample_type & ~(uint64_t{PERF_SAMPLE_MAX} - 1)));
+  if (a.sample_type & ~known.sample_type) {
+    return Fail(EINVAL, why, fmt::format("sample_type has bits {:#x} Linux {} does not know", a.sample_type & ~known.sample_type,
+                                         release));
   }
-  if (a.read_format & ~(uint64_t{PERF_FORMAT_MAX} - 1)) {
-    return Fail(EINVAL, why, fmt::format("read_format has unknown bits {:#x}", a.read_format & ~(uint64_t{PERF_FORMAT_MAX} - 1)));
+  if (a.read_format & ~known.read_format) {
+    return Fail(EINVAL, why, fmt::format("read_format has bits {:#x} Linux {} does not know", a.read_format & ~known.read_format,
+                                         release));
   }
   if (a.sample_type & PERF_SAMPLE_BRANCH_STACK) {
     const uint64_t mask = a.branch_sample_type;
-    if (mask & ~(uint64_t{PERF_SAMPLE_BRANCH_MAX} - 1)) return Fail(EINVAL, why, "branch_sample_type has unknown bits");
+    if (mask & ~known.branch_sample_type) {
+      return Fail(EINVAL, why, fmt::format("branch_sample_type has bits {:#x} Linux {} does not know",
+                                           mask & ~known.branch_sample_type, release));
+    }
     if (!(mask & ~uint64_t{PERF_SAMPLE_BRANCH_PLM_ALL})) return Fail(EINVAL, why, "branch_sample_type names no branch type");
     // Privilege levels default to the event's; kernel branches need perf_allow_kernel().
     if ((mask & PERF_SAMPLE_BRANCH_KERNEL) && !limits.privileged && limits.paranoid > 1) {

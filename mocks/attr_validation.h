@@ -10,12 +10,41 @@
 #pragma once
 
 #include <linux/perf_event.h>
+#include <linux/version.h>
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace perftest::mock {
+
+// A kernel release ordered as KERNEL_VERSION(major, minor, 0) orders it.
+constexpr uint32_t KernelVersion(uint32_t major, uint32_t minor) { return (major << 16) | (minor << 8); }
+// The release of the UAPI header this is built with (LINUX_VERSION_CODE, patch
+// level dropped): what the model assumes when a profile names no kernel_release.
+inline constexpr uint32_t kUapiKernelVersion = LINUX_VERSION_CODE & ~0xffu;
+// "6.18", "6.1.0-18-amd64", "6.18.44-fc-v857": major.minor (the rest is
+// ignored); nullopt when it does not start with two dot-separated numbers.
+std::optional<uint32_t> ParseKernelRelease(std::string_view release);
+// "6.18" for KernelVersion(6, 18).
+std::string KernelReleaseName(uint32_t version);
+
+// The perf_event_attr bits perf_copy_attr() of a kernel release accepts: each
+// bit added to the ABI since Linux 4.12 is known from the release that added
+// it (the table in attr_validation.cc cites each kernel commit); older bits
+// are known to every release. Not the UAPI header this builds with: a profile
+// of a newer kernel accepts bits this header does not name (e.g.
+// PERF_SAMPLE_BRANCH_COUNTERS, Linux 6.8), an older one refuses bits it does.
+struct AttrBits {
+  uint64_t flags = 0;               // the bitfield word after read_format (disabled .. sigtrap)
+  uint64_t sample_type = 0;         // < PERF_SAMPLE_MAX of that release
+  uint64_t read_format = 0;         // < PERF_FORMAT_MAX of that release
+  uint64_t branch_sample_type = 0;  // < PERF_SAMPLE_BRANCH_MAX of that release
+  bool aux_action = false;          // aux_start_paused/aux_pause/aux_resume (Linux 6.13)
+};
+AttrBits AttrBitsFor(uint32_t kernel_version);
 
 // What the checks need from the machine (the arch profile).
 struct AttrLimits {
@@ -31,6 +60,10 @@ struct AttrLimits {
   // only the empty mask is refused.
   uint32_t perf_reg_max = 0;
   bool aux_action = false;          // attr.aux_start_paused/aux_pause/aux_resume exist (Linux 6.13+)
+  // The bits the kernel knows: AttrBitsFor(the profile's kernel_release);
+  // by default those of the UAPI header this builds with.
+  uint32_t kernel_version = kUapiKernelVersion;
+  AttrBits known = AttrBitsFor(kUapiKernelVersion);
 };
 
 // The aux_action bits Linux 6.13 carved out of __reserved_3 (the UAPI
@@ -53,6 +86,7 @@ inline bool AuxResume(const perf_event_attr& a) { return (a.__reserved_3 & kAuxR
 //   then written into uattr->size. EINVAL for reserved bits, unknown
 //   sample_type/read_format bits, a bad branch_sample_type, sample_regs_* the
 //   arch does not have, a misaligned or too large sample_stack_user,
+//   (all "unknown" and "reserved" as limits.known says: the kernel release's bits),
 //   WEIGHT with WEIGHT_STRUCT, inherit_thread without inherit,
 //   remove_on_exec with enable_on_exec, sigtrap without remove_on_exec.
 // Sets sample_max_stack to limits.max_stack when 0. `why` says which rule.

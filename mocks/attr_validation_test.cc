@@ -10,10 +10,17 @@
 namespace perftest::mock {
 namespace {
 
-AttrLimits Linux618() {
+AttrLimits ForRelease(uint32_t version) {
   AttrLimits l;
+  l.kernel_version = version;
+  l.known = AttrBitsFor(version);
+  l.aux_action = l.known.aux_action;
+  return l;
+}
+
+AttrLimits Linux618() {
+  AttrLimits l = ForRelease(KernelVersion(6, 18));
   l.attr_size = 136;  // what Linux 6.18 writes back
-  l.aux_action = true;  // Linux 6.13+ knows aux_start_paused/aux_pause/aux_resume
   return l;
 }
 
@@ -168,6 +175,49 @@ TEST(AttrValidation, AuxActionBitsAreNotReserved) {
     a.__reserved_3 = 1u << bit;
     EXPECT_EQ(Copy(&a), EINVAL) << "__reserved_3 bit " << bit;
   }
+}
+
+// Each kernel release knows the bits added up to it (kAttrBitsSince in
+// attr_validation.cc), whatever UAPI header the model is built with.
+TEST(AttrValidation, BranchCountersNeedLinux68) {
+  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
+  a.sample_period = 1;
+  a.sample_type = PERF_SAMPLE_BRANCH_STACK;
+  a.branch_sample_type = PERF_SAMPLE_BRANCH_ANY | (uint64_t{1} << 19);  // PERF_SAMPLE_BRANCH_COUNTERS
+  EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(6, 18))), 0) << "6.18 knows it (571d91dcadfa, 6.8)";
+  EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(6, 8))), 0);
+  EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(6, 7))), EINVAL);
+  EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(6, 1))), EINVAL) << "6.1: PERF_SAMPLE_BRANCH_MAX is bit 19";
+  a.branch_sample_type = PERF_SAMPLE_BRANCH_ANY | (uint64_t{1} << 20);
+  EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(6, 18))), EINVAL) << "bit 20 is unknown to 6.18 too";
+}
+
+TEST(AttrValidation, FlagsAndFormatsFollowTheRelease) {
+  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
+  a.inherit = 1;
+  a.inherit_thread = 1;  // 5.13
+  EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(5, 13))), 0);
+  EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(5, 12))), EINVAL) << "bit 35 is __reserved_1 before 5.13";
+  a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
+  a.read_format = PERF_FORMAT_LOST;  // 6.0
+  EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(6, 0))), 0);
+  EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(5, 19))), EINVAL);
+  a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
+  a.sample_type = PERF_SAMPLE_WEIGHT_STRUCT;  // 5.12
+  EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(5, 12))), 0);
+  EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(5, 11))), EINVAL);
+  EXPECT_FALSE(AttrBitsFor(KernelVersion(6, 12)).aux_action);
+  EXPECT_TRUE(AttrBitsFor(KernelVersion(6, 13)).aux_action);
+}
+
+TEST(AttrValidation, KernelReleaseParsing) {
+  EXPECT_EQ(ParseKernelRelease("6.18"), KernelVersion(6, 18));
+  EXPECT_EQ(ParseKernelRelease("6.18.44-fc-v857"), KernelVersion(6, 18));
+  EXPECT_EQ(ParseKernelRelease("6.1.0-18-amd64"), KernelVersion(6, 1));
+  EXPECT_EQ(ParseKernelRelease("6"), std::nullopt);
+  EXPECT_EQ(ParseKernelRelease("six.1"), std::nullopt);
+  EXPECT_EQ(ParseKernelRelease(""), std::nullopt);
+  EXPECT_EQ(KernelReleaseName(KernelVersion(6, 18)), "6.18");
 }
 
 }  // namespace

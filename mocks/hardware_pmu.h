@@ -17,7 +17,7 @@
 // (INST_RETIRED.ANY -> fixed 0, CPU_CLK_UNHALTED.THREAD -> fixed 1,
 // REF_CYCLES (0x0300, fixed only) -> fixed 2).
 //
-// What the model counts (mock_task.cc): cycles and ref-cycles at the profile's
+// What the model counts (mock_counting.cc): cycles and ref-cycles at the profile's
 // cpu_mhz while the task runs; instructions retired by Workload::Instructions
 // (exactly n) and Spin (one per cycle); branch instructions one per two
 // instructions; one branch miss per Instructions workload; L1D read/write
@@ -28,7 +28,7 @@
 // counter starts at -max_period (x86_perf_event_set_period(), max_period =
 // 2^(width-1) - 1). While on a counter the event has an rdpmc index
 // (RdpmcIndex(): x86_pmu_event_idx()). Scheduling, rotation, pinned and
-// exclusive groups: mock_task.cc Reschedule().
+// exclusive groups: mock_sched.cc Reschedule().
 #pragma once
 
 #include <linux/perf_event.h>

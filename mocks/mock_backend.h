@@ -48,7 +48,7 @@
 //    enable, siblings of a closed leader waiting for the next sched-in,
 //    member times frozen while the leader is off; core-PMU groups pinned
 //    first, rotated every tick when they do not all fit, pinned groups in
-//    the ERROR state, exclusive groups (mock_task.cc Reschedule()).
+//    the ERROR state, exclusive groups (mock_sched.cc Reschedule()).
 //  - Self-monitoring: the user page's index/offset/cap_user_rdpmc/pmc_width
 //    and ReadPmc() for RDPMC; cap_user_time* and time_* from the profile's
 //    sched_clock_counter (mocks/sched_clock.h), ReadCycleCounter() for RDTSC.

@@ -277,17 +277,6 @@ TEST_F(MockBackendTest, IoctlErrnos) {
   ::close(memfd);
 }
 
-TEST_F(MockBackendTest, RefreshDisablesAfterTheBudget) {
-  const perf_event_attr a = Sampler(PERF_COUNT_SW_PAGE_FAULTS, PERF_SAMPLE_IP);
-  const int fd = MustOpen(a);
-  std::optional<RingBuffer> rb = Map(fd, 4);
-  ASSERT_TRUE(rb);
-  EXPECT_THAT(b().Ioctl(fd, PERF_EVENT_IOC_REFRESH, 3), SucceedsWith(0));
-  Run(Workload::TouchPages(10));
-  EXPECT_EQ(CountType(Records(*rb, a), PERF_RECORD_SAMPLE), 3u);
-  EXPECT_EQ(Count(fd), 3u) << "disabled by the third overflow";
-}
-
 // --- mmap rules and the metadata page ---
 
 TEST_F(MockBackendTest, MmapRules) {

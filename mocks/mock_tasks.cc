@@ -33,27 +33,9 @@
 namespace perftest::mock {
 namespace {
 
-// perf_event_task_match(): which events see FORK and EXIT.
-bool SeesTasks(const perf_event_attr& a) { return a.comm || a.mmap || a.mmap2 || a.mmap_data || a.task; }
-
 // Page faults of exec(2) and of the program it runs until exit (a small
 // static-looking program such as /bin/true: the kernel here shows ~40-100).
 constexpr uint64_t kExecPages = 48;
-
-
-// The namespaces of every simulated task, NET_NS_INDEX .. CGROUP_NS_INDEX
-// (NR_NAMESPACES = 7): all on the nsfs device, the initial namespaces' inode
-// numbers (PROC_*_INIT_INO of include/linux/proc_ns.h).
-std::vector<NamespacesRecord::Namespace> MockNamespaces() {
-  constexpr uint64_t kNsfsDev = 4;
-  return {{kNsfsDev, 0xf0000098},   // net (dynamic in the kernel)
-          {kNsfsDev, 0xEFFFFFFEU},  // uts: PROC_UTS_INIT_INO
-          {kNsfsDev, 0xEFFFFFFFU},  // ipc: PROC_IPC_INIT_INO
-          {kNsfsDev, 0xEFFFFFFCU},  // pid: PROC_PID_INIT_INO
-          {kNsfsDev, 0xEFFFFFFDU},  // user: PROC_USER_INIT_INO
-          {kNsfsDev, 0xf0000000},   // mnt (dynamic)
-          {kNsfsDev, 0xEFFFFFFBU}}; // cgroup: PROC_CGROUP_INIT_INO
-}
 
 }  // namespace
 
@@ -73,24 +55,8 @@ MockBackend::Task MockBackend::ForkTask(bool thread) {
                  TraceValues{{{"parent_pid", task_.pid}, {"child_pid", child.tid}},
                              {{"parent_comm", task_.comm}, {"child_comm", task_.comm}}},
                  k);
-  // perf_event_fork() -> perf_event_task(child, NULL, 1), in the parent.
-  const OutputContext parent_ctx = Context();
-  ForEachSideBandFn([&](MockEvent& ev) {
-    if (!SeesTasks(ev.attr)) return;
-    Record r;
-    r.header.type = PERF_RECORD_FORK;
-    r.body = TaskRecord{static_cast<uint32_t>(child.pid), static_cast<uint32_t>(task_.pid),
-                        static_cast<uint32_t>(child.tid), static_cast<uint32_t>(task_.tid), EventClock(ev, now_)};
-    EmitRecord(ev, std::move(r), parent_ctx);
-  });
-  // ... then perf_event_namespaces(child): the new task's namespaces.
-  ForEachSideBandFn([&](MockEvent& ev) {
-    if (!ev.attr.namespaces) return;  // perf_event_namespaces_match()
-    Record r;
-    r.header.type = PERF_RECORD_NAMESPACES;
-    r.body = NamespacesRecord{static_cast<uint32_t>(child.pid), static_cast<uint32_t>(child.tid), MockNamespaces()};
-    EmitRecord(ev, std::move(r), parent_ctx);
-  });
+  // perf_event_fork(): FORK and NAMESPACES, in the parent (mock_sideband.cc).
+  ForkEvent(child);
   // inherit_task_group(): leaders in context order, each with its members.
   std::vector<MockEvent*> leaders;
   for (const auto& e : events_) {
@@ -173,50 +139,11 @@ void MockBackend::ExecCurrent(const std::string& path) {
   // The comm becomes the program's name: perf_event_comm(task, exec = true).
   const size_t slash = path.rfind('/');
   task_.comm = path.substr(slash == std::string::npos ? 0 : slash + 1).substr(0, 15);
-  const OutputContext ctx = Context();
-  ForEachSideBandFn([&](MockEvent& ev) {
-    if (!ev.attr.comm) return;
-    Record r;
-    r.header.type = PERF_RECORD_COMM;
-    r.header.misc = PERF_RECORD_MISC_COMM_EXEC;
-    r.body = CommRecord{static_cast<uint32_t>(task_.pid), static_cast<uint32_t>(task_.tid), task_.comm};
-    EmitRecord(ev, std::move(r), ctx);
-  });
-  // The program's text is mapped: perf_event_mmap() of its executable
-  // mapping, only while some event on the system asks for mmap records
-  // (nr_mmap_events counts mmap/mmap_data, not mmap2 alone).
-  const bool any_mmap =
-      std::any_of(events_.begin(), events_.end(), [](const auto& e) { return e->attr.mmap || e->attr.mmap_data; });
-  if (any_mmap) {
-    constexpr uint64_t kTextAddr = 0x0000555555556000, kTextLen = 0x4000, kTextPgoff = 0x2000;
-    ForEachSideBandFn([&](MockEvent& ev) {
-      const perf_event_attr& a = ev.attr;
-      if (!(a.mmap || a.mmap2)) return;
-      Record r;
-      r.header.misc = PERF_RECORD_MISC_USER;
-      if (a.mmap2) {
-        r.header.type = PERF_RECORD_MMAP2;
-        Mmap2Record m;
-        m.pid = static_cast<uint32_t>(task_.pid);
-        m.tid = static_cast<uint32_t>(task_.tid);
-        m.addr = kTextAddr;
-        m.len = kTextLen;
-        m.pgoff = kTextPgoff;
-        m.maj = 254;  // the root filesystem's device, an inode on it
-        m.min = 1;
-        m.ino = 1835081;
-        m.prot = PROT_READ | PROT_EXEC;
-        m.flags = MAP_PRIVATE;
-        m.filename = path;
-        r.body = std::move(m);
-      } else {
-        r.header.type = PERF_RECORD_MMAP;
-        r.body = MmapRecord{static_cast<uint32_t>(task_.pid), static_cast<uint32_t>(task_.tid), kTextAddr, kTextLen,
-                            kTextPgoff, path};
-      }
-      EmitRecord(ev, std::move(r), ctx);
-    });
-  }
+  CommEvent(/*exec=*/true);
+  // The program's text is mapped: perf_event_mmap() of its executable file
+  // mapping (the root filesystem's device, an inode on it).
+  constexpr uint64_t kTextAddr = 0x0000555555556000, kTextLen = 0x4000, kTextPgoff = 0x2000;
+  MmapEvent(MmapRegion{kTextAddr, kTextLen, kTextPgoff, /*exec=*/true, /*maj=*/254, /*min=*/1, /*ino=*/1835081, path});
   // The new program runs: its loader and libc fault their pages in.
   (void)RunWorkload(Workload::TouchPages(kExecPages));
 }
@@ -254,29 +181,7 @@ void MockBackend::FreeChildren(MockEvent* ev) {
 }
 
 void MockBackend::ExitTaskModel(const Task& t) {
-  // perf_event_exit_task() -> perf_event_task(child, NULL, 0): EXIT through
-  // the task's own events (output to the parents' buffers), then CPU 0's.
-  OutputContext ctx = Context();
-  ctx.pid = t.pid;
-  ctx.tid = t.tid;
-  auto exit_record = [&](MockEvent& ev) {
-    Record r;
-    r.header.type = PERF_RECORD_EXIT;
-    // EXIT names the parent by pid in both ppid and ptid (perf_event_task_output()).
-    r.body = TaskRecord{static_cast<uint32_t>(t.pid), static_cast<uint32_t>(task_.pid), static_cast<uint32_t>(t.tid),
-                        static_cast<uint32_t>(task_.pid), EventClock(ev, now_)};
-    return r;
-  };
-  for (size_t i = 0; i < events_.size(); ++i) {
-    MockEvent& e = *events_[i];
-    if (e.pid == t.tid && !e.exited && e.enabled && SeesTasks(e.attr) && (e.cpu == -1 || e.cpu == 0)) {
-      EmitRecord(e, exit_record(e), ctx);
-    }
-  }
-  for (size_t j = events_.size(); j-- > 0;) {
-    MockEvent& e = *events_[j];
-    if (e.pid == -1 && e.cpu == 0 && e.enabled && SeesTasks(e.attr)) EmitRecord(e, exit_record(e), ctx);
-  }
+  ExitEvent(t);  // PERF_RECORD_EXIT (mock_sideband.cc)
   std::vector<MockEvent*> mine;
   for (const auto& e : events_) {
     if (e->pid == t.tid) mine.push_back(e.get());

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "mocks/attr_validation.h"
 #include "mocks/tracepoint_pmu.h"
 
 #ifndef PERFTEST_PROFILE_DIR
@@ -141,19 +142,31 @@ std::string KindNames() {
   return out;
 }
 
-// Profile names kept for users' scripts: alias -> the file's stem.
+// Profile names kept for users' scripts: alias -> the file's stem, from
+// aliases.txt in the compiled-in profiles directory ("ALIAS NAME" lines, '#'
+// comments), the table the runner reads too (runner/perftest/layout.py).
 const std::map<std::string, std::string>& Aliases() {
-  static const std::map<std::string, std::string> aliases = {{"software-only", "sw-only"}};
+  static const std::map<std::string, std::string> aliases = [] {
+    std::map<std::string, std::string> out;
+    std::ifstream in(std::string(PERFTEST_PROFILE_DIR) + "/aliases.txt");
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream words(line.substr(0, line.find('#')));
+      std::string alias, name;
+      if (words >> alias >> name) out[alias] = name;
+    }
+    return out;
+  }();
   return aliases;
 }
 
 const std::set<std::string>& KnownKeys() {
   static const std::set<std::string> keys = {
-      "name",      "arch",         "description",     "provenance", "ncpus",  "page_size",
+      "name",      "arch",         "description",     "provenance", "kernel_release", "ncpus",  "page_size",
       "perf_event_paranoid", "max_sample_rate", "max_stack", "max_contexts_per_stack", "mlock_kb",
       "hz",        "attr_size",    "privileged",      "memlock_rlimit_kb",    "pmus",
       "tracepoints", "hw_breakpoint_slots", "hw_watchpoint_slots", "cpu_mhz", "hardware", "clock_pmu_types", "attr_aux_action",
-      "sched_clock_counter", "compat_task"};
+      "sched_clock_counter", "compat_task", "kernel_release"};
   return keys;
 }
 
@@ -182,7 +195,7 @@ MachineInfo MockProfile::ToMachineInfo() const {
 }
 
 std::string ProfileSearchDir() {
-  const char* env = std::getenv("PERFTEST_PROFILE_DIR");
+  const char* env = std::getenv("PERFTEST_PROFILES_DIR");
   if (env != nullptr && *env != '\0') return env;
   return PERFTEST_PROFILE_DIR;
 }
@@ -211,6 +224,7 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
   r.String(root, "arch", &p.arch);
   r.String(root, "description", &p.description);
   r.String(root, "provenance", &p.provenance);
+  r.String(root, "kernel_release", &p.kernel_release, /*required=*/false);
   r.Int(root, "ncpus", &p.ncpus, 1, 4096);
   r.Int(root, "page_size", &p.page_size, 4096, 1 << 20);
   if (r.ok() && (p.page_size & (p.page_size - 1)) != 0) r.Fail("page_size", fmt::format("{} is not a power of two", p.page_size));
@@ -220,6 +234,20 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
   r.Int(root, "max_contexts_per_stack", &p.max_contexts_per_stack, 0, 65535, /*required=*/false);
   r.Int(root, "mlock_kb", &p.mlock_kb, 0, 1u << 31);
   r.Int(root, "hz", &p.hz, 1, 10000, /*required=*/false);
+  r.String(root, "kernel_release", &p.kernel_release, /*required=*/false);
+  p.kernel_version = mock::kUapiKernelVersion;
+  if (r.ok() && !p.kernel_release.empty()) {
+    if (std::optional<uint32_t> v = mock::ParseKernelRelease(p.kernel_release)) {
+      p.kernel_version = *v;
+    } else {
+      r.Fail("kernel_release", fmt::format("'{}' is no kernel release (expected major.minor, e.g. \"6.18\")",
+                                           p.kernel_release));
+    }
+  }
+  // perf_event_attr grew config3 in Linux 6.3 (09519ec3b19e "perf: Add
+  // perf_event_attr::config3"): sizeof 136, PERF_ATTR_SIZE_VER8.
+  if (p.kernel_version >= mock::KernelVersion(6, 3)) p.attr_size = 136;
+  p.attr_aux_action = mock::AttrBitsFor(p.kernel_version).aux_action;
   r.Int(root, "attr_size", &p.attr_size, PERF_ATTR_SIZE_VER0, 4096, /*required=*/false);
   if (r.ok() && p.attr_size % 8 != 0) r.Fail("attr_size", fmt::format("{} is not a multiple of 8", p.attr_size));
   r.Bool(root, "privileged", &p.privileged);
@@ -344,6 +372,88 @@ Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view or
   if (!r.ok()) return Result<MockProfile>::Failure(EINVAL, r.error());
   std::sort(p.pmus.begin(), p.pmus.end(), [](const Pmu& a, const Pmu& b) { return a.name < b.name; });
   return Result<MockProfile>::Ok(std::move(p), fmt::format("parse_profile({})", where));
+}
+
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+
+// The kind to write for `pmu`: "" when its name selects its kind already.
+std::string WrittenKind(const MockProfile& p, const Pmu& pmu) {
+  const PmuKind* by_name = FindKind(pmu.name);
+  if (!p.has_hardware || pmu.type != p.core_pmu_type) return "";
+  if (by_name != nullptr && by_name->core && by_name->core_kind == p.hardware.kind) return "";
+  for (const PmuKind& k : ImplementedPmuKinds()) {
+    if (k.core && k.core_kind == p.hardware.kind) return k.kind;
+  }
+  return "";
+}
+
+OrderedJson StringMapJson(const std::map<std::string, std::string>& m) {
+  OrderedJson out = OrderedJson::object();
+  for (const auto& [k, v] : m) out[k] = v;
+  return out;
+}
+
+}  // namespace
+
+std::string WriteProfile(const MockProfile& p) {
+  OrderedJson j;
+  j["name"] = p.name;
+  j["arch"] = p.arch;
+  j["description"] = p.description;
+  j["provenance"] = p.provenance;
+  if (!p.kernel_release.empty()) j["kernel_release"] = p.kernel_release;
+  j["ncpus"] = p.ncpus;
+  j["page_size"] = p.page_size;
+  j["perf_event_paranoid"] = p.perf_event_paranoid;
+  j["max_sample_rate"] = p.max_sample_rate;
+  j["max_stack"] = p.max_stack;
+  j["max_contexts_per_stack"] = p.max_contexts_per_stack;
+  j["mlock_kb"] = p.mlock_kb;
+  j["hz"] = p.hz;
+  j["attr_size"] = p.attr_size;
+  j["privileged"] = p.privileged;
+  j["memlock_rlimit_kb"] = p.memlock_rlimit_kb;
+  OrderedJson pmus = OrderedJson::array();
+  for (const Pmu& pmu : p.pmus) {
+    OrderedJson e;
+    e["name"] = pmu.name;
+    if (std::string kind = WrittenKind(p, pmu); !kind.empty()) e["kind"] = kind;
+    e["type"] = pmu.type;
+    e["format"] = StringMapJson(pmu.format);
+    e["events"] = StringMapJson(pmu.events);
+    e["caps"] = StringMapJson(pmu.caps);
+    pmus.push_back(std::move(e));
+  }
+  j["pmus"] = std::move(pmus);
+  if (!p.tracepoints.empty()) {
+    OrderedJson tps = OrderedJson::object();
+    for (const auto& [name, id] : p.tracepoints) tps[name] = id;
+    j["tracepoints"] = std::move(tps);
+  }
+  j["hw_breakpoint_slots"] = p.hw_breakpoint_slots;
+  if (p.hw_watchpoint_slots) j["hw_watchpoint_slots"] = *p.hw_watchpoint_slots;
+  j["cpu_mhz"] = p.cpu_mhz;
+  if (p.has_hardware) {
+    j["hardware"] = {{"gp_counters", p.hardware.gp_counters},
+                     {"fixed_counters", p.hardware.fixed_counters},
+                     {"counter_width", p.hardware.counter_width},
+                     {"max_precise", p.hardware.max_precise},
+                     {"overflow_interrupt", p.hardware.overflow_interrupt},
+                     {"mode_exclusion", p.hardware.mode_exclusion}};
+  }
+  if (p.cpu_clock_type != 0) {
+    j["clock_pmu_types"] = {{"cpu_clock", p.cpu_clock_type}, {"task_clock", p.task_clock_type}};
+  }
+  j["attr_aux_action"] = p.attr_aux_action;
+  if (p.compat_task) j["compat_task"] = true;
+  if (p.sched_clock_counter.khz != 0) {
+    j["sched_clock_counter"] = {{"khz", p.sched_clock_counter.khz},
+                                {"bits", p.sched_clock_counter.bits},
+                                {"start", p.sched_clock_counter.start}};
+  }
+  return j.dump(2) + "\n";
 }
 
 Result<MockProfile> LoadProfile(std::string_view name_or_path) {

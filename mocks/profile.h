@@ -5,22 +5,36 @@
 //   Result<MockProfile> p = LoadProfile("software-only");          // by name
 //   Result<MockProfile> q = LoadProfile("/tmp/my-machine.json");   // by path
 //   std::unique_ptr<Backend> b = MakeMockBackend(std::move(*p));
+//   std::string text = WriteProfile(*p);  // JSON that ParseProfile reads back
 //
 // Profiles live in fixtures/profiles/<name>.json. A name is resolved in the
-// directory named by the environment variable PERFTEST_PROFILE_DIR, else in the
-// directory compiled in by CMake (PERFTEST_PROFILE_DIR, the source tree's
+// directory named by the environment variable PERFTEST_PROFILES_DIR (the
+// runner's variable too, runner/README.md), else in the directory compiled in
+// by CMake (the macro PERFTEST_PROFILE_DIR: the source tree's
 // fixtures/profiles). Every profile carries a `provenance`: what machine it
 // models and where its numbers come from.
 //
 // JSON keys (all required unless a default is given):
 //   name (string; default: the file's stem), arch, description, provenance (string),
+//   kernel_release (string, default ""; `uname -r` of the kernel the profile describes),
 //   ncpus (>= 1), page_size (power of two >= 4096),
 //   perf_event_paranoid (-1..4), max_sample_rate (Hz, >= 1), max_stack (frames),
 //   mlock_kb (KiB),
 //   max_contexts_per_stack (default 8; /proc/sys/kernel/perf_event_max_contexts_per_stack),
 //   hz (default 250; CONFIG_HZ, the scheduler tick that paces throttling),
-//   attr_size (default sizeof(struct perf_event_attr) of the UAPI header this was
-//     built with: the kernel's own sizeof, written back into attr.size on E2BIG),
+//   kernel_release (string, default: the release of the UAPI header this was
+//     built with, LINUX_VERSION_CODE): the Linux release the profile describes,
+//     "major.minor" (e.g. "6.18"; a uname -r such as "6.18.44-fc-v857" is
+//     accepted and kept as written). perf_copy_attr() of the mock accepts the
+//     perf_event_attr bits that release knows, not those of the build's header
+//     (mocks/attr_validation.h AttrBitsFor(), which cites the commit that added
+//     each bit): e.g. branch_sample_type bit 19 (PERF_SAMPLE_BRANCH_COUNTERS,
+//     Linux 6.8) is accepted with "6.18" and refused (EINVAL) with "6.1". It
+//     also gives the defaults of attr_size and attr_aux_action below.
+//   attr_size (default: 136 for kernel_release 6.3 and later (config3,
+//     PERF_ATTR_SIZE_VER8), else sizeof(struct perf_event_attr) of the UAPI
+//     header this was built with: the kernel's own sizeof, written back into
+//     attr.size on E2BIG),
 //   privileged (default true: the task has CAP_PERFMON/CAP_SYS_ADMIN/CAP_IPC_LOCK),
 //   memlock_rlimit_kb (default 8192; RLIMIT_MEMLOCK, used when not privileged),
 //   pmus: [{name, kind (default: name), type, format: {file: contents}, events: {...}, caps: {...}}],
@@ -53,9 +67,10 @@
 //     aarch64/riscv64: the generic sched_clock's counter, with cap_user_time_short),
 //     and Backend::ReadCycleCounter() reads it. Without it (a guest on
 //     kvm-clock, as this project's VM) the page has no time fields.
-//   attr_aux_action (default false): the kernel knows attr.aux_start_paused,
-//     aux_pause and aux_resume (Linux 6.13+; older kernels refuse those bits of
-//     __reserved_3 with EINVAL).
+//   attr_aux_action (default: kernel_release is 6.13 or later): the kernel knows
+//     attr.aux_start_paused, aux_pause and aux_resume (Linux 6.13+, commit
+//     18d92bb57c39; older kernels refuse those bits of __reserved_3 with
+//     EINVAL). Set it only for a kernel that differs from its release (a backport).
 //   compat_task (default false; arch aarch64 only, else EINVAL): the simulated
 //     tasks are AArch32 processes on the arm64 kernel (is_compat_thread()):
 //     per-task breakpoints follow the AArch32 length and alignment rules and
@@ -70,7 +85,8 @@
 // types; count-only, their events/ are the configs they accept:
 // mocks/free_running_pmu.h). The core PMU also takes PERF_TYPE_HARDWARE and PERF_TYPE_HW_CACHE
 // (and PERF_TYPE_RAW when its own type is dynamic). Any other kind is EINVAL
-// naming the kind. Profile aliases: "software-only" is "sw-only".
+// naming the kind. Profile aliases (e.g. "software-only" is "sw-only") are
+// listed in fixtures/profiles/aliases.txt, which the runner reads too.
 #pragma once
 
 #include <linux/perf_event.h>
@@ -106,6 +122,7 @@ struct MockProfile {
   std::string arch;
   std::string description;
   std::string provenance;
+  std::string kernel_release;  // uname -r of the kernel described; "" when not recorded
   int ncpus = 1;
   size_t page_size = 4096;
   int perf_event_paranoid = 2;
@@ -114,6 +131,8 @@ struct MockProfile {
   uint32_t max_contexts_per_stack = 8;
   uint32_t mlock_kb = 516;
   uint32_t hz = 250;
+  std::string kernel_release;       // as the profile says it ("6.18"); empty: the build's UAPI release
+  uint32_t kernel_version = 0;      // mock::KernelVersion() of it (mock::kUapiKernelVersion when empty)
   uint32_t attr_size = sizeof(perf_event_attr);
   bool privileged = true;
   uint32_t memlock_rlimit_kb = 8192;
@@ -154,7 +173,15 @@ Result<MockProfile> LoadProfile(std::string_view name_or_path);
 // the default `name` (its stem). Errors: EINVAL as for LoadProfile.
 Result<MockProfile> ParseProfile(std::string_view json_text, std::string_view origin);
 
-// The directory names are resolved in: $PERFTEST_PROFILE_DIR, else the compiled-in default.
+// The profile as JSON text (2-space indented, keys in the order listed above,
+// optional keys only when set) that ParseProfile() reads back into an equal
+// profile: ParseProfile(WriteProfile(p)) gives p, and WriteProfile of that
+// gives the same text. A PMU's `kind` is written when its name alone would
+// not select its kind (the core PMU named armv8_pmuv3_0, riscv64's "cpu").
+// `p` must be one ParseProfile() could return (a valid profile).
+std::string WriteProfile(const MockProfile& p);
+
+// The directory names are resolved in: $PERFTEST_PROFILES_DIR, else the compiled-in default.
 std::string ProfileSearchDir();
 
 }  // namespace perftest

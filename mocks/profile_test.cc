@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "harness/syscall_matchers.h"
+#include "mocks/attr_validation.h"
 
 namespace perftest {
 namespace {
@@ -95,6 +96,22 @@ TEST(Profile, DefaultsForOptionalKeys) {
                                                              "\"mlock_kb\": 516, \"compat_task\": true"),
                                                      "arm.json"));
   EXPECT_TRUE(arm.compat_task);
+  EXPECT_EQ(p.kernel_version, mock::kUapiKernelVersion) << "no kernel_release: the build's UAPI header";
+}
+
+TEST(Profile, KernelReleaseSetsTheAttrDefaults) {
+  ASSERT_OK_AND_ASSIGN(MockProfile p, ParseProfile(Replace(kValid, "\"ncpus\"", "\"kernel_release\": \"6.18\", \"ncpus\""),
+                                                   "t.json"));
+  EXPECT_EQ(p.kernel_release, "6.18");
+  EXPECT_EQ(p.kernel_version, mock::KernelVersion(6, 18));
+  EXPECT_EQ(p.attr_size, 136u) << "config3 (6.3)";
+  EXPECT_TRUE(p.attr_aux_action) << "6.13+";
+  ASSERT_OK_AND_ASSIGN(MockProfile old, ParseProfile(Replace(kValid, "\"ncpus\"", "\"kernel_release\": \"6.1\", \"ncpus\""),
+                                                     "t.json"));
+  EXPECT_FALSE(old.attr_aux_action);
+  Result<MockProfile> bad = ParseProfile(Replace(kValid, "\"ncpus\"", "\"kernel_release\": \"latest\", \"ncpus\""), "t.json");
+  EXPECT_EQ(bad.error(), EINVAL);
+  EXPECT_NE(bad.call().find("kernel_release"), std::string::npos) << bad.call();
 }
 
 TEST(Profile, UnknownNameIsEnoent) {
@@ -151,20 +168,45 @@ TEST(Profile, LoadErrorsCarryTheFileAndKey) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(Profile, NamesResolveInPerftestProfileDir) {
+TEST(Profile, NamesResolveInPerftestProfilesDir) {
   const std::string dir = ::testing::TempDir() + "/profiles-env-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/tiny.json") << kValid;
-  ::setenv("PERFTEST_PROFILE_DIR", dir.c_str(), 1);
+  ::setenv("PERFTEST_PROFILES_DIR", dir.c_str(), 1);
   Result<MockProfile> r = LoadProfile("tiny");
   Result<MockProfile> gone = LoadProfile("software-only");  // not in this directory
-  ::unsetenv("PERFTEST_PROFILE_DIR");
+  ::unsetenv("PERFTEST_PROFILES_DIR");
   ASSERT_OK(r);
   EXPECT_EQ(r->name, "tiny");
   EXPECT_EQ(r->ncpus, 4);
   EXPECT_THAT(gone, FailsWithErrno(ENOENT));
   EXPECT_THAT(gone.call(), HasSubstr("tiny")) << "the message lists the known profiles";
   std::filesystem::remove_all(dir);
+}
+
+TEST(Profile, WriteProfileRoundTripsEveryFixture) {
+  for (const char* name : {"sw-only", "x86_64-intel", "x86_64-intel-pt-basic", "arm64-pmuv3", "riscv64-sbi"}) {
+    SCOPED_TRACE(name);
+    ASSERT_OK_AND_ASSIGN(MockProfile p, LoadProfile(name));
+    const std::string text = WriteProfile(p);
+    ASSERT_OK_AND_ASSIGN(MockProfile back, ParseProfile(text, std::string(name) + ".json"));
+    EXPECT_EQ(WriteProfile(back), text);
+    EXPECT_EQ(back.name, p.name);
+    EXPECT_EQ(back.pmus.size(), p.pmus.size());
+    EXPECT_EQ(back.has_hardware, p.has_hardware);
+    EXPECT_EQ(back.core_pmu_type, p.core_pmu_type);
+    EXPECT_EQ(back.hardware.kind, p.hardware.kind);
+    EXPECT_EQ(back.tracepoints, p.tracepoints);
+    EXPECT_EQ(back.sched_clock_counter.khz, p.sched_clock_counter.khz);
+    EXPECT_EQ(back.hw_watchpoint_slots, p.hw_watchpoint_slots);
+  }
+}
+
+TEST(Profile, KernelReleaseIsReadAndWritten) {
+  ASSERT_OK_AND_ASSIGN(MockProfile p, ParseProfile(Replace(kValid, "\"ncpus\"", "\"kernel_release\": \"6.1.0-test\", \"ncpus\""),
+                                                   "k.json"));
+  EXPECT_EQ(p.kernel_release, "6.1.0-test");
+  EXPECT_THAT(WriteProfile(p), HasSubstr("\"kernel_release\": \"6.1.0-test\""));
 }
 
 }  // namespace

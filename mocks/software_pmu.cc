@@ -79,7 +79,7 @@ void SoftwareEventStart(MockEvent& ev, bool add) {
   HwState& hw = ev.hw;
   hw.stopped = false;
   // Hardware counters keep period_left as "events until overflow" (the core
-  // PMU's own x86_perf_event_set_period() convention; mock_task.cc HardwareCount()).
+  // PMU's own x86_perf_event_set_period() convention; mock_counting.cc HardwareCount()).
   if (!ev.is_sampling() || ev.pmu == PmuId::kCore) return;
   if (ev.is_clock) {
     // perf_swevent_start_hrtimer().

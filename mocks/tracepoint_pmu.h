@@ -9,7 +9,7 @@
 //   f->Match({{"common_pid", pid}, {"__syscall_nr", 39}});
 //
 // Which tracepoints exist and their ids come from the arch profile (its
-// simulated tracefs); what fires them is the model's (mock_task.cc):
+// simulated tracefs); what fires them is the model's (mock_workloads.cc, mock_counting.cc):
 //   syscalls:sys_enter_getpid, syscalls:sys_exit_getpid  Workload::Syscalls, once per call,
 //                                                         with the task's user regs
 //   sched:sched_switch                                    each switch away from the task (Sleep)

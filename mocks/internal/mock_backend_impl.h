@@ -1,7 +1,21 @@
-// MockBackend's class, shared by its two halves: mock_backend.cc (the syscall
-// surface: open, read, ioctl, mmap, poll, close, prctl, fcntl) and
-// mock_task.cc (the simulated task: time, workloads, counting, sampling,
-// throttling, side-band records). Internal to mocks/.
+// MockBackend's class, one kernel concept per source file (kernel/events/core.c's
+// own seams), each rule beside its citation. Internal to mocks/.
+//   mock_open.cc        perf_event_open(): perf_copy_attr() (attr_validation.h),
+//                       perf_event_alloc(), group checks, perf_event_validate_size()
+//   mock_pmu_init.cc    perf_init_event(): the PMUs' event_init()
+//   mock_ioctl.cc       _perf_ioctl()
+//   mock_backend.cc     read, mmap/munmap, close, prctl, poll, fcntl; event release
+//   mock_sched.cc       scheduling and multiplexing (event_sched_in/out, ctx_resched,
+//                       merge_sched_in, perf_rotate_context), enable/disable
+//   mock_time.cc        the clock, the tick, cpu-clock/task-clock hrtimers
+//   mock_counting.cc    occurrences: software, tracepoint, breakpoint, hardware counts
+//   mock_overflow.cc    __perf_event_overflow(): throttling, PERF_EVENT_IOC_REFRESH
+//   mock_sideband.cc    COMM, MMAP/MMAP2, FORK/EXIT/NAMESPACES, SWITCH records
+//   mock_user_page.cc   the user page, RDPMC, RDTSC
+//   mock_workloads.cc   RunWorkload(): what each workload does
+//   mock_tasks.cc       child tasks: inherit, exec, exit
+//   mock_signals.cc, mock_epoll.cc, mock_fds.cc, mock_permissions.cc,
+//   mock_aux.cc, mock_uprobes.cc: as their headers say.
 #pragma once
 
 #include <poll.h>
@@ -10,7 +24,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -73,6 +86,9 @@ class FdTable {
   std::vector<MockEvent*> slots_;
 };
 
+// The CPU whose counters an event uses while active (the task runs on CPU 0).
+inline int CountersCpu(const MockEvent& e) { return e.pid == -1 ? e.cpu : 0; }
+
 class MockBackend final : public Backend {
  public:
   explicit MockBackend(MockProfile profile);
@@ -99,8 +115,8 @@ class MockBackend final : public Backend {
   Result<int> EpollCreate() override;
   Result<int> EpollAdd(int epfd, int fd, uint32_t events) override;
   Result<int> EpollWait(int epfd, std::span<epoll_event> out, int timeout_ms) override;
-  Result<uint64_t> ReadPmc(uint32_t index) override;  // mock_task.cc
-  Result<uint64_t> ReadCycleCounter() override;     // mock_task.cc
+  Result<uint64_t> ReadPmc(uint32_t index) override;  // mock_user_page.cc
+  Result<uint64_t> ReadCycleCounter() override;     // mock_user_page.cc
   // The ground truth of intel_pt event `fd`'s simulated trace (mock_aux.cc); nullptr otherwise.
   const pt_sim::GroundTruth* PtTruth(int fd);
 
@@ -171,17 +187,53 @@ class MockBackend final : public Backend {
   bool FdIsOpen(int fd) const;
   void CloseAllFds();
 
-  // --- mock_backend.cc: syscall helpers ---
-  MockEvent* FindFd(int fd) { return fds_.Find(fd); }
+  // --- mock_open.cc: perf_event_open() ---
+  // What perf_event_open() knows once the fd is taken: the call and what the
+  // group_fd and pid resolved to (OpenEvent() fills those in).
+  struct OpenRequest {
+    const perf_event_attr& attr;  // the kernel's copy (perf_copy_attr())
+    pid_t pid;
+    int cpu;
+    int group_fd;
+    unsigned long flags;
+    int fd;                       // the event's fd (get_unused_fd_flags())
+    bool cloexec;
+    AttrLimits limits;
+    bool task = false;            // a per-task event (pid != -1, no PERF_FLAG_PID_CGROUP)
+    bool cgroup = false;          // PERF_FLAG_PID_CGROUP: pid is a cgroup fd
+    MockEvent* group_leader = nullptr;
+    MockEvent* output_event = nullptr;  // PERF_FLAG_FD_OUTPUT
+  };
+  // What perf_init_event() learnt of the event's PMU, for the checks after it.
+  struct PmuCaps {
+    bool software = false;     // PERF_PMU_CAP_NO_NMI: the software PMUs
+    bool no_exclude = false;   // PERF_PMU_CAP_NO_EXCLUDE
+    bool no_task_ctx = false;  // perf_invalid_context: no task events (uncore)
+  };
   AttrLimits Limits() const;
+  int OpenEvent(OpenRequest& req, std::string* why);
+  int PerfEventAlloc(const OpenRequest& req, std::unique_ptr<MockEvent>* out, PmuCaps* caps, std::string* why);
+  int PerfEventSetClock(const MockEvent& ev, const PmuCaps& caps, std::string* why) const;
+  int FindGetContext(const OpenRequest& req, const MockEvent& ev, std::string* why) const;
+  int CheckGroup(const MockEvent& leader, const MockEvent& ev, std::string* why) const;
+  int PerfGetAuxEvent(const OpenRequest& req, std::string* why) const;
+  // --- mock_pmu_init.cc: perf_init_event() ---
+  int PerfInitEvent(MockEvent& ev, const AttrLimits& limits, PmuCaps* caps, std::string* why);
+  int TracepointEventInit(MockEvent& ev, std::string* why);           // perf_tp_event_init()
+  int BreakpointEventInit(MockEvent& ev, std::string* why);           // hw_breakpoint_event_init()
+  BreakpointTask BreakpointTaskOf(const MockEvent& ev) const;         // bp->hw.target, is_compat_bp()
+
+  // --- mock_ioctl.cc: _perf_ioctl() ---
+  Result<int> IoctlSlow(int fd, unsigned long request, uintptr_t arg);  // Ioctl() but for its hot path
+  void ResetEvent(MockEvent& ev);  // _perf_event_reset()
   // event->attr.type as the kernel keeps it (the clock PMUs' own types, clock_pmu_types).
   uint32_t KernelAttrType(const MockEvent& ev) const;
   int SetOutput(MockEvent& ev, MockEvent* output, std::string* why);  // perf_event_set_output()
   int PeriodIoctl(MockEvent& ev, uintptr_t arg, std::string* why);    // _perf_event_period()
-  int TracepointEventInit(MockEvent& ev, std::string* why);           // perf_tp_event_init()
-  int BreakpointEventInit(MockEvent& ev, std::string* why);           // hw_breakpoint_event_init()
-  BreakpointTask BreakpointTaskOf(const MockEvent& ev) const;         // bp->hw.target, is_compat_bp()
   int ModifyBreakpoint(MockEvent& ev, const perf_event_attr& attr, std::string* why);  // perf_event_modify_breakpoint()
+
+  // --- mock_backend.cc: the rest of the syscall surface ---
+  MockEvent* FindFd(int fd) { return fds_.Find(fd); }
   void DestroyEvent(MockEvent* ev);
   // A default MockEvent for perf_event_open(): one that DestroyEvent() freed
   // (RecycleEvent(): reset, kept in free_events_), else a new one. Saves the
@@ -189,8 +241,6 @@ class MockBackend final : public Backend {
   std::unique_ptr<MockEvent> NewEvent();
   void RecycleEvent(std::unique_ptr<MockEvent> ev);
   Result<size_t> ReadSlow(int fd, void* buf, size_t len);  // Read() but for its hot path
-  Result<int> IoctlSlow(int fd, unsigned long request, uintptr_t arg);  // Ioctl() but for its hot path
-  void ResetEvent(MockEvent& ev);  // _perf_event_reset()
   void ReleaseBuffer(const std::shared_ptr<MockRingBuffer>& rb);     // perf_mmap_close(), last mapping
 
   // --- mock_aux.cc: the AUX area and the intel_pt PMU ---
@@ -238,7 +288,7 @@ class MockBackend final : public Backend {
   // else rb->poll, taken (mock_epoll.cc).
   uint32_t PerfPoll(MockEvent& ev);
 
-  // --- mock_task.cc: the simulated task ---
+  // --- mock_sched.cc: scheduling and multiplexing ---
   // Whether `ev` is ACTIVE: enabled, its group leader enabled, and (task
   // events) the task on a CPU the event accepts.
   bool Schedulable(const MockEvent& ev) const;
@@ -261,21 +311,29 @@ class MockBackend final : public Backend {
   void SchedOut(MockEvent& ev);
   void EnableEvent(MockEvent& ev);   // _perf_event_enable()
   void DisableEvent(MockEvent& ev);  // _perf_event_disable()
-  void UpdateUserPage(MockEvent& ev);
 
+  // --- mock_user_page.cc ---
+  void UpdateUserPage(MockEvent& ev);  // perf_event_update_userpage()
+
+  // --- mock_time.cc: the clock and the tick ---
   OutputContext Context() const;  // current task (or idle) on CPU 0, now
   OutputContext ContextOf(const SampleData& d) const;  // the interrupted context of `d`
+  SampleData UserData(uint64_t ip, uint64_t addr) const;
+  // The task in the kernel at `ip` (kernel regs, a kernel-then-user stack).
+  SampleData KernelData(uint64_t ip) const;
   // Advances the clock by `dt` ns: accrues times and clock counts, fires
   // hrtimers and ticks in time order.
   void Advance(uint64_t dt);
   void Tick();
   void FireClock(MockEvent& ev);
+  // update_curr(): the running task's runtime since exec_start_ (sched_stat_runtime).
+  void UpdateCurr();
+
+  // --- mock_counting.cc: occurrences ---
   // A tracepoint firing in the current task on CPU 0 (perf_tp_event()):
   // `values` are the entry's fields (common_pid is filled in here).
   // `count`: the occurrences it counts (__perf_count(), e.g. sched_stat_runtime's ns).
   void TracepointFire(const std::string& name, TraceValues values, const SampleData& data, uint64_t count = 1);
-  // update_curr(): the running task's runtime since exec_start_ (sched_stat_runtime).
-  void UpdateCurr();
   // A memory access or an execution at `addr` by the task (perf_bp_event()).
   void BreakpointAccess(uint64_t addr, uint32_t width, Access access, uint64_t ip);
   // mock_uprobes.cc: the task executes the function at `func` `times` times
@@ -286,25 +344,46 @@ class MockBackend final : public Backend {
   void HardwareCount(HwKind kind, uint64_t n);
   // A software event occurrence on CPU 0 (perf_sw_event()).
   void SoftwareOccurrence(uint64_t config, const SampleData& data);
-  // __perf_event_overflow() / __perf_event_account_interrupt().
+
+  // --- mock_overflow.cc: __perf_event_overflow() ---
   int Overflow(MockEvent& ev, int throttle, const SampleData& data);
+  // _perf_event_refresh(): PERF_EVENT_IOC_REFRESH adds `refresh` to the budget and enables.
+  int Refresh(MockEvent& ev, int refresh, std::string* why);
+  // The overflow's side of the budget: true when this overflow exhausts it.
+  bool EventLimitReached(MockEvent& ev);
   void ThrottleGroup(MockEvent& ev, const OutputContext& ctx);
   void UnthrottleGroup(MockEvent& ev, bool start_self);
   void LogThrottle(MockEvent& ev, bool unthrottle);  // perf_log_throttle(), in Context()
   void LogThrottle(MockEvent& ev, bool unthrottle, const OutputContext& ctx);
-  SampleData UserData(uint64_t ip, uint64_t addr) const;
-  // The task in the kernel at `ip` (kernel regs, a kernel-then-user stack).
-  SampleData KernelData(uint64_t ip) const;
 
+  // --- mock_sideband.cc: side-band records ---
   // Side-band delivery (perf_iterate_sb()): CPU-wide side-band events of CPU 0
   // (most recent first), then the current task's events, each if enabled.
   template <typename Fn>
   void ForEachSideBand(Fn fn);
-  void ForEachSideBandFn(const std::function<void(MockEvent&)>& fn);  // for other files
-  void MmapEvent(uint64_t addr, uint64_t len, bool exec);  // perf_event_mmap()
+  // A mapping perf_event_mmap() reports: anonymous (Anon()) or of a file.
+  struct MmapRegion {
+    uint64_t addr = 0, len = 0, pgoff = 0;
+    bool exec = false;             // PROT_EXEC (else PERF_RECORD_MISC_MMAP_DATA, for mmap_data)
+    uint32_t maj = 0, min = 0;     // the file's device (MMAP2)
+    uint64_t ino = 0;              // its inode (MMAP2)
+    std::string filename = "//anon";
+    // An anonymous mapping: "//anon", pgoff the address (vm_pgoff << PAGE_SHIFT), no inode.
+    static MmapRegion Anon(uint64_t addr, uint64_t len, bool exec) { return {addr, len, addr, exec}; }
+  };
+  void MmapEvent(const MmapRegion& m);  // perf_event_mmap()
+  void CommEvent(bool exec);            // perf_event_comm() of the current task
+  void ForkEvent(const Task& child);    // perf_event_fork(): FORK, NAMESPACES
+  void ExitEvent(const Task& t);        // perf_event_exit_task(): EXIT
   void SwitchEvent(bool sched_in, const Task* self, const Task* other);  // perf_event_switch(); nullptr: idle
+
+  // --- mock_workloads.cc: RunWorkload() by kind ---
   uint64_t NewRegion(uint64_t pages);
-  // Workload::kExec in the forked child: COMM (COMM_EXEC) and the binary's mapping.
+  void TouchPages(uint64_t begin, uint64_t pages, uint64_t step_ns);
+  void SleepOnce(uint64_t ns);
+  pid_t ForkAndWait(const Workload& w);  // one child of Fork/Threads/ForkExec
+  void AccessMemory(uint64_t addr, uint32_t width, bool write, uint64_t count);
+  void Syscalls(uint64_t count);
 
   MockProfile profile_;
   MachineInfo machine_;

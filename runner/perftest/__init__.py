@@ -13,7 +13,8 @@ The package is driven by the ``./perftest`` launcher at the repository root
   schema    a small JSON Schema subset validator (stdlib only)
   report    the report document: build, summarize, validate, load, write
   render    renderer registry: md, html, junit, ktap, json, text
-  denylist  deny lists: cases not to run (or expected to fail), with reasons
+  expectations  expectation lists: per case, with a reason: not run, expected to
+            fail, expected to skip, retried (timing-sensitive kernel cases)
   progress  run's progress output: terminal status line or plain lines
   run       the "run" command: choose the backend, run cases, write the report
   diff      the "diff" command: the porting check between two reports

@@ -8,6 +8,7 @@ code (see errors.py); argparse usage errors exit 2.
 import argparse
 import json
 import os
+import shlex
 import sys
 
 from . import __version__, layout
@@ -21,11 +22,12 @@ from .render import RENDERERS
 EPILOG = """\
 exit codes:
   0    every case passed (skips allowed, unless --strict); diff: nothing regressed
-  1    some case failed, errored, timed out or crashed (with --strict: or skipped);
+  1    some case failed, errored, timed out or crashed (with --strict: or skipped
+       without an expectation list declaring it, or an expected skip passed);
        diff: something regressed
   2    bad usage or bad input (unknown suite, backend, profile or format;
        unwritable --output; missing suite binary; a file that is not a valid
-       perftest report; a bad deny list line)
+       perftest report; a bad expectation list line)
   3    harness error (a binary that cannot be run, listing or probe failed)
   130  interrupted by Ctrl-C (143: SIGTERM); the partial report is written,
        unfinished cases marked not_run
@@ -33,7 +35,8 @@ exit codes:
 environment:
   PERFTEST_BUILD_DIR     build tree holding bin/suite_* and bin/bench_* (default <repo>/build)
   PERFTEST_PROFILES_DIR  mock profiles (default <repo>/fixtures/profiles)
-  PERFTEST_DENYLIST_DIR  deny lists for --denylist=auto (default <repo>/ci/denylists)
+  PERFTEST_EXPECTATIONS_DIR  expectation lists for --expect=auto (default <repo>/ci/expectations;
+                         the older name PERFTEST_DENYLIST_DIR is still read)
 """
 
 
@@ -55,6 +58,31 @@ def _count(flag):
             raise argparse.ArgumentTypeError("%s must be at least 1, got %d" % (flag, value))
         return value
     return parse
+
+
+def add_vm_arguments(sp, run=True):
+    """--vm and its companions (vm/README.md), for run, doctor."""
+    g = sp.add_argument_group("guests (vm/README.md)")
+    g.add_argument("--vm", metavar="KERNEL",
+                   help="run inside a QEMU guest booted with KERNEL: debian:VERSION[-FLAVOUR] "
+                        "(debian:6.1, debian:6.12, debian:6.1-cloud; fetched once into "
+                        "~/.cache/perftest/kernels) or a kernel image path")
+    g.add_argument("--arch", metavar="ARCH",
+                   help="guest arch: x86_64 (default: this host's), arm64, riscv64")
+    g.add_argument("--vm-bin", metavar="DIR",
+                   help="the guest's suite binaries (default: the build's bin/ for this "
+                        "host's arch, <repo>/build-aarch64/bin for arm64, "
+                        "<repo>/build-riscv64/bin for riscv64)")
+    g.add_argument("--vm-accel", choices=("auto", "kvm", "tcg"), default="auto",
+                   help="auto (default): KVM where it boots a stock kernel (probed once, "
+                        "cached), else TCG")
+    g.add_argument("--vm-paranoid", metavar="N|host|keep", default="host",
+                   help="perf_event_paranoid in the guest: a level, 'host' (default: this "
+                        "host's, so host and guest reports compare like with like) or 'keep' "
+                        "(the guest kernel's own; Debian's is 3)")
+    g.add_argument("--vm-modules", metavar="DIR",
+                   help="modules (lib/modules/RELEASE) for a kernel image path")
+    g.add_argument("--vm-append", metavar="ARGS", help="extra guest kernel command line")
 
 
 def build_parser():
@@ -107,18 +135,22 @@ def build_parser():
     sp.add_argument("--repeat", type=_count("--repeat"), default=1, metavar="N",
                     help="run each case N times; cases whose runs disagree are marked flaky "
                          "(status: the first failing run)")
-    sp.add_argument("--denylist", action="append", metavar="FILE[,FILE...]|auto",
-                    help="deny list(s): matching cases are not run (reported as skips with "
-                         "denylisted: true) or are expected failures; 'auto' picks the files "
-                         "in ci/denylists whose '# match:' line fits this kernel, arch and "
-                         "backend (format: ci/denylists/README.md)")
+    sp.add_argument("--expect", "--denylist", dest="expect", action="append",
+                    metavar="FILE[,FILE...]|auto",
+                    help="expectation list(s), one line per case with its reason: cases not "
+                         "to run (denylisted), expected failures, expected skips, retries of "
+                         "timing-sensitive kernel cases; 'auto' picks the files in "
+                         "ci/expectations whose '# match:' line fits this run's environment "
+                         "(format: ci/expectations/README.md); --denylist is the older name")
     sp.add_argument("--strict", action="store_true",
-                    help="a skipped case fails the run (exit 1)")
+                    help="a skip no expectation list declares fails the run (exit 1), and so "
+                         "does an expected skip that passed")
     sp.add_argument("--taint", choices=("fail", "warn", "ignore"), default="warn",
                     help="kernel health verdict: the taint value and kernel log (WARN/BUG/oops) "
                          "are read around every case; warn (default): flag the cases in the "
                          "report; fail: such a case fails the run (exit 1); ignore: record only")
     sp.add_argument("-q", "--quiet", action="store_true", help="no per-case progress output")
+    add_vm_arguments(sp)
 
     sp = add("report", "re-render a saved report",
              "Validate a saved report.json and render it.")
@@ -168,6 +200,7 @@ def build_parser():
     sp.add_argument("--write-profile", metavar="FILE",
                     help="probe this machine (sysfs, sysctls, real perf_event_open calls) and write a mock "
                          "arch profile to FILE, for `perftest run --backend=mock --profile=FILE`")
+    add_vm_arguments(sp)
 
     sp = add("bench", "run Google Benchmarks, print ratios against their baselines",
              "Run <build>/bin/bench_NAME --benchmark_format=json and print each benchmark's "
@@ -255,8 +288,77 @@ def cmd_diff(args):
     return diff.exit_code(result)
 
 
+def cmd_doctor_vm(args):
+    """doctor --vm: describe the guest (and --write-profile: probe it)."""
+    from . import vmrun
+    if args.write_profile:
+        arch = args.arch or os.uname().machine
+        if arch not in ("x86_64", "amd64"):
+            raise UsageError("doctor --vm --write-profile runs `perftest doctor "
+                             "--write-profile` (Python) in the guest, which has Python only in "
+                             "an x86_64 guest (the host's root over 9p); not for --arch=%s"
+                             % arch)
+        dest = os.path.abspath(args.write_profile)
+        name = os.path.basename(dest)      # the profile is named after its file
+        cmd = "python3 %s doctor --write-profile=$O/%s" % (
+            os.path.join(layout.repo_root(), "perftest"), shlex.quote(name))
+        rc, output, host, _, kept = vmrun.run_in_guest(args, cmd, 600, {name: dest})
+        sys.stdout.write(output if output.endswith("\n") or not output else output + "\n")
+        if rc != 0 or not kept:
+            print("perftest: error: doctor --write-profile in the guest exited %d" % rc,
+                  file=sys.stderr)
+            return EXIT_HARNESS
+        print("perftest doctor: the guest's profile (%s, %s) is in %s"
+              % (host["kernel_release"], host["arch"], dest))
+        return EXIT_OK
+    suite = args.suite or "ringbuffer"
+    cmd = "$P/bin/suite_%s --perftest_probe || ls $P/bin" % suite
+    rc, output, host, _, _ = vmrun.run_in_guest(args, cmd, 300)
+    try:
+        from .suite import _first_json_object
+        host["probe"] = _first_json_object(output)
+    except ValueError:
+        host["probe"] = {"error": output.strip()[-300:]}
+    if args.json:
+        print(json.dumps(host, indent=2))
+    else:
+        sys.stdout.write(vmrun.describe_guest(host))
+        print("kernel probe (suite_%s --perftest_probe in the guest): %s"
+              % (suite, json.dumps(host["probe"])))
+    return EXIT_OK
+
+
+def vm_tool(command, args):
+    """`perftest fidelity --vm=KERNEL [--arch=A] ARGS`: the tool in a guest."""
+    from . import vmrun
+    p = argparse.ArgumentParser(prog="perftest %s" % command, add_help=False)
+    add_vm_arguments(p)
+    vm_args, rest = p.parse_known_args(args)
+    vm_args.backend, vm_args.profile = "kernel", None
+    binary = {"fidelity": "perftest_fidelity", "pt": "perftest_pt"}[command]
+    # Files the arguments name (--profile=host.json, --replay files) are
+    # copied into the job share: the guest's /tmp and cwd are its own.
+    inputs, words = {}, []
+    for a in rest:
+        flag, eq, value = a.partition("=") if a.startswith("--") else ("", "", a)
+        if value and os.path.isfile(value):
+            name = "%d-%s" % (len(inputs), os.path.basename(value))
+            inputs[name] = value
+            words.append(shlex.quote(flag + eq) + "$P/job/in/" + shlex.quote(name))
+        else:
+            words.append(shlex.quote(a))
+    cmd = "$P/bin/%s %s" % (binary, " ".join(words))
+    rc, output, host, setup, _ = vmrun.run_in_guest(vm_args, cmd, 3600, inputs=inputs)
+    sys.stdout.write(output if output.endswith("\n") or not output else output + "\n")
+    print("(in the guest: %s %s, QEMU %s %s)" % (host["kernel_release"], host["arch"],
+                                                setup.accel, host["vm"]["cpu"]))
+    return rc
+
+
 def cmd_doctor(args):
     from . import doctor
+    if args.vm:
+        return cmd_doctor_vm(args)
     if args.write_profile:
         from . import profile_probe
         profile = profile_probe.write_profile(args.write_profile)
@@ -297,6 +399,8 @@ def _main(argv):
         args = argv[1:]
         if args[:1] == ["--"]:
             args = args[1:]
+        if any(a == "--vm" or a.startswith("--vm=") for a in args):
+            return vm_tool(argv[0], args)
         return run_tool(argv[0], args)
     if argv and argv[0] == "data":
         from . import data

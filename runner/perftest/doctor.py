@@ -29,13 +29,6 @@ import os
 from . import host, layout
 from .errors import HarnessError
 
-CAPS = (
-    ("CAP_PERFMON", 38, "perf_event_open regardless of perf_event_paranoid (Linux 5.8+)"),
-    ("CAP_SYS_ADMIN", 21, "the same as CAP_PERFMON (older kernels need it), and more"),
-    ("CAP_IPC_LOCK", 14, "ring buffers beyond perf_event_mlock_kb and RLIMIT_MEMLOCK"),
-    ("CAP_SYS_PTRACE", 19, "monitoring other users' processes (ptrace access mode check)"),
-    ("CAP_SYSLOG", 34, "kernel addresses in samples and /proc/kallsyms (kptr_restrict)"),
-)
 
 # Documentation/admin-guide/sysctl/kernel.rst, perf_event_paranoid; each
 # level also applies everything of the levels below it.
@@ -61,25 +54,6 @@ PREDEFINED_TYPES = {0: "PERF_TYPE_HARDWARE", 1: "PERF_TYPE_SOFTWARE", 2: "PERF_T
 
 def _p(root, path):
     return os.path.join(root, path.lstrip("/"))
-
-
-def _status_field(text, key):
-    for line in (text or "").splitlines():
-        if line.startswith(key + ":"):
-            return line.split(":", 1)[1].strip()
-    return None
-
-
-def capabilities(status_text):
-    raw = _status_field(status_text, "CapEff")
-    try:
-        eff = int(raw, 16) if raw is not None else None
-    except ValueError:
-        eff = None
-    out = {"cap_eff": None if eff is None else "0x%016x" % eff}
-    for name, bit, _ in CAPS:
-        out[name] = None if eff is None else bool(eff >> bit & 1)
-    return out
 
 
 def paranoid(level, caps):
@@ -163,9 +137,9 @@ def gather(root="/", binary=None, probe=True):
     SuiteBinary to probe with (default: ringbuffer, else the first suite)."""
     u = os.uname()
     status = host.read_text(_p(root, "/proc/self/status"))
-    caps = capabilities(status)
-    seccomp_mode = _status_field(status, "Seccomp")
-    filters = _status_field(status, "Seccomp_filters")
+    caps = host.capabilities(status)
+    seccomp_mode = host.status_field(status, "Seccomp")
+    filters = host.status_field(status, "Seccomp_filters")
     level = host.read_int(_p(root, "/proc/sys/kernel/perf_event_paranoid"))
     pmus = host.pmus(_p(root, "/sys/bus/event_source/devices"))
     for pmu in pmus:
@@ -272,7 +246,7 @@ def render_text(f):
     row("user", "uid %d, euid %d" % (f["uid"], f["euid"]))
     caps = f["capabilities"]
     row("capabilities", "CapEff %s" % (caps["cap_eff"] or "unknown"),
-        *["%-15s %-4s %s" % (n, _yes(caps[n]), why) for n, _, why in CAPS])
+        *["%-15s %-4s %s" % (n, _yes(caps[n]), why) for n, _, why in host.CAPS])
     par = f["paranoid"]
     lines = ["meaning of the levels (each includes the ones below it):"]
     for lv in par["levels"]:

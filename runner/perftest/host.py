@@ -20,9 +20,15 @@ _ARM_IMPLEMENTERS = {
     0x69: "Intel", 0xC0: "Ampere",
 }
 
-CAP_IPC_LOCK = 14
-CAP_SYS_ADMIN = 21
-CAP_PERFMON = 38
+# The capabilities that matter to perf_event_open: (name, bit in CapEff
+# (<linux/capability.h>), what it allows).
+CAPS = (
+    ("CAP_PERFMON", 38, "perf_event_open regardless of perf_event_paranoid (Linux 5.8+)"),
+    ("CAP_SYS_ADMIN", 21, "the same as CAP_PERFMON (older kernels need it), and more"),
+    ("CAP_IPC_LOCK", 14, "ring buffers beyond perf_event_mlock_kb and RLIMIT_MEMLOCK"),
+    ("CAP_SYS_PTRACE", 19, "monitoring other users' processes (ptrace access mode check)"),
+    ("CAP_SYSLOG", 34, "kernel addresses in samples and /proc/kallsyms (kptr_restrict)"),
+)
 
 
 def read_text(path, limit=1 << 20):
@@ -176,23 +182,35 @@ def detect_virtualization(cpuinfo_text, root="/"):
     return None
 
 
-def capabilities(status_text):
-    """CapEff and Seccomp from /proc/self/status."""
-    cap_eff = None
-    seccomp = None
+def status_field(status_text, key):
+    """The value of ``key:`` in /proc/self/status text, stripped, or None."""
     for line in (status_text or "").splitlines():
-        if line.startswith("CapEff:"):
-            cap_eff = _int_or_none(line.split(":", 1)[1].strip(), 16)
-        elif line.startswith("Seccomp:"):
-            seccomp = _int_or_none(line.split(":", 1)[1].strip())
-    def has(bit):
-        return None if cap_eff is None else bool(cap_eff >> bit & 1)
+        if line.startswith(key + ":"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def capabilities(status_text):
+    """CapEff of /proc/self/status decoded: {"cap_eff": "0x%016x" or None,
+    and for each of CAPS its name: True, False, or None when CapEff is
+    unreadable}. The one decoder: the report's host block and doctor use it."""
+    eff = _int_or_none(status_field(status_text, "CapEff"), 16)
+    out = {"cap_eff": None if eff is None else "0x%016x" % eff}
+    for name, bit, _ in CAPS:
+        out[name] = None if eff is None else bool(eff >> bit & 1)
+    return out
+
+
+def report_capabilities(status_text):
+    """The report's host keys (runner/SCHEMA.md): cap_eff, cap_perfmon,
+    cap_sys_admin, cap_ipc_lock (from capabilities()), seccomp (the mode)."""
+    caps = capabilities(status_text)
     return {
-        "cap_eff": None if cap_eff is None else "0x%016x" % cap_eff,
-        "cap_perfmon": has(CAP_PERFMON),
-        "cap_sys_admin": has(CAP_SYS_ADMIN),
-        "cap_ipc_lock": has(CAP_IPC_LOCK),
-        "seccomp": seccomp,
+        "cap_eff": caps["cap_eff"],
+        "cap_perfmon": caps["CAP_PERFMON"],
+        "cap_sys_admin": caps["CAP_SYS_ADMIN"],
+        "cap_ipc_lock": caps["CAP_IPC_LOCK"],
+        "seccomp": _int_or_none(status_field(status_text, "Seccomp")),
     }
 
 
@@ -235,6 +253,6 @@ def collect_host():
         "uid": os.getuid(),
         "euid": os.geteuid(),
     })
-    host.update(capabilities(read_text("/proc/self/status")))
+    host.update(report_capabilities(read_text("/proc/self/status")))
     host["tracefs"] = tracefs_mount(read_text("/proc/self/mounts", limit=1 << 22))
     return host

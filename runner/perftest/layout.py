@@ -6,6 +6,9 @@
   benchmarks     <build>/bin/bench_<name>
   mock profiles  $PERFTEST_PROFILES_DIR if set, else <repo>/fixtures/profiles;
                  one <name>.json each with at least "name", "arch", "description"
+                 (the C++ loader, mocks/profile.cc, reads the same variable);
+                 aliases in <repo>/fixtures/profiles/aliases.txt, the table
+                 mocks/profile.cc reads too
 
 Errors: UsageError (exit 2) for an unknown suite, bench or profile, naming the
 known ones, and for a missing build ("build first: ./scripts/setup").
@@ -117,9 +120,20 @@ def resolve_bench(name):
     return known[name]
 
 
-# Profile names kept for users' scripts: alias -> the profile file's stem
-# (mocks/profile.cc Aliases() resolves the same names for the C++ side).
-PROFILE_ALIASES = {"software-only": "sw-only"}
+def profile_aliases():
+    """{alias: profile file stem} from <repo>/fixtures/profiles/aliases.txt
+    ("ALIAS NAME" lines, '#' comments): profile names kept for users' scripts.
+    mocks/profile.cc Aliases() reads the same file."""
+    out = {}
+    try:
+        with open(os.path.join(repo_root(), "fixtures", "profiles", "aliases.txt"), encoding="utf-8") as f:
+            for line in f:
+                words = line.split("#", 1)[0].split()
+                if len(words) >= 2:
+                    out[words[0]] = words[1]
+    except OSError:
+        pass
+    return out
 
 
 def list_profiles():
@@ -139,8 +153,9 @@ def load_profile(spec):
     (not JSON, or missing one of "name", "arch", "description").
     """
     known = list_profiles()
-    if spec not in known and PROFILE_ALIASES.get(spec) in known:
-        known[spec] = known[PROFILE_ALIASES[spec]]
+    aliases = profile_aliases()
+    if spec not in known and aliases.get(spec) in known:
+        known[spec] = known[aliases[spec]]
     if spec in known:
         path = known[spec]
     elif (spec.endswith(".json") or os.sep in spec) and os.path.isfile(spec):

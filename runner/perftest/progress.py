@@ -52,6 +52,14 @@ def _annotation(result):
         notes.append("denylisted")
     if extra.get("xfail") and result.status in FAILING:
         notes.append("expected failure")
+    if extra.get("retried"):
+        notes.append("retried: %s" % ", ".join(r["status"] for r in extra["attempts"]))
+    if extra.get("expected_skip"):
+        notes.append("expected skip (%s)" % extra["expectation_entry"])
+    if extra.get("unexpected_skip"):
+        notes.append("UNEXPECTED skip")
+    if extra.get("unexpected_pass"):
+        notes.append("expected skip PASSED (%s)" % extra["expectation_entry"])
     h = extra.get("health") or {}
     if h.get("state") == "tainted":
         notes.append("KERNEL TAINTED %s" % h.get("new_taint", ""))
@@ -106,8 +114,10 @@ class TtyProgress(Progress):
 
     def case_done(self, case, result):
         super().case_done(case, result)
-        flagged = ((result.extra or {}).get("health") or {}).get("state") in ("tainted", "warned")
-        if (result.status in FAILING and not (result.extra or {}).get("xfail")) or flagged:
+        extra = result.extra or {}
+        flagged = (extra.get("health") or {}).get("state") in ("tainted", "warned")
+        if (result.status in FAILING and not extra.get("xfail")) or flagged or \
+                extra.get("unexpected_skip") or extra.get("unexpected_pass"):
             head = "%-7s %s (%s) %.2fs%s" % (result.status.upper(), case.feature or "-",
                                               case.test, result.duration_s, _annotation(result))
             text = result.reason

@@ -5,6 +5,7 @@
   validate_report(doc) -> [problem]           schema + consistency checks
   load_report(path) -> dict                   UsageError if not a perftest report
   write_report(doc, outdir, formats) -> [paths written]
+  strict_problems(doc) -> [case]             what --strict fails the run for
   exit_code(doc, strict) -> 0 | 1 | 130       the run's exit code
 
 The stable keys are a contract: do not rename them; add new keys freely.
@@ -17,13 +18,16 @@ import tempfile
 from . import schema
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 STATUSES = ("pass", "fail", "skip", "error", "timeout", "crash")
 NOT_RUN = "not_run"            # only in interrupted runs (run.interrupted)
 FAILING = ("fail", "error", "timeout", "crash")
 SKIP_CLASSES = ("unsupported", "permission", "sandbox", "kernel_version")
-# Summary counts added in 1.1: properties of cases, not statuses (not part of total).
-FLAG_COUNTS = (("flaky", "flaky"), ("denylisted", "denylisted"), ("xfail", "xfail"))
+# Summary counts of case flags, not statuses (not part of total): 1.1 the
+# first three, 1.3 the expectation-list verdicts (expectations.judge) and retries.
+FLAG_COUNTS = (("flaky", "flaky"), ("denylisted", "denylisted"), ("xfail", "xfail"),
+               ("expected_skip", "expected_skip"), ("unexpected_skip", "unexpected_skip"),
+               ("unexpected_pass", "unexpected_pass"), ("retried", "retried"))
 
 _SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
 _schema_cache = None
@@ -39,8 +43,8 @@ def report_schema():
 
 
 def summarize(cases):
-    """{"total", "pass", ..., "crash", "not_run", "flaky", "denylisted", "xfail"}
-    counts over case dicts (the last three count the case flags of 1.1)."""
+    """{"total", "pass", ..., "crash", "not_run", and the FLAG_COUNTS} counts
+    over case dicts."""
     summary = {"total": len(cases)}
     for s in STATUSES + (NOT_RUN,):
         summary[s] = 0
@@ -102,6 +106,11 @@ def validate_report(doc):
         if c.get("denylisted") and c["status"] != "skip":
             problems.append("$.cases[%d].denylisted: a denylisted case must be a skip, not %r"
                             % (i, c["status"]))
+        if (c.get("expected_skip") or c.get("unexpected_skip")) and c["status"] != "skip":
+            problems.append("$.cases[%d]: expected_skip/unexpected_skip on a %r, not a skip"
+                            % (i, c["status"]))
+        if c.get("unexpected_pass") and c["status"] != "pass":
+            problems.append("$.cases[%d].unexpected_pass: on a %r, not a pass" % (i, c["status"]))
         if c.get("flaky") and len({r["status"] for r in c.get("repeats") or []}) < 2:
             problems.append("$.cases[%d].flaky: a flaky case needs repeats with differing "
                             "statuses" % i)
@@ -193,17 +202,27 @@ def write_report(doc, outdir, formats=("md",)):
     return paths
 
 
+def strict_problems(doc):
+    """The cases --strict fails the run for: skips no expectation list
+    declared (``unexpected_skip``) and expected skips that passed
+    (``unexpected_pass``). A report from before 1.3 (no ``run.expectations``)
+    knew no expected skips: there every skip counts."""
+    if "expectations" not in doc["run"]:
+        return [c for c in doc["cases"] if c["status"] == "skip"]
+    return [c for c in doc["cases"] if c.get("unexpected_skip") or c.get("unexpected_pass")]
+
+
 def exit_code(doc, strict=False):
     """0 all passed (skips allowed unless strict), 1 any failing case (an
-    expected failure from a deny list does not count; with strict also a skip
-    or no cases; with --taint=fail also a kernel that tainted itself or
-    warned), 130 when the run was interrupted."""
+    expected failure from a deny list does not count; with strict also a
+    strict_problems() case, or no cases; with --taint=fail also a kernel that
+    tainted itself or warned), 130 when the run was interrupted."""
     from .health import health_fails
     s = doc["summary"]
     if doc["run"].get("interrupted"):
         return EXIT_INTERRUPTED
     if any(is_failing(c) for c in doc["cases"]) or health_fails(doc):
         return EXIT_FAILED
-    if strict and (s.get("skip", 0) or s.get("total", 0) == 0):
+    if strict and (strict_problems(doc) or s.get("total", 0) == 0):
         return EXIT_FAILED
     return EXIT_OK

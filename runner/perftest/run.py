@@ -2,16 +2,19 @@
 own process group, write the report, print the summary.
 
 Order of work, so bad input fails fast (exit 2) before anything runs:
-resolve suites -> check --jobs/--repeat, --profile, explicit --denylist
+resolve suites -> check --jobs/--repeat, --profile, explicit --expect
 files, --output (when given) -> list cases -> apply --filter -> choose the
-backend (probe) -> pick --denylist=auto files -> run -> report.
+backend (probe) -> pick --expect=auto files -> run -> report.
 
 Running: every (case, repeat) is a unit of work on a pool of --jobs threads;
 each unit is one isolated process (suite.SuiteBinary.run_case). Results are
 reported in selection order whatever order they finish in; the progress
-output (progress.py) labels each finished case. A case denied by a deny list
-is not run (a skip with ``denylisted``); an ``xfail`` entry runs it and marks
-it. With --repeat N the runs of a case are folded by ``aggregate``.
+output (progress.py) labels each finished case. The expectation lists
+(expectations.py) decide per case: a ``class=`` (deny) entry means it is not
+run (a skip with ``denylisted``); ``xfail`` runs it and marks it; ``retry=N``
+runs a failing attempt again (``run_with_retries``); ``skip=CLASS`` makes its
+skip expected, judged after the run (``expectations.judge``). With --repeat N
+the runs of a case are folded by ``aggregate``.
 
 Ctrl-C / SIGTERM: the handler only records the signal; the main loop then
 kills every running case's process group (procs.ProcessTracker), cancels the
@@ -42,7 +45,7 @@ import tempfile
 import threading
 import time
 
-from . import __version__, denylist, health, layout, report
+from . import __version__, expectations, health, layout, report
 from .duration import DEFAULT_CASE_TIMEOUT_S, format_duration
 from .errors import HarnessError, Interrupted, UsageError
 from .host import collect_host
@@ -199,7 +202,35 @@ def denied_result(case, entry):
     return CaseResult(case.suite, case.test, case.feature, case.spec, "skip", entry.skip_class,
                       "denylisted: %s" % entry.reason, 0.0, None,
                       {"denylisted": True, "denylist_reason": entry.reason,
-                       "denylist_entry": entry.source})
+                       "denylist_entry": entry.source, "expectation_entry": entry.source,
+                       "expectation_reason": entry.reason})
+
+
+def run_with_retries(run_once, entry, stopping, log_base=None):
+    """One run of a case; with a ``retry=N`` entry (a timing-sensitive kernel
+    case), a failing attempt is run again, up to N more times, and the last
+    attempt is the result. run_once(attempt) -> CaseResult (attempt 0, 1, ...).
+    More than one attempt: ``retried: true`` and ``attempts`` (each attempt's
+    status, duration_s, reason when not a pass, log relative to log_base)
+    on the result."""
+    limit = entry.retries if entry is not None and entry.verdict == expectations.RETRY else 0
+    attempts = [run_once(0)]
+    while attempts[-1] is not None and attempts[-1].status == "fail" and \
+            len(attempts) <= limit and not stopping():
+        attempts.append(run_once(len(attempts)))
+    last = attempts[-1]
+    if last is None or len(attempts) == 1:
+        return last
+    out = []
+    for r in attempts:
+        d = {"status": r.status, "duration_s": round(r.duration_s, 3)}
+        if r.status != "pass":
+            d["reason"] = r.reason
+        if r.log:
+            d["log"] = os.path.relpath(r.log, log_base) if log_base else r.log
+        out.append(d)
+    last.extra = dict(last.extra or {}, retried=True, attempts=out)
+    return last
 
 
 def _validate_counts(args):
@@ -212,6 +243,9 @@ def _validate_counts(args):
 def run_command(args, command):
     """Execute ``perftest run``; returns the exit code. ``command`` is the
     argv recorded in run.command."""
+    if getattr(args, "vm", None):
+        from .vmrun import run_vm       # the same suites in QEMU guests (vm/README.md)
+        return run_vm(args, command)
     requested = split_list(args.suite)
     if getattr(args, "all", False) and requested:
         raise UsageError("--all runs every suite; drop it or --suite=%s" % ",".join(requested))
@@ -219,17 +253,15 @@ def run_command(args, command):
     binaries = layout.resolve_suites(requested)
     suite_names = list(binaries)
 
-    profile_name = profile_path = None
+    profile_name = profile_path = profile_doc = None
     if args.profile:
         if args.backend == "kernel":
             raise UsageError("--profile=%s selects a mock machine, but --backend=kernel "
                              "runs on this one; drop one of them" % args.profile)
-        profile_name, profile_path, _ = layout.load_profile(args.profile)
+        profile_name, profile_path, profile_doc = layout.load_profile(args.profile)
 
-    deny_specs = split_list(args.denylist)
-    for spec in deny_specs:                 # bad files fail before anything runs
-        if spec != "auto":
-            denylist.load(spec)
+    expect_specs = split_list(args.expect)
+    expectations.check_files(expect_specs)  # bad files fail before anything runs
 
     outdir = report.check_output_dir(args.output) if args.output else None
 
@@ -251,19 +283,19 @@ def run_command(args, command):
     if backend == "mock":
         if profile_name is None:
             try:
-                profile_name, profile_path, _ = layout.load_profile(layout.DEFAULT_PROFILE)
+                profile_name, profile_path, profile_doc = layout.load_profile(layout.DEFAULT_PROFILE)
             except UsageError as e:
                 raise HarnessError("default mock profile: %s" % e) from None
     elif args.profile:
         say("note: --profile=%s ignored: the kernel backend was chosen" % args.profile)
         profile_name = profile_path = None
 
-    u = os.uname()
-    denied_by = denylist.resolve(deny_specs, u.release, u.machine, backend)
-    if "auto" in deny_specs and not any(
-            p for p in denied_by.paths if os.path.dirname(p) == denylist.directory()):
-        say("note: --denylist=auto: no deny list in %s matches kernel %s, arch %s, backend %s"
-            % (denylist.directory(), u.release, u.machine, backend))
+    env = expectations.environment(backend, profile_doc)
+    expected = expectations.resolve(expect_specs, env)
+    if "auto" in expect_specs and not any(
+            os.path.dirname(p) == expectations.directory() for p in expected.paths):
+        say("note: --expect=auto: no expectation list in %s matches %s"
+            % (expectations.directory(), env.describe()))
 
     if outdir is None:
         outdir = report.check_output_dir(
@@ -273,8 +305,8 @@ def run_command(args, command):
     say("backend: %s (%s)" % (backend, backend_reason))
     if profile_name:
         say("profile: %s (%s)" % (profile_name, profile_path))
-    for path in denied_by.paths:
-        say("deny list: %s" % path)
+    for path in expected.paths:
+        say("expectations: %s" % path)
     how = "timeout %s per case" % format_duration(args.timeout)
     if args.repeat > 1:
         how += ", %d runs of each" % args.repeat
@@ -285,7 +317,7 @@ def run_command(args, command):
     started = _now_iso()
     t0 = time.monotonic()
     monitor = health.HostMonitor.open()
-    outcome = _run_cases(args, suites, selected, denied_by, backend, profile_path, outdir,
+    outcome = _run_cases(args, suites, selected, expected, backend, profile_path, outdir,
                          monitor)
     results, interrupted = outcome
 
@@ -318,7 +350,9 @@ def run_command(args, command):
             "build_dir": layout.build_dir(),
             "jobs": args.jobs,
             "repeat": args.repeat,
-            "denylists": denied_by.paths,
+            "denylists": expected.paths,
+            "expectations": expected.paths,
+            "environment": env.values(),
         }
         if probe is not None:
             run["probe"] = probe
@@ -343,7 +377,7 @@ def run_command(args, command):
             signal.signal(s, h)
 
 
-def _run_cases(args, suites, selected, denied_by, backend, profile_path, outdir, monitor=None):
+def _run_cases(args, suites, selected, expected, backend, profile_path, outdir, monitor=None):
     """Run every (case, repeat) unit on a pool of ``args.jobs`` threads, each
     unit its own isolated process. Returns ([CaseResult or None per selected
     case, in selection order], Interrupted or None); None = not run."""
@@ -362,12 +396,17 @@ def _run_cases(args, suites, selected, denied_by, backend, profile_path, outdir,
             return None
         with lock:
             running[(index, k)] = case
-        mark = monitor.before() if monitor else None
-        try:
-            r = suites[case.suite].run_case(
+
+        def run_once(attempt):
+            log = _log_path(outdir, case, k if n > 1 else None)
+            if attempt:
+                log = log[:-len(".log")] + ".attempt%d.log" % (attempt + 1)
+            return suites[case.suite].run_case(
                 case, backend=backend, profile_path=profile_path, timeout_s=args.timeout,
-                scratch_root=scratch_root,
-                log_path=_log_path(outdir, case, k if n > 1 else None), tracker=tracker)
+                scratch_root=scratch_root, log_path=log, tracker=tracker)
+        mark = monitor.before() if monitor else None      # around all the attempts
+        try:
+            r = run_with_retries(run_once, entries[index], lambda: tracker.stopping, outdir)
         finally:
             with lock:
                 running.pop((index, k), None)
@@ -378,24 +417,22 @@ def _run_cases(args, suites, selected, denied_by, backend, profile_path, outdir,
             r.extra = dict(r.extra or {}, health=monitor.after(mark))
         return r
 
-    def finish_case(index, xfail_entry):
-        case = selected[index]
+    def finish_case(index):
+        case, entry = selected[index], entries[index]
         r = aggregate(case, [runs[index][k] for k in range(n)])
-        if xfail_entry is not None:
-            r.extra = dict(r.extra or {}, xfail=True, denylist_reason=xfail_entry.reason,
-                           denylist_entry=xfail_entry.source)
+        if entry is not None and entry.xfail:
+            r.extra = dict(r.extra or {}, xfail=True, denylist_reason=entry.reason,
+                           denylist_entry=entry.source)
+        r.extra = dict(r.extra or {}, **expectations.judge(r, entry, args.strict))
         results[index] = r
         progress.case_done(case, r)
 
-    xfails = {}
+    entries = [expected.match(case) for case in selected]
     units = []
     for i, case in enumerate(selected):
-        entry = denied_by.match(case)
-        if entry is not None and not entry.xfail:
-            results[i] = denied_result(case, entry)
+        if entries[i] is not None and entries[i].denies:
+            results[i] = denied_result(case, entries[i])
             continue
-        if entry is not None:
-            xfails[i] = entry
         units += [(i, k) for k in range(n)]
 
     interrupted = None
@@ -420,7 +457,7 @@ def _run_cases(args, suites, selected, denied_by, backend, profile_path, outdir,
                             continue
                         runs[i][k] = r
                         if len(runs[i]) == n:
-                            finish_case(i, xfails.get(i))
+                            finish_case(i)
                     if sig.signum is not None:
                         interrupted = Interrupted(sig.signum)
                         break

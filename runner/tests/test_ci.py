@@ -161,7 +161,7 @@ class YamlTest(unittest.TestCase):
         self.assertIn("intel", job["runs-on"])
         text = read(os.path.join(CI, "github", "bare-metal-intel.yml"))
         self.assertIn("--backend=kernel", text)
-        self.assertIn("--denylist=auto", text)
+        self.assertIn("--expect=auto", text)
         self.assertIn("./perftest diff", text)
         self.assertIn("intel_pt", text)
 
@@ -171,6 +171,7 @@ class YamlTest(unittest.TestCase):
         self.assertEqual(job["container"]["image"], "debian:12")
         run = "\n".join(s.get("run", "") for s in job["steps"])
         self.assertIn("runuser -u perftest -- ./perftest run --all --backend=mock", run)
+        self.assertIn("--strict --expect=auto", run, "strict against the profile's expectation lists")
 
     def test_fleet_github(self):
         doc = yaml.safe_load(read(os.path.join(CI, "github", "fleet-matrix.yml")))

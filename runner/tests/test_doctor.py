@@ -7,7 +7,7 @@ import shutil
 import tempfile
 import unittest
 
-from perftest import doctor
+from perftest import doctor, host
 
 from .support import FakeTree, run_main
 
@@ -58,10 +58,10 @@ class ParanoidTest(unittest.TestCase):
         self.assertIn("not readable", doctor.paranoid(None, unpriv)["effect"])
 
     def test_capabilities_decoded(self):
-        caps = doctor.capabilities(STATUS % ("0000004000204000", 0, 0))   # bits 38, 21, 14
+        caps = host.capabilities(STATUS % ("0000004000204000", 0, 0))   # bits 38, 21, 14
         self.assertEqual((caps["CAP_PERFMON"], caps["CAP_SYS_ADMIN"], caps["CAP_IPC_LOCK"],
                           caps["CAP_SYS_PTRACE"]), (True, True, True, False))
-        self.assertIsNone(doctor.capabilities("Name: x\n")["CAP_PERFMON"])
+        self.assertIsNone(host.capabilities("Name: x\n")["CAP_PERFMON"])
 
 
 class GatherTest(unittest.TestCase):

@@ -45,13 +45,15 @@ class CpuTest(unittest.TestCase):
         self.assertEqual(set(host.cpu_facts(None).values()), {None})
 
     def test_capabilities(self):
-        caps = host.capabilities("Name:\tx\nCapEff:\t000001fffeffffff\nSeccomp:\t2\n")
+        caps = host.report_capabilities("Name:\tx\nCapEff:\t000001fffeffffff\nSeccomp:\t2\n")
         self.assertEqual(caps, {"cap_eff": "0x000001fffeffffff", "cap_perfmon": True,
                                 "cap_sys_admin": True, "cap_ipc_lock": True,
                                 "seccomp": 2})
-        caps = host.capabilities("CapEff:\t0000000000000000\n")
+        caps = host.report_capabilities("CapEff:\t0000000000000000\n")
         self.assertFalse(caps["cap_perfmon"])
-        self.assertIsNone(host.capabilities(None)["cap_eff"])
+        self.assertIsNone(host.report_capabilities(None)["cap_eff"])
+        self.assertEqual(host.capabilities("CapEff:\t0000000000080000\n")["CAP_SYS_PTRACE"], True,
+                         "report_capabilities() and doctor decode through the one capabilities()")
 
 
 class FakeRootTest(unittest.TestCase):

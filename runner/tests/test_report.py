@@ -150,9 +150,9 @@ class LoadReportTest(unittest.TestCase):
 
 
 class SchemaVersionsTest(unittest.TestCase):
-    def test_writes_1_2_reads_1_0(self):
-        self.assertEqual(report.SCHEMA_VERSION, "1.2")
-        self.assertEqual(report.build_report({}, {}, [])["schema_version"], "1.2")
+    def test_writes_1_3_reads_1_0(self):
+        self.assertEqual(report.SCHEMA_VERSION, "1.3")
+        self.assertEqual(report.build_report({}, {}, [])["schema_version"], "1.3")
         path = os.path.join(DATA, "report_1.0_ringbuffer_kernel.json")
         doc = report.load_report(path)
         self.assertEqual(doc["schema_version"], "1.0")
@@ -167,6 +167,20 @@ class SchemaVersionsTest(unittest.TestCase):
         self.assertEqual(report.validate_report(doc), [])
         s = doc["summary"]
         self.assertEqual((s["flaky"], s["denylisted"], s["xfail"], s["not_run"]), (1, 1, 1, 1))
+
+    def test_strict_before_1_3_fails_every_skip(self):
+        """A report without run.expectations (before 1.3) knew no expected skips."""
+        doc = mixed_report()
+        keep = [c for c in doc["cases"] if c["status"] in ("pass", "skip")]
+        doc["cases"], doc["summary"] = keep, report.summarize(keep)
+        doc["run"].pop("expectations", None)
+        self.assertEqual(report.exit_code(doc, strict=True), 1)
+        doc["run"]["expectations"] = []
+        for c in keep:
+            c.pop("unexpected_skip", None)
+        self.assertEqual(report.exit_code(doc, strict=True), 0, "1.3: only undeclared skips fail")
+        keep[-1]["status"], keep[-1]["skip_class"], keep[-1]["unexpected_skip"] = "skip", "unsupported", True
+        self.assertEqual(report.exit_code(doc, strict=True), 1)
 
     def test_xfail_does_not_fail_the_run(self):
         doc = mixed_report()

@@ -32,6 +32,7 @@
 #include "harness/attr.h"
 #include "harness/event.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/attrs.h"
 #include "suites/common/suite.h"
 
 namespace perftest {
@@ -42,12 +43,7 @@ constexpr uid_t kNobody = 65534;
 
 // A software dummy counter this task may open at any perf_event_paranoid
 // below 3: exclude_kernel and exclude_hv set.
-perf_event_attr Dummy() {
-  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_DUMMY);
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  return a;
-}
+perf_event_attr Dummy() { return SoftwareCounterAttr(PERF_COUNT_SW_DUMMY); }
 
 // An attr followed by `tail` more bytes, all zero: attr.size may cover them.
 struct BigAttr {

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <sys/mman.h>
 
@@ -22,7 +23,6 @@
 #include <array>
 #include <chrono>
 #include <cstring>
-#include <linux/capability.h>
 
 #include "harness/attr.h"
 #include "harness/aux_buffer.h"
@@ -32,6 +32,7 @@
 #include "harness/syscall_matchers.h"
 #include "mocks/pt_sim_source.h"
 #include "suites/aux/pt_util.h"
+#include "suites/common/attrs.h"
 #include "suites/common/records_util.h"
 #include "suites/common/suite.h"
 
@@ -43,18 +44,9 @@ using ::testing::Ge;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
-// A software event counting user mode only, so that an unprivileged user
-// may open it at perf_event_paranoid 2 (perf_allow_kernel()).
-perf_event_attr UserSoftware(uint64_t config) {
-  perf_event_attr a = SoftwareAttr(config);
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  return a;
-}
-
 // A software dummy event: every AUX mmap rule up to rb_alloc_aux() applies to
 // it, and rb_alloc_aux() then refuses it (no setup_aux).
-perf_event_attr Dummy() { return UserSoftware(PERF_COUNT_SW_DUMMY); }
+perf_event_attr Dummy() { return SoftwareCounterAttr(PERF_COUNT_SW_DUMMY); }
 
 // Enough user instructions for at least `bytes` of trace: Intel PT writes
 // about a byte per 6 conditional branches (TNT-8) plus timing and PSB+ packets;
@@ -293,7 +285,7 @@ PERFTEST_CASE(AuxMlock, PtAuxPagesShareTheBudget, "aux.pt_mlock_budget",
 
 PERFTEST_CASE(Aux, SampleSizeNeedsAuxLeader, "aux.sample_size_needs_aux_event",
               "kernel/events/core.c perf_event_open(): perf_need_aux_event() && !perf_get_aux_event() -> EINVAL") {
-  perf_event_attr a = UserSoftware(PERF_COUNT_SW_PAGE_FAULTS);
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
   a.sample_period = 1;
   a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_AUX;
   a.aux_sample_size = 4096;
@@ -306,7 +298,7 @@ PERFTEST_CASE(Aux, SampleSizeNeedsAuxLeader, "aux.sample_size_needs_aux_event",
 PERFTEST_CASE(Aux, SampleAuxWithoutSizeOpens, "aux.sample_aux_without_size",
               "kernel/events/core.c perf_event_open(): only aux_sample_size asks for an AUX event; "
               "PERF_SAMPLE_AUX alone is accepted") {
-  perf_event_attr a = UserSoftware(PERF_COUNT_SW_PAGE_FAULTS);
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
   a.sample_period = 1;
   a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_AUX;
   EXPECT_THAT(Event::Open(backend(), a), Succeeds());

@@ -17,6 +17,8 @@
 #include <gtest/gtest.h>
 #include <linux/hw_breakpoint.h>
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "harness/attr.h"
@@ -51,7 +53,10 @@ perf_event_attr ExecBp() { return Bp(HW_BREAKPOINT_X, ExecuteTargetAddress(), si
 
 class Breakpoint : public SuiteTest {
  protected:
-  // Skips unless breakpoints work at all here (a W breakpoint on g_area opens).
+  // Whether breakpoints work at all here (a W breakpoint on g_area opens).
+  // When they do not, unavailable_class_/unavailable_reason_ say why for
+  // REQUIRE_BREAKPOINTS' skip (UnavailableClass() of the open's errno); any
+  // other errno is a failure.
   bool Available() {
     perf_event_attr a = Bp(HW_BREAKPOINT_W, g_area, 8);
     Result<int> fd = backend().PerfEventOpen(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
@@ -60,12 +65,15 @@ class Breakpoint : public SuiteTest {
       return true;
     }
     if (std::optional<SkipClass> c = UnavailableClass(fd.error())) {
-      RecordSkip(*c, "a data breakpoint: " + fd.ToString());
+      unavailable_class_ = *c;
+      unavailable_reason_ = "a data breakpoint does not open: " + fd.ToString();
       return false;
     }
     ADD_FAILURE() << fd.ToString();
     return false;
   }
+  SkipClass unavailable_class_ = SkipClass::kUnsupported;
+  std::string unavailable_reason_;
   bool X86() { return backend().Machine().arch == "x86_64"; }
   uint64_t Count(Event& ev, const Workload& w) {
     Result<uint64_t> n = MeasureCount(backend(), ev, w);
@@ -93,7 +101,10 @@ class Breakpoint : public SuiteTest {
 
 #define REQUIRE_BREAKPOINTS()                                                                           \
   do {                                                                                                  \
-    if (!Available()) GTEST_SKIP() << "breakpoints unavailable";                                        \
+    if (!Available()) {                                                                                 \
+      if (HasFailure()) return;                                                                         \
+      PERFTEST_SKIP(unavailable_class_, unavailable_reason_);                                           \
+    }                                                                                                   \
   } while (0)
 #define REQUIRE_X86()                                                                                   \
   do {                                                                                                  \

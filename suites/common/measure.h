@@ -48,12 +48,25 @@ inline uint64_t ThreadCpuNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// Voluntary plus involuntary context switches of this thread so far
-// (getrusage(RUSAGE_THREAD): ru_nvcsw + ru_nivcsw); -1 if unavailable.
-inline long ThreadContextSwitches() {
+// This thread's context switches so far: getrusage(RUSAGE_THREAD) ru_nvcsw
+// (voluntary: it slept or blocked) and ru_nivcsw (involuntary: preempted),
+// the kernel's task->nvcsw and task->nivcsw (also the voluntary_ctxt_switches
+// and nonvoluntary_ctxt_switches lines of /proc/thread-self/status). The one
+// way the suites count them. -1 each if getrusage fails.
+struct ContextSwitchCounts {
+  long voluntary = -1;
+  long involuntary = -1;
+};
+inline ContextSwitchCounts ThreadContextSwitchCounts() {
   rusage ru{};
-  if (::getrusage(RUSAGE_THREAD, &ru) != 0) return -1;
-  return ru.ru_nvcsw + ru.ru_nivcsw;
+  if (::getrusage(RUSAGE_THREAD, &ru) != 0) return {};
+  return {ru.ru_nvcsw, ru.ru_nivcsw};
+}
+
+// Voluntary plus involuntary context switches of this thread so far; -1 if unavailable.
+inline long ThreadContextSwitches() {
+  const ContextSwitchCounts c = ThreadContextSwitchCounts();
+  return c.voluntary < 0 ? -1 : c.voluntary + c.involuntary;
 }
 
 }  // namespace perftest

@@ -16,16 +16,16 @@
 #include <gtest/gtest.h>
 #include <linux/hw_breakpoint.h>
 #include <sys/resource.h>
-
-#include <algorithm>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
 #include "harness/attr.h"
 #include "harness/event.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/attrs.h"
 #include "suites/common/hardware.h"
 #include "suites/common/measure.h"
 #include "suites/common/suite.h"
@@ -35,26 +35,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr uint64_t kTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-
 // Breakpoint targets.
 alignas(64) volatile uint8_t g_watch[64];
-
-perf_event_attr Sw(uint64_t config, bool exclude_kernel = true) {
-  perf_event_attr a = SoftwareAttr(config);
-  a.read_format = kTimes;
-  a.exclude_kernel = exclude_kernel;
-  a.exclude_hv = 1;
-  return a;
-}
-
-perf_event_attr Hw(uint32_t type, uint64_t config) {
-  perf_event_attr a = MakeAttr(type, config);
-  a.read_format = kTimes;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  return a;
-}
 
 perf_event_attr Bp(uint32_t type, const volatile void* addr, uint64_t len) {
   perf_event_attr a = MakeAttr(PERF_TYPE_BREAKPOINT, 0);
@@ -96,7 +78,7 @@ class Counting : public SuiteTest {
   }
   // Whether opening `attr` shows a hardware PMU: the skip class and reason when not.
   std::optional<std::pair<SkipClass, std::string>> NoHardware() {
-    return NoHardwareFor(backend(), Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES));
+    return NoHardwareFor(backend(), CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, kTimed));
   }
   bool X86() { return backend().Machine().arch == "x86_64"; }
 
@@ -115,12 +97,6 @@ class Counting : public SuiteTest {
   }
   // The wall time of the last MeasureSpin(), ENABLE to READ.
   std::chrono::nanoseconds measured_wall_{0};
-  // This thread's voluntary context switches so far (getrusage(RUSAGE_THREAD).ru_nvcsw).
-  static long VoluntarySwitches() {
-    rusage ru{};
-    ::getrusage(RUSAGE_THREAD, &ru);
-    return ru.ru_nvcsw;
-  }
   // A clock event's count against a spin of `wall` that got `cpu` ns of CPU.
   void ExpectClock(uint64_t count, uint64_t cpu, std::chrono::nanoseconds wall) {
     if (exact()) {
@@ -154,7 +130,7 @@ PERFTEST_CASE(Counting, CpuClockScalesWithSpin, "counting.cpu_clock",
               "<linux/perf_event.h> PERF_COUNT_SW_CPU_CLOCK; core.c cpu_clock_event_update(): ns of the task's CPU time") {
   for (auto d : {2ms, 16ms}) {
     SCOPED_TRACE(fmt::format("spin {} ms", d.count()));
-    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Sw(PERF_COUNT_SW_CPU_CLOCK)));
+    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_CPU_CLOCK, kTimed)));
     ASSERT_OK_AND_ASSIGN(auto m, MeasureSpin(ev, d));
     const auto& [v, cpu] = m;
     ExpectClock(v.counters[0].value, cpu, d);
@@ -168,7 +144,7 @@ PERFTEST_CASE(Counting, TaskClockScalesWithSpin, "counting.task_clock",
               "<linux/perf_event.h> PERF_COUNT_SW_TASK_CLOCK; core.c task_clock_event_update(): the context's time") {
   for (auto d : {2ms, 16ms}) {
     SCOPED_TRACE(fmt::format("spin {} ms", d.count()));
-    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Sw(PERF_COUNT_SW_TASK_CLOCK)));
+    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_TASK_CLOCK, kTimed)));
     ASSERT_OK_AND_ASSIGN(auto m, MeasureSpin(ev, d));
     const auto& [v, cpu] = m;
     ExpectClock(v.counters[0].value, cpu, d);
@@ -179,7 +155,7 @@ PERFTEST_CASE(Counting, TaskClockScalesWithSpin, "counting.task_clock",
 PERFTEST_CASE(Counting, ClocksCountNoSleep, "counting.clocks_exclude_sleep",
               "core.c: cpu-clock/task-clock of a task event count while the task runs; a sleeping task is off CPU") {
   for (uint64_t config : {PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_TASK_CLOCK}) {
-    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Sw(config)));
+    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(config, kTimed)));
     ASSERT_OK_AND_ASSIGN(ReadValues v, Measure(ev, Workload::Sleep(4, 5ms)));
     EXPECT_LT(v.counters[0].value, 20000000u / 2) << "config " << config << ": 20 ms asleep";
   }
@@ -188,9 +164,9 @@ PERFTEST_CASE(Counting, ClocksCountNoSleep, "counting.clocks_exclude_sleep",
 PERFTEST_CASE(Counting, PageFaultsPerTouchedPage, "counting.page_faults",
               "<linux/perf_event.h> PERF_COUNT_SW_PAGE_FAULTS/_MIN/_MAJ; arch/x86/mm/fault.c do_user_addr_fault(), "
               "mm/memory.c mm_account_fault()") {
-  ASSERT_OK_AND_ASSIGN(Event faults, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS)));
-  ASSERT_OK_AND_ASSIGN(Event minor, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN)));
-  ASSERT_OK_AND_ASSIGN(Event major, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS_MAJ)));
+  ASSERT_OK_AND_ASSIGN(Event faults, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed)));
+  ASSERT_OK_AND_ASSIGN(Event minor, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, kTimed)));
+  ASSERT_OK_AND_ASSIGN(Event major, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MAJ, kTimed)));
   for (uint64_t pages : {8, 64}) {
     SCOPED_TRACE(fmt::format("{} pages", pages));
     for (Event* e : {&faults, &minor, &major}) {
@@ -212,16 +188,18 @@ PERFTEST_CASE(Counting, PageFaultsPerTouchedPage, "counting.page_faults",
 PERFTEST_CASE(Counting, ContextSwitchesPerSleep, "counting.context_switches",
               "<linux/perf_event.h> PERF_COUNT_SW_CONTEXT_SWITCHES; core.c perf_event_task_sched_out() -> "
               "perf_sw_event_sched()") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Sw(PERF_COUNT_SW_CONTEXT_SWITCHES, /*exclude_kernel=*/false)));
+  ASSERT_OK_AND_ASSIGN(Event ev,
+                       Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_CONTEXT_SWITCHES,
+                                                                  {.read_format = kTimes, .exclude_kernel = false})));
   for (uint64_t n : {3, 12}) {
     ASSERT_OK(ev.Reset());
-    const long voluntary_before = VoluntarySwitches();
+    const long voluntary_before = ThreadContextSwitchCounts().voluntary;
     ASSERT_OK_AND_ASSIGN(const uint64_t count, MeasureCount(ev, Workload::Sleep(n, 200us)));
     // A sleep whose timer fired before schedule() (the vCPU was preempted by
     // the hypervisor meanwhile) returns without switching: on the kernel the
     // floor is the voluntary switches getrusage() saw, at most n.
-    const uint64_t floor =
-        exact() ? n : std::min<uint64_t>(n, static_cast<uint64_t>(VoluntarySwitches() - voluntary_before));
+    const long voluntary = ThreadContextSwitchCounts().voluntary - voluntary_before;
+    const uint64_t floor = exact() ? n : std::min<uint64_t>(n, static_cast<uint64_t>(voluntary));
     ExpectAbout(count, floor, n + 8, fmt::format("{} sleeps, {} of them switched", n, floor));  // involuntary switches may add some
   }
 }
@@ -235,7 +213,7 @@ PERFTEST_CASE(Counting, QuietSoftwareEventsStayZero, "counting.software_zero",
     configs.push_back(PERF_COUNT_SW_EMULATION_FAULTS);
   }
   for (uint64_t config : configs) {
-    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Sw(config)));
+    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(config, kTimed)));
     ASSERT_OK(ev.Enable());
     ASSERT_OK(backend().RunWorkload(Workload::TouchPages(8)));
     ASSERT_OK(backend().RunWorkload(Workload::Sleep(2, 100us)));
@@ -250,7 +228,8 @@ PERFTEST_CASE(Counting, QuietSoftwareEventsStayZero, "counting.software_zero",
 PERFTEST_CASE(Counting, SoftwareConfigOutOfRange, "counting.software_config_range",
               "core.c perf_swevent_init(): config >= PERF_COUNT_SW_MAX -> -ENOENT") {
   for (uint64_t config : {uint64_t{PERF_COUNT_SW_MAX}, uint64_t{100}, uint64_t{1} << 40}) {
-    EXPECT_THAT(Event::Open(backend(), Sw(config)), FailsWithErrno(ENOENT)) << "config " << config;
+    EXPECT_THAT(Event::Open(backend(), SoftwareCounterAttr(config, kTimed)), FailsWithErrno(ENOENT))
+        << "config " << config;
   }
 }
 
@@ -258,10 +237,11 @@ PERFTEST_CASE(Counting, SoftwareConfigOutOfRange, "counting.software_config_rang
 
 PERFTEST_CASE(Counting, ExcludeUserDropsUserFaults, "counting.exclude_user_software",
               "core.c perf_exclude_event(): exclude_user && user_mode(regs); a page fault of a user store has user regs") {
-  perf_event_attr a = Sw(PERF_COUNT_SW_PAGE_FAULTS, /*exclude_kernel=*/false);
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, {.read_format = kTimes, .exclude_kernel = false});
   a.exclude_user = 1;
   ASSERT_OK_AND_ASSIGN(Event user_excluded, Event::Open(backend(), a));
-  ASSERT_OK_AND_ASSIGN(Event kernel_excluded, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS)));
+  ASSERT_OK_AND_ASSIGN(Event kernel_excluded,
+                       Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed)));
   ASSERT_OK(user_excluded.Enable());
   ASSERT_OK(kernel_excluded.Enable());
   ASSERT_OK(backend().RunWorkload(Workload::TouchPages(16)));
@@ -283,7 +263,7 @@ PERFTEST_CASE(Counting, ExcludeUserDropsUserFaults, "counting.exclude_user_softw
 
 PERFTEST_CASE(Counting, ExcludeKernelDropsContextSwitches, "counting.exclude_kernel_software",
               "core.c perf_sw_event_sched(): the switch is counted with the scheduler's (kernel) regs") {
-  perf_event_attr a = Sw(PERF_COUNT_SW_CONTEXT_SWITCHES, /*exclude_kernel=*/true);
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_CONTEXT_SWITCHES, kTimed);
   ASSERT_OK_AND_ASSIGN(Event kernel_excluded, Event::Open(backend(), a));
   a.exclude_kernel = 0;
   a.exclude_user = 1;
@@ -302,7 +282,7 @@ PERFTEST_CASE(Counting, ClocksIgnoreExcludeBits, "counting.clock_exclude_bits",
               "core.c cpu_clock_event_update()/task_clock_event_update(): the count is time; exclude_* only filter "
               "samples (perf_swevent_hrtimer())") {
   for (uint64_t config : {PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_TASK_CLOCK}) {
-    perf_event_attr a = Sw(config, /*exclude_kernel=*/false);
+    perf_event_attr a = SoftwareCounterAttr(config, {.read_format = kTimes, .exclude_kernel = false});
     a.exclude_user = 1;
     ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
     ASSERT_OK_AND_ASSIGN(auto m, MeasureSpin(ev, 4ms));
@@ -497,7 +477,8 @@ PERFTEST_CASE(Counting, BreakpointSlotsRunOut, "counting.breakpoint_slots",
 PERFTEST_CASE(Counting, HardwareInstructions, "counting.hw_instructions",
               "<linux/perf_event.h> PERF_COUNT_HW_INSTRUCTIONS: 'retired instructions'") {
   PERFTEST_REQUIRE_HARDWARE();
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS)));
+  ASSERT_OK_AND_ASSIGN(Event ev,
+                       Event::Open(backend(), CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, kTimed)));
   uint64_t last = 0;
   for (uint64_t n : {100000, 1000000}) {
     ASSERT_OK(ev.Reset());
@@ -516,7 +497,8 @@ PERFTEST_CASE(Counting, HardwareInstructions, "counting.hw_instructions",
 PERFTEST_CASE(Counting, HardwareCyclesTrackRunningTime, "counting.hw_cycles",
               "<linux/perf_event.h> PERF_COUNT_HW_CPU_CYCLES; the core clock while the task runs") {
   PERFTEST_REQUIRE_HARDWARE();
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES)));
+  ASSERT_OK_AND_ASSIGN(Event ev,
+                       Event::Open(backend(), CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, kTimed)));
   ASSERT_OK_AND_ASSIGN(ReadValues v, Measure(ev, Workload::Spin(4ms)));
   const double ghz = static_cast<double>(v.counters[0].value) / static_cast<double>(*v.time_running);
   EXPECT_GT(ghz, 0.1) << "cycles per ns of running time";
@@ -529,14 +511,15 @@ PERFTEST_CASE(Counting, HardwareGenericEvents, "counting.hw_generic_events",
               "generic event -> -ENOENT, config >= PERF_COUNT_HW_MAX -> -EINVAL") {
   PERFTEST_REQUIRE_HARDWARE();
   for (uint64_t config = 0; config < PERF_COUNT_HW_MAX; ++config) {
-    Result<Event> ev = Event::Open(backend(), Hw(PERF_TYPE_HARDWARE, config));
+    Result<Event> ev = Event::Open(backend(), CounterAttr(PERF_TYPE_HARDWARE, config, kTimed));
     if (config == PERF_COUNT_HW_CPU_CYCLES || config == PERF_COUNT_HW_INSTRUCTIONS) {
       EXPECT_THAT(ev, Succeeds()) << "every hardware PMU has cycles and instructions";
     } else if (!ev.ok()) {
       EXPECT_EQ(ev.error(), ENOENT) << "config " << config << ": not mapped on this PMU is ENOENT";
     }
   }
-  EXPECT_THAT(Event::Open(backend(), Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_MAX)), FailsWithErrno(EINVAL));
+  EXPECT_THAT(Event::Open(backend(), CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_MAX, kTimed)),
+              FailsWithErrno(EINVAL));
 }
 
 PERFTEST_CASE(Counting, HardwareCacheL1dReads, "counting.hw_cache",
@@ -545,7 +528,7 @@ PERFTEST_CASE(Counting, HardwareCacheL1dReads, "counting.hw_cache",
   PERFTEST_REQUIRE_HARDWARE();
   const uint64_t l1d_read = CacheConfig(PERF_COUNT_HW_CACHE_L1D, PERF_COUNT_HW_CACHE_OP_READ,
                                         PERF_COUNT_HW_CACHE_RESULT_ACCESS);
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Hw(PERF_TYPE_HW_CACHE, l1d_read)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), CounterAttr(PERF_TYPE_HW_CACHE, l1d_read, kTimed)));
   ASSERT_OK_AND_ASSIGN(const uint64_t count, MeasureCount(ev, Workload::ReadMemory(g_watch, 8, 100000)));
   if (exact()) {
     EXPECT_EQ(count, 100000u);
@@ -554,7 +537,7 @@ PERFTEST_CASE(Counting, HardwareCacheL1dReads, "counting.hw_cache",
   }
   for (uint64_t bad : {CacheConfig(PERF_COUNT_HW_CACHE_MAX, 0, 0), CacheConfig(0, PERF_COUNT_HW_CACHE_OP_MAX, 0),
                        CacheConfig(0, 0, PERF_COUNT_HW_CACHE_RESULT_MAX)}) {
-    EXPECT_THAT(Event::Open(backend(), Hw(PERF_TYPE_HW_CACHE, bad)), FailsWithErrno(EINVAL))
+    EXPECT_THAT(Event::Open(backend(), CounterAttr(PERF_TYPE_HW_CACHE, bad, kTimed)), FailsWithErrno(EINVAL))
         << fmt::format("config {:#x}", bad);
   }
 }
@@ -564,7 +547,7 @@ PERFTEST_CASE(Counting, RawEventInstructionsRetired, "counting.raw_event",
               "INST_RETIRED.ANY_P = event 0xc0 umask 0x00") {
   PERFTEST_REQUIRE_HARDWARE();
   if (!X86()) PERFTEST_SKIP(SkipClass::kUnsupported, "the raw encoding used here is x86's (event 0xc0)");
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Hw(PERF_TYPE_RAW, 0xc0)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), CounterAttr(PERF_TYPE_RAW, 0xc0, kTimed)));
   ASSERT_OK_AND_ASSIGN(const uint64_t count, MeasureCount(ev, Workload::Instructions(500000)));
   if (exact()) {
     EXPECT_EQ(count, 500000u);
@@ -577,11 +560,12 @@ PERFTEST_CASE(Counting, RawEventInstructionsRetired, "counting.raw_event",
 PERFTEST_CASE(Counting, HardwareExcludeUserAndKernel, "counting.hw_exclude",
               "perf_event_open(2) exclude_user/exclude_kernel; x86 ARCH_PERFMON_EVENTSEL_USR/OS") {
   PERFTEST_REQUIRE_HARDWARE();
-  perf_event_attr a = Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS);
+  perf_event_attr a = CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, kTimed);
   a.exclude_kernel = 0;
   a.exclude_user = 1;
   ASSERT_OK_AND_ASSIGN(Event kernel_only, Event::Open(backend(), a));
-  ASSERT_OK_AND_ASSIGN(Event user_only, Event::Open(backend(), Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS)));
+  ASSERT_OK_AND_ASSIGN(Event user_only,
+                       Event::Open(backend(), CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, kTimed)));
   constexpr uint64_t kN = 1000000;
   ASSERT_OK(kernel_only.Enable());
   ASSERT_OK(user_only.Enable());
@@ -602,9 +586,9 @@ PERFTEST_CASE(Counting, HardwareExcludeUserAndKernel, "counting.hw_exclude",
 PERFTEST_CASE(Counting, HardwareGroupCountsTogether, "counting.hw_group",
               "perf_event_open(2) group_fd: 'scheduled onto the CPU as a unit'; PERF_FORMAT_GROUP") {
   PERFTEST_REQUIRE_HARDWARE();
-  perf_event_attr leader = Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
+  perf_event_attr leader = CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, kTimed);
   leader.read_format = kTimes | PERF_FORMAT_GROUP;
-  perf_event_attr member = Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS);
+  perf_event_attr member = CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, kTimed);
   member.disabled = 0;
   ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), leader, {member}));
   ASSERT_OK(g.leader().Enable());
@@ -625,11 +609,13 @@ PERFTEST_CASE(Counting, HardwareGroupTooBigForTheCounters, "counting.hw_group_to
               "arch/x86/events/core.c validate_group(): x86_pmu.schedule_events() fails -> -EINVAL at open") {
   PERFTEST_REQUIRE_HARDWARE();
   // Branch instructions need a general-purpose counter: at most as many as there are.
-  ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS)));
+  ASSERT_OK_AND_ASSIGN(
+      Event leader, Event::Open(backend(), CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS, kTimed)));
   std::vector<Event> members;
   Result<Event> last = Result<Event>::Failure(0);
   for (int i = 0; i < 64; ++i) {
-    last = Event::Open(backend(), Hw(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS), 0, -1, &leader);
+    last = Event::Open(backend(), CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS, kTimed), 0, -1,
+                       &leader);
     if (!last.ok()) break;
     members.push_back(std::move(*last));
   }

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -24,7 +23,9 @@
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/attrs.h"
 #include "suites/common/hardware.h"
+#include "suites/common/measure.h"
 #include "suites/common/records_util.h"
 #include "suites/common/suite.h"
 
@@ -33,17 +34,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr uint64_t kTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-
-perf_event_attr Sw(uint64_t config, bool disabled = true, uint64_t read_format = kTimes) {
-  perf_event_attr a = SoftwareAttr(config);
-  a.disabled = disabled;
-  a.read_format = read_format;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  return a;
-}
-
 class Groups : public SuiteTest {
  protected:
   ReadValues Values(Event& ev, size_t nr = 1) {
@@ -51,20 +41,9 @@ class Groups : public SuiteTest {
     EXPECT_OK(v);
     return v.ok() ? *v : ReadValues{};
   }
-  // Context switches of this thread so far (kernel: /proc/thread-self/status;
+  // Context switches of this thread so far (kernel: ThreadContextSwitches();
   // the mock's task never switches unless a workload sleeps).
-  uint64_t Switches() {
-    if (exact()) return 0;
-    std::ifstream in("/proc/thread-self/status");
-    std::string line;
-    uint64_t n = 0;
-    while (std::getline(in, line)) {
-      if (line.rfind("voluntary_ctxt_switches:", 0) == 0 || line.rfind("nonvoluntary_ctxt_switches:", 0) == 0) {
-        n += std::stoull(line.substr(line.find(':') + 1));
-      }
-    }
-    return n;
-  }
+  long Switches() { return exact() ? 0 : ThreadContextSwitches(); }
   std::optional<std::pair<SkipClass, std::string>> NoHardware() {
     perf_event_attr a = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS);
     a.exclude_kernel = a.exclude_hv = 1;
@@ -83,8 +62,11 @@ class Groups : public SuiteTest {
 PERFTEST_CASE(Groups, ScheduledAsAUnit, "groups.scheduled_as_unit",
               "perf_event_open(2) 'Event groups': members are scheduled onto the CPU with the leader; "
               "core.c group_sched_in()") {
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS),
-                                            {Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN, false), Sw(PERF_COUNT_SW_DUMMY, false)}));
+  ASSERT_OK_AND_ASSIGN(
+      Group g,
+      Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed),
+                  {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.read_format = kTimes, .disabled = false}),
+                   SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = kTimes, .disabled = false})}));
   ASSERT_OK(g.leader().Enable());
   Touch(16);
   ASSERT_OK(backend().RunWorkload(Workload::Sleep(2, 100us)));
@@ -107,31 +89,36 @@ PERFTEST_CASE(Groups, GroupFdErrors, "groups.group_fd_errors",
               "'group_leader->group_leader != group_leader' -> -EINVAL") {
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   ASSERT_GE(null_fd, 0);
-  perf_event_attr m = Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN);
+  perf_event_attr m = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, kTimed);
   EXPECT_THAT(backend().PerfEventOpen(&m, 0, -1, null_fd, PERF_FLAG_FD_CLOEXEC), FailsWithErrno(EBADF))
       << "not a perf event";
   ::close(null_fd);
   EXPECT_THAT(backend().PerfEventOpen(&m, 0, -1, null_fd, PERF_FLAG_FD_CLOEXEC), FailsWithErrno(EBADF)) << "closed";
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS), {Sw(PERF_COUNT_SW_DUMMY)}));
+  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed),
+                                            {SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, kTimed)}));
   EXPECT_THAT(Event::Open(backend(), m, 0, -1, &g.member(0)), FailsWithErrno(EINVAL)) << "a member cannot lead";
 }
 
 PERFTEST_CASE(Groups, MembersShareTheLeadersContext, "groups.same_context",
               "core.c perf_event_open(): group_leader->cpu != event->cpu, or another context -> -EINVAL") {
-  ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS)));
-  EXPECT_THAT(Event::Open(backend(), Sw(PERF_COUNT_SW_DUMMY), /*pid=*/0, /*cpu=*/0, &leader), FailsWithErrno(EINVAL))
+  ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed)));
+  EXPECT_THAT(Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, kTimed), /*pid=*/0, /*cpu=*/0, &leader),
+              FailsWithErrno(EINVAL))
       << "a leader of any CPU, a member bound to CPU 0";
-  ASSERT_OK_AND_ASSIGN(Event on_cpu0, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS), 0, 0));
-  EXPECT_THAT(Event::Open(backend(), Sw(PERF_COUNT_SW_DUMMY), 0, -1, &on_cpu0), FailsWithErrno(EINVAL));
-  EXPECT_THAT(Event::Open(backend(), Sw(PERF_COUNT_SW_DUMMY), 0, 0, &on_cpu0), Succeeds()) << "same task, same CPU";
+  ASSERT_OK_AND_ASSIGN(Event on_cpu0,
+                       Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed), 0, 0));
+  EXPECT_THAT(Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, kTimed), 0, -1, &on_cpu0),
+              FailsWithErrno(EINVAL));
+  EXPECT_THAT(Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, kTimed), 0, 0, &on_cpu0), Succeeds())
+      << "same task, same CPU";
 }
 
 PERFTEST_CASE(Groups, OnlyALeaderIsPinnedOrExclusive, "groups.pinned_exclusive_leader_only",
               "core.c perf_event_open(): 'Only a group leader can be exclusive or pinned' -> -EINVAL") {
-  perf_event_attr pinned = Sw(PERF_COUNT_SW_PAGE_FAULTS);
+  perf_event_attr pinned = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed);
   pinned.pinned = 1;
   ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), pinned));
-  perf_event_attr m = Sw(PERF_COUNT_SW_DUMMY);
+  perf_event_attr m = SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, kTimed);
   m.pinned = 1;
   EXPECT_THAT(Event::Open(backend(), m, 0, -1, &leader), FailsWithErrno(EINVAL));
   m.pinned = 0;
@@ -147,8 +134,8 @@ PERFTEST_CASE(Groups, OnlyALeaderIsPinnedOrExclusive, "groups.pinned_exclusive_l
 
 PERFTEST_CASE(Groups, InheritMustMatch, "groups.inherit_matches",
               "core.c perf_event_open(): a task group's members must agree with the leader on attr.inherit -> -EINVAL") {
-  ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS)));
-  perf_event_attr m = Sw(PERF_COUNT_SW_DUMMY);
+  ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed)));
+  perf_event_attr m = SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, kTimed);
   m.inherit = 1;
   EXPECT_THAT(Event::Open(backend(), m, 0, -1, &leader), FailsWithErrno(EINVAL));
 }
@@ -156,9 +143,11 @@ PERFTEST_CASE(Groups, InheritMustMatch, "groups.inherit_matches",
 PERFTEST_CASE(Groups, FdNoGroupOpensAlone, "groups.flag_fd_no_group",
               "<linux/perf_event.h> PERF_FLAG_FD_NO_GROUP: group_fd is not a group leader for this event") {
   const uint64_t rf = PERF_FORMAT_GROUP | PERF_FORMAT_ID;
-  ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS, true, rf)));
-  ASSERT_OK_AND_ASSIGN(Event alone, Event::Open(backend(), Sw(PERF_COUNT_SW_DUMMY, true, rf), 0, -1, &leader,
-                                                PERF_FLAG_FD_NO_GROUP | PERF_FLAG_FD_CLOEXEC));
+  ASSERT_OK_AND_ASSIGN(Event leader,
+                       Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, {.read_format = rf})));
+  ASSERT_OK_AND_ASSIGN(
+      Event alone, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = rf}), 0, -1, &leader,
+                               PERF_FLAG_FD_NO_GROUP | PERF_FLAG_FD_CLOEXEC));
   EXPECT_EQ(Values(alone, 2).counters.size(), 1u) << "a group of its own";
   EXPECT_EQ(Values(leader, 2).counters.size(), 1u) << "the would-be leader has no member";
 }
@@ -166,7 +155,7 @@ PERFTEST_CASE(Groups, FdNoGroupOpensAlone, "groups.flag_fd_no_group",
 PERFTEST_CASE(Groups, FdOutputSharesTheLeadersBuffer, "groups.flag_fd_output",
               "<linux/perf_event.h> PERF_FLAG_FD_OUTPUT; core.c perf_event_open(): output_event = group_leader -> "
               "perf_event_set_output() (-EINVAL without a mapped buffer)") {
-  perf_event_attr s = Sw(PERF_COUNT_SW_PAGE_FAULTS, true, 0);
+  perf_event_attr s = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
   s.sample_period = 1;
   s.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_ID;
   perf_event_attr m = s;
@@ -192,8 +181,12 @@ PERFTEST_CASE(Groups, FdOutputSharesTheLeadersBuffer, "groups.flag_fd_output",
 PERFTEST_CASE(Groups, MemberRunsOnAfterTheLeaderCloses, "groups.leader_close_running",
               "core.c perf_group_detach(): siblings become singleton groups and keep their state") {
   const uint64_t rf = kTimes | PERF_FORMAT_GROUP;
-  ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS, true, rf)));
-  ASSERT_OK_AND_ASSIGN(Event member, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN, false, rf), 0, -1, &leader));
+  ASSERT_OK_AND_ASSIGN(Event leader,
+                       Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, {.read_format = rf})));
+  ASSERT_OK_AND_ASSIGN(
+      Event member,
+      Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.read_format = rf, .disabled = false}),
+                  0, -1, &leader));
   ASSERT_OK(leader.Enable());
   Touch(5);
   ASSERT_OK(leader.Close());
@@ -218,10 +211,12 @@ PERFTEST_CASE(Groups, IdleMemberOfAClosedLeaderWaits, "groups.leader_close_idle_
                    "switched in");
   bool checked = false;
   for (int attempt = 0; attempt < 20 && !checked; ++attempt) {
-    ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS)));
-    ASSERT_OK_AND_ASSIGN(Event member,
-                         Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN, false), 0, -1, &leader));
-    const uint64_t switches = Switches();
+    ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed)));
+    ASSERT_OK_AND_ASSIGN(Event member, Event::Open(backend(),
+                                                   SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN,
+                                                                       {.read_format = kTimes, .disabled = false}),
+                                                   0, -1, &leader));
+    const long switches = Switches();
     ASSERT_OK(leader.Close());
     Touch(6);
     const ReadValues v = Values(member);
@@ -248,15 +243,19 @@ PERFTEST_CASE(Groups, MemberOfAnotherPmuWaitsForTheLeadersPmu, "groups.member_en
                    "the task's next sched-in");
   bool checked = false;
   for (int attempt = 0; attempt < 20 && !checked; ++attempt) {
-    ASSERT_OK_AND_ASSIGN(Event same_leader, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS)));
-    ASSERT_OK_AND_ASSIGN(Event same_member,
-                         Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN), 0, -1, &same_leader));
-    ASSERT_OK_AND_ASSIGN(Event other_leader, Event::Open(backend(), Sw(PERF_COUNT_SW_TASK_CLOCK)));
-    ASSERT_OK_AND_ASSIGN(Event other_member,
-                         Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN), 0, -1, &other_leader));
+    ASSERT_OK_AND_ASSIGN(Event same_leader,
+                         Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed)));
+    ASSERT_OK_AND_ASSIGN(
+        Event same_member,
+        Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, kTimed), 0, -1, &same_leader));
+    ASSERT_OK_AND_ASSIGN(Event other_leader,
+                         Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_TASK_CLOCK, kTimed)));
+    ASSERT_OK_AND_ASSIGN(
+        Event other_member,
+        Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, kTimed), 0, -1, &other_leader));
     ASSERT_OK(same_leader.Enable());
     ASSERT_OK(other_leader.Enable());
-    const uint64_t switches = Switches();
+    const long switches = Switches();
     ASSERT_OK(same_member.Enable());
     ASSERT_OK(other_member.Enable());
     Touch(6);
@@ -277,9 +276,15 @@ PERFTEST_CASE(Groups, MemberOfAnotherPmuWaitsForTheLeadersPmu, "groups.member_en
 
 PERFTEST_CASE(Groups, ClosingAMemberKeepsTheGroup, "groups.member_close",
               "core.c perf_group_detach() of a member: the leader and the other members stay scheduled") {
-  ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS)));
-  ASSERT_OK_AND_ASSIGN(Event m1, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN, false), 0, -1, &leader));
-  ASSERT_OK_AND_ASSIGN(Event m2, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN, false), 0, -1, &leader));
+  ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed)));
+  ASSERT_OK_AND_ASSIGN(Event m1, Event::Open(backend(),
+                                             SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN,
+                                                                 {.read_format = kTimes, .disabled = false}),
+                                             0, -1, &leader));
+  ASSERT_OK_AND_ASSIGN(Event m2, Event::Open(backend(),
+                                             SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN,
+                                                                 {.read_format = kTimes, .disabled = false}),
+                                             0, -1, &leader));
   ASSERT_OK(leader.Enable());
   Touch(4);
   ASSERT_OK(m1.Close());
@@ -292,10 +297,13 @@ PERFTEST_CASE(Groups, ClosingAMemberKeepsTheGroup, "groups.member_close",
 PERFTEST_CASE(Groups, ManySoftwareMembers, "groups.many_software_members",
               "software events take no counter: a group is limited only by the read_format size "
               "(perf_event_validate_size())") {
-  ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS)));
+  ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed)));
   std::vector<Event> members;
   for (int i = 0; i < 64; ++i) {
-    ASSERT_OK_AND_ASSIGN(Event m, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN, false), 0, -1, &leader));
+    ASSERT_OK_AND_ASSIGN(Event m, Event::Open(backend(),
+                                              SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN,
+                                                                  {.read_format = kTimes, .disabled = false}),
+                                              0, -1, &leader));
     members.push_back(std::move(m));
   }
   ASSERT_OK(leader.Enable());
@@ -316,7 +324,7 @@ PERFTEST_CASE(Groups, HardwareMemberOfASoftwareLeader, "groups.software_leader_h
   hw.exclude_kernel = hw.exclude_hv = 1;
   hw.disabled = 0;
   hw.read_format = kTimes;
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Sw(PERF_COUNT_SW_TASK_CLOCK), {hw}));
+  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_TASK_CLOCK, kTimed), {hw}));
   ASSERT_OK(g.leader().Enable());
   ASSERT_OK(backend().RunWorkload(Workload::Instructions(1000000)));
   ASSERT_OK(g.leader().Disable());
@@ -335,7 +343,10 @@ PERFTEST_CASE(Groups, SoftwareMemberOfAHardwareLeader, "groups.hardware_leader_s
   perf_event_attr hw = MakeAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
   hw.exclude_kernel = hw.exclude_hv = 1;
   hw.read_format = kTimes;
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), hw, {Sw(PERF_COUNT_SW_PAGE_FAULTS, false)}));
+  ASSERT_OK_AND_ASSIGN(
+      Group g,
+      Group::Open(backend(), hw,
+                  {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, {.read_format = kTimes, .disabled = false})}));
   ASSERT_OK(g.leader().Enable());
   Touch(8);
   ASSERT_OK(g.leader().Disable());

@@ -25,6 +25,7 @@
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
 #include "harness/task.h"
+#include "suites/common/attrs.h"
 #include "suites/common/records_util.h"
 #include "suites/common/suite.h"
 
@@ -40,10 +41,7 @@ constexpr uint64_t kTaskSlack = 128;
 
 // An inherited page-fault counter of this task, counting from the open.
 perf_event_attr Inherited(bool inherit = true) {
-  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
-  a.disabled = 0;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, {.disabled = false});
   a.inherit = inherit;
   return a;
 }
@@ -215,16 +213,6 @@ PERFTEST_CASE(Inherit, CloseParentWhileChildRuns, "inherit.close_parent_while_ch
   ASSERT_OK(child->Run(Workload::TouchPages(kPages)));
   ASSERT_OK(child->Exit());
   ExpectChildFaults(Value(kept), kPages, 2, "the other inherited event still counts the child");
-}
-
-PERFTEST_CASE(Inherit, RefreshRefused, "inherit.refresh_refused",
-              "kernel/events/core.c _perf_event_refresh(): 'if (event->attr.inherit || "
-              "!is_sampling_event(event)) return -EINVAL'") {
-  perf_event_attr a = Inherited();
-  a.disabled = 1;
-  a.sample_period = 1;
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
-  EXPECT_THAT(backend().Ioctl(ev.fd(), PERF_EVENT_IOC_REFRESH, 1), FailsWithErrno(EINVAL));
 }
 
 PERFTEST_CASE(Inherit, PerTaskMmapRefused, "inherit.per_task_mmap_refused",

@@ -26,6 +26,7 @@
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/attrs.h"
 #include "suites/common/records_util.h"
 #include "suites/common/suite.h"
 
@@ -36,27 +37,13 @@ using ::testing::ElementsAreArray;
 using ::testing::IsEmpty;
 using namespace std::chrono_literals;
 
-constexpr uint64_t kTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-
 // Data breakpoint targets: 8-byte aligned, written only through workloads.
 alignas(64) volatile uint64_t g_watch_a = 0;
 alignas(64) volatile uint64_t g_watch_b = 0;
 
-perf_event_attr Counter(uint64_t config, bool disabled = true, uint64_t read_format = 0) {
-  perf_event_attr a = SoftwareAttr(config);
-  a.disabled = disabled;
-  a.read_format = read_format;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  return a;
-}
-
 // Samples every `period` page faults, with the faulting address.
 perf_event_attr FaultSampler(uint64_t period = 1) {
-  perf_event_attr a = Counter(PERF_COUNT_SW_PAGE_FAULTS);
-  a.sample_period = period;
-  a.sample_type = PERF_SAMPLE_ADDR;
-  return a;
+  return SoftwareSamplerAttr(PERF_COUNT_SW_PAGE_FAULTS, period, PERF_SAMPLE_ADDR);
 }
 
 perf_event_attr WriteBreakpoint(const volatile void* addr) {
@@ -95,7 +82,7 @@ class Ioctl : public SuiteTest {
 
 PERFTEST_CASE(Ioctl, EnableDisableGateCounting, "ioctl.enable_disable",
               "<linux/perf_event.h> PERF_EVENT_IOC_ENABLE/DISABLE; core.c _perf_event_enable(), _perf_event_disable()") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS)));
   Touch(8);
   EXPECT_EQ(Value(ev), 0u) << "opened with disabled = 1";
   ASSERT_OK(ev.Enable());
@@ -116,8 +103,8 @@ PERFTEST_CASE(Ioctl, EnableDisableGateCounting, "ioctl.enable_disable",
 
 PERFTEST_CASE(Ioctl, MemberNeedsItsLeader, "ioctl.member_needs_leader",
               "core.c group_sched_in(): members are scheduled with their leader; a disabled leader keeps the group off") {
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS),
-                                            {Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN)}));
+  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS),
+                                            {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN)}));
   ASSERT_OK(g.member(0).Enable());
   Touch(8);
   EXPECT_EQ(Value(g.member(0)), 0u) << "an enabled member of a disabled leader does not count";
@@ -130,8 +117,8 @@ PERFTEST_CASE(Ioctl, MemberNeedsItsLeader, "ioctl.member_needs_leader",
 
 PERFTEST_CASE(Ioctl, LeaderDisableStopsTheGroup, "ioctl.leader_disable_stops_group",
               "core.c __perf_event_disable(): group_sched_out() of a leader takes its members off; they stay enabled") {
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS),
-                                            {Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN, /*disabled=*/false)}));
+  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS),
+                                            {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.disabled = false})}));
   ASSERT_OK(g.leader().Enable());
   Touch(4);
   ASSERT_OK(g.leader().Disable());
@@ -147,9 +134,9 @@ PERFTEST_CASE(Ioctl, LeaderDisableStopsTheGroup, "ioctl.leader_disable_stops_gro
 
 PERFTEST_CASE(Ioctl, MemberDisableIsTheMembersOnly, "ioctl.member_disable",
               "core.c __perf_event_disable(): event_sched_out() of a member leaves the leader and siblings running") {
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS),
-                                            {Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN, false),
-                                             Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN, false)}));
+  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS),
+                                            {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.disabled = false}),
+                                             SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.disabled = false})}));
   ASSERT_OK(g.leader().Enable());
   ASSERT_OK(g.member(0).Disable());
   Touch(8);
@@ -161,9 +148,9 @@ PERFTEST_CASE(Ioctl, MemberDisableIsTheMembersOnly, "ioctl.member_disable",
 
 PERFTEST_CASE(Ioctl, FlagGroupEnableFromAMember, "ioctl.flag_group_enable",
               "<linux/perf_event.h> PERF_IOC_FLAG_GROUP; core.c perf_event_for_each(): event->group_leader and siblings") {
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS),
-                                            {Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN),
-                                             Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN)}));
+  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS),
+                                            {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN),
+                                             SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN)}));
   ASSERT_OK(g.member(1).Enable(/*whole_group=*/true));
   Touch(8);
   ASSERT_OK(g.leader().Disable());
@@ -174,8 +161,8 @@ PERFTEST_CASE(Ioctl, FlagGroupEnableFromAMember, "ioctl.flag_group_enable",
 
 PERFTEST_CASE(Ioctl, FlagGroupDisableThenLeaderEnable, "ioctl.flag_group_disable",
               "core.c perf_ioctl(): DISABLE | PERF_IOC_FLAG_GROUP turns every member OFF; a plain ENABLE is the leader's") {
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS),
-                                            {Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN, false)}));
+  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS),
+                                            {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.disabled = false})}));
   ASSERT_OK(g.leader().Enable());
   ASSERT_OK(g.leader().Disable(/*whole_group=*/true));
   const uint64_t member = Value(g.member(0));
@@ -188,8 +175,8 @@ PERFTEST_CASE(Ioctl, FlagGroupDisableThenLeaderEnable, "ioctl.flag_group_disable
 
 PERFTEST_CASE(Ioctl, OtherArgBitsAreIgnored, "ioctl.flag_bits_ignored",
               "core.c perf_ioctl(): only PERF_IOC_FLAG_GROUP of the argument is looked at for ENABLE/DISABLE/RESET") {
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS),
-                                            {Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN)}));
+  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS),
+                                            {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN)}));
   EXPECT_THAT(Raw(g.leader(), PERF_EVENT_IOC_ENABLE, 2), SucceedsWith(0));
   Touch(4);
   EXPECT_EQ(Value(g.member(0)), 0u) << "arg 2 has no PERF_IOC_FLAG_GROUP: the leader only";
@@ -203,8 +190,8 @@ PERFTEST_CASE(Ioctl, OtherArgBitsAreIgnored, "ioctl.flag_bits_ignored",
 
 PERFTEST_CASE(Ioctl, ResetLeaderOnly, "ioctl.reset_leader",
               "core.c _perf_event_reset(): the event's own count; perf_ioctl() without PERF_IOC_FLAG_GROUP") {
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS),
-                                            {Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN, false)}));
+  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS),
+                                            {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.disabled = false})}));
   ASSERT_OK(g.leader().Enable());
   Touch(8);
   ASSERT_OK(g.leader().Disable());
@@ -215,8 +202,8 @@ PERFTEST_CASE(Ioctl, ResetLeaderOnly, "ioctl.reset_leader",
 
 PERFTEST_CASE(Ioctl, ResetMemberOnly, "ioctl.reset_member",
               "core.c _perf_event_reset() on a member: the leader and siblings keep their counts") {
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS),
-                                            {Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN, false)}));
+  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS),
+                                            {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.disabled = false})}));
   ASSERT_OK(g.leader().Enable());
   Touch(8);
   ASSERT_OK(g.leader().Disable());
@@ -227,8 +214,10 @@ PERFTEST_CASE(Ioctl, ResetMemberOnly, "ioctl.reset_member",
 
 PERFTEST_CASE(Ioctl, ResetWholeGroupFromMember, "ioctl.reset_group",
               "core.c perf_event_for_each(_perf_event_reset) with PERF_IOC_FLAG_GROUP, from any member's fd") {
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS, true, kTimes),
-                                            {Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN, false, kTimes)}));
+  ASSERT_OK_AND_ASSIGN(
+      Group g,
+      Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed),
+                  {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.read_format = kTimes, .disabled = false})}));
   ASSERT_OK(g.leader().Enable());
   Touch(8);
   ASSERT_OK(g.leader().Disable());
@@ -243,7 +232,7 @@ PERFTEST_CASE(Ioctl, ResetWholeGroupFromMember, "ioctl.reset_group",
 
 PERFTEST_CASE(Ioctl, ResetWhileCounting, "ioctl.reset_enabled",
               "core.c _perf_event_reset(): perf_event_read() then count = 0; an enabled event counts on from zero") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS)));
   ASSERT_OK(ev.Enable());
   Touch(16);
   ASSERT_OK(ev.Reset());
@@ -256,19 +245,23 @@ PERFTEST_CASE(Ioctl, ResetWhileCounting, "ioctl.reset_enabled",
 
 PERFTEST_CASE(Ioctl, RefreshNeedsASamplingEvent, "ioctl.refresh_non_sampling",
               "core.c _perf_event_refresh(): !is_sampling_event() -> -EINVAL") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS)));
   EXPECT_THAT(Raw(ev, PERF_EVENT_IOC_REFRESH, 1), FailsWithErrno(EINVAL));
   EXPECT_THAT(Raw(ev, PERF_EVENT_IOC_REFRESH, 0), FailsWithErrno(EINVAL));
   Touch(4);
   EXPECT_EQ(Value(ev), 0u) << "a failed REFRESH does not enable";
 }
 
+// REFRESH's refusals are checked here, in the ioctl suite, and nowhere else.
 PERFTEST_CASE(Ioctl, RefreshRefusesInherit, "ioctl.refresh_inherit",
-              "core.c _perf_event_refresh(): 'not supported on inherited events' -> -EINVAL") {
+              "core.c _perf_event_refresh(): 'if (event->attr.inherit || !is_sampling_event(event)) return "
+              "-EINVAL' ('not supported on inherited events')") {
   perf_event_attr a = FaultSampler();
   a.inherit = 1;
   ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
   EXPECT_THAT(Raw(ev, PERF_EVENT_IOC_REFRESH, 1), FailsWithErrno(EINVAL));
+  Touch(4);
+  EXPECT_EQ(Value(ev), 0u) << "a refused REFRESH does not enable the inherited event";
 }
 
 PERFTEST_CASE(Ioctl, RefreshZeroEnablesWithoutALimit, "ioctl.refresh_zero",
@@ -346,7 +339,7 @@ PERFTEST_CASE(Ioctl, PeriodErrors, "ioctl.period_errors",
               "core.c _perf_ioctl() copy_from_user() -> -EFAULT; _perf_event_period(): not sampling, 0, bit 63, "
               "freq above perf_event_max_sample_rate -> -EINVAL") {
   ASSERT_OK_AND_ASSIGN(Event sampler, Event::Open(backend(), FaultSampler()));
-  ASSERT_OK_AND_ASSIGN(Event counter, Event::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS)));
+  ASSERT_OK_AND_ASSIGN(Event counter, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS)));
   uint64_t v = 4;
   const auto p = reinterpret_cast<uintptr_t>(&v);
   EXPECT_THAT(Raw(sampler, PERF_EVENT_IOC_PERIOD, 0), FailsWithErrno(EFAULT)) << "NULL";
@@ -433,8 +426,8 @@ PERFTEST_CASE(Ioctl, PeriodSetWhileEnabledRestarts, "ioctl.period_enabled_restar
 PERFTEST_CASE(Ioctl, IdIsUniqueAndNeedsAPointer, "ioctl.id",
               "core.c _perf_ioctl() PERF_EVENT_IOC_ID: put_user(primary_event_id()) -> -EFAULT on NULL; "
               "perf_event_alloc(): atomic64_inc_return(&perf_event_id)") {
-  ASSERT_OK_AND_ASSIGN(Event a, Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY)));
-  ASSERT_OK_AND_ASSIGN(Event b, Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY)));
+  ASSERT_OK_AND_ASSIGN(Event a, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY)));
+  ASSERT_OK_AND_ASSIGN(Event b, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY)));
   EXPECT_THAT(Raw(a, PERF_EVENT_IOC_ID, 0), FailsWithErrno(EFAULT));
   ASSERT_OK_AND_ASSIGN(const uint64_t ida, a.Id());
   ASSERT_OK_AND_ASSIGN(const uint64_t idb, b.Id());
@@ -530,7 +523,7 @@ PERFTEST_CASE(Ioctl, PauseOutputOfARedirectedEvent, "ioctl.pause_output_redirect
 PERFTEST_CASE(Ioctl, SetFilterNeedsATracepoint, "ioctl.set_filter_non_tracepoint",
               "core.c perf_event_set_filter(): strndup_user() -> -EFAULT, then neither tracing nor an address "
               "filter PMU -> -EINVAL") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS)));
   EXPECT_THAT(Raw(ev, PERF_EVENT_IOC_SET_FILTER, 0), FailsWithErrno(EFAULT));
   EXPECT_THAT(Raw(ev, PERF_EVENT_IOC_SET_FILTER, reinterpret_cast<uintptr_t>("common_pid != 0")),
               FailsWithErrno(EINVAL));
@@ -579,7 +572,7 @@ PERFTEST_CASE(Ioctl, SetFilterOnATracepoint, "ioctl.set_filter_tracepoint",
 PERFTEST_CASE(Ioctl, QueryBpf, "ioctl.query_bpf",
               "kernel/trace/bpf_trace.c perf_event_query_prog_array(): perfmon_capable() -> -EPERM, not a tracepoint "
               "-> -EINVAL, copy_from_user() -> -EFAULT; prog_cnt written") {
-  ASSERT_OK_AND_ASSIGN(Event sw, Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY)));
+  ASSERT_OK_AND_ASSIGN(Event sw, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY)));
   // struct perf_event_query_bpf {u32 ids_len; u32 prog_cnt; u32 ids[];} with room for 4 ids.
   uint32_t query[2 + 4] = {4, 99};
   const int not_tracepoint = Raw(sw, PERF_EVENT_IOC_QUERY_BPF, reinterpret_cast<uintptr_t>(query)).error();
@@ -598,7 +591,7 @@ PERFTEST_CASE(Ioctl, QueryBpf, "ioctl.query_bpf",
 PERFTEST_CASE(Ioctl, SetBpfErrors, "ioctl.set_bpf_errors",
               "core.c _perf_ioctl() PERF_EVENT_IOC_SET_BPF: bpf_prog_get(): a closed fd -> -EBADF, not a BPF "
               "program -> -EINVAL") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY)));
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   ASSERT_GE(null_fd, 0);
   EXPECT_THAT(Raw(ev, PERF_EVENT_IOC_SET_BPF, null_fd), FailsWithErrno(EINVAL)) << "not a BPF program";
@@ -612,7 +605,7 @@ PERFTEST_CASE(Ioctl, SetBpfErrors, "ioctl.set_bpf_errors",
 PERFTEST_CASE(Ioctl, ModifyAttributesOnlyForBreakpoints, "ioctl.modify_attributes_errors",
               "core.c _perf_ioctl(): perf_copy_attr() (-EFAULT, -E2BIG); perf_event_modify_attr(): type differs -> "
               "-EINVAL, not a breakpoint -> -EOPNOTSUPP") {
-  perf_event_attr attr = Counter(PERF_COUNT_SW_PAGE_FAULTS);
+  perf_event_attr attr = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
   ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), attr));
   EXPECT_THAT(Raw(ev, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, 0), FailsWithErrno(EFAULT));
   EXPECT_THAT(Raw(ev, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, reinterpret_cast<uintptr_t>(&attr)), FailsWithErrno(EOPNOTSUPP));
@@ -701,7 +694,7 @@ PERFTEST_CASE(Ioctl, ModifyBreakpointFollowsAttrDisabled, "ioctl.modify_attribut
 
 PERFTEST_CASE(Ioctl, UnknownRequestIsEnotty, "ioctl.unknown",
               "core.c _perf_ioctl(): default -> -ENOTTY (the request is matched whole, size bits included)") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY)));
   for (unsigned long req : {static_cast<unsigned long>(_IO('$', 12)), static_cast<unsigned long>(_IO('$', 99)),
                             static_cast<unsigned long>(_IOW('$', 0, uint64_t)), 0x5401ul /* TCGETS */}) {
     EXPECT_THAT(Raw(ev, req, 0), FailsWithErrno(ENOTTY)) << fmt::format("request {:#x}", req);
@@ -715,7 +708,7 @@ PERFTEST_CASE(Ioctl, PerfRequestOnOtherFds, "ioctl.non_perf_fd",
   EXPECT_THAT(backend().Ioctl(null_fd, PERF_EVENT_IOC_ENABLE, 0), FailsWithErrno(ENOTTY));
   ::close(null_fd);
   EXPECT_THAT(backend().Ioctl(null_fd, PERF_EVENT_IOC_ENABLE, 0), FailsWithErrno(EBADF));
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY)));
   const int fd = ev.fd();
   ASSERT_OK(ev.Close());
   EXPECT_THAT(backend().Ioctl(fd, PERF_EVENT_IOC_ENABLE, 0), FailsWithErrno(EBADF)) << "a closed event fd";

@@ -22,6 +22,7 @@
 #include "harness/attr.h"
 #include "harness/event.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/attrs.h"
 #include "suites/common/hardware.h"
 #include "suites/common/measure.h"
 #include "suites/common/suite.h"
@@ -31,19 +32,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr uint64_t kTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 // More than any core PMU has general-purpose counters (8 on Intel without SMT).
 constexpr int kOvercommit = 12;
 
-perf_event_attr Timed(uint32_t type, uint64_t config) {
-  perf_event_attr a = MakeAttr(type, config);
-  a.read_format = kTimes;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  return a;
-}
 // A general-purpose-only hardware event: branch instructions (no fixed counter).
-perf_event_attr Branches() { return Timed(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS); }
+perf_event_attr Branches() { return CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS, kTimed); }
 
 class Multiplex : public SuiteTest {
  protected:
@@ -79,7 +72,8 @@ class Multiplex : public SuiteTest {
 PERFTEST_CASE(Multiplex, TimesGrowOnlyWhileEnabled, "multiplex.times_enabled_window",
               "<linux/perf_event.h> PERF_FORMAT_TOTAL_TIME_ENABLED/RUNNING; core.c perf_event_update_time(): times "
               "advance in states >= INACTIVE (enabled) / ACTIVE (running) only") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Timed(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS)));
+  ASSERT_OK_AND_ASSIGN(Event ev,
+                       Event::Open(backend(), CounterAttr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, kTimed)));
   Spin(2ms);
   ReadValues v = Values(ev);
   EXPECT_EQ(Enabled(v), 0u) << "opened disabled: no enabled time yet";
@@ -114,7 +108,7 @@ PERFTEST_CASE(Multiplex, SoftwareNeverMultiplexes, "multiplex.software_never",
                               PERF_COUNT_SW_PAGE_FAULTS_MIN, PERF_COUNT_SW_DUMMY};
   std::vector<Event> evs;
   for (int i = 0; i < 40; ++i) {
-    perf_event_attr a = Timed(PERF_TYPE_SOFTWARE, configs[i % 5]);
+    perf_event_attr a = CounterAttr(PERF_TYPE_SOFTWARE, configs[i % 5], kTimed);
     a.disabled = 0;
     ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
     evs.push_back(std::move(ev));
@@ -132,7 +126,7 @@ PERFTEST_CASE(Multiplex, SoftwareNeverMultiplexes, "multiplex.software_never",
 PERFTEST_CASE(Multiplex, TaskTimeStopsWhileSwitchedOut, "multiplex.task_time_switched_out",
               "core.c perf_event_update_time() with the task context's time (ctx->time runs only while the task is "
               "scheduled in: perf_event_context_sched_out() stops it)") {
-  perf_event_attr a = Timed(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES);
+  perf_event_attr a = CounterAttr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, kTimed);
   a.exclude_kernel = 0;  // switches happen in the kernel
   ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
   ASSERT_OK_AND_ASSIGN(ReadValues v, MeasureValues(backend(), ev, Workload::Sleep(5, 4ms)));
@@ -144,7 +138,7 @@ PERFTEST_CASE(Multiplex, TaskTimeStopsWhileSwitchedOut, "multiplex.task_time_swi
 PERFTEST_CASE(Multiplex, SoftwarePinnedExclusiveGroupsCoexist, "multiplex.software_pinned_exclusive",
               "core.c group_can_go_on(): a software group goes on before the exclusive checks; merge_sched_in(): "
               "only a pinned group left INACTIVE goes to ERROR") {
-  perf_event_attr a = Timed(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
+  perf_event_attr a = CounterAttr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, kTimed);
   a.pinned = 1;
   a.exclusive = 1;
   a.disabled = 0;
@@ -168,9 +162,9 @@ PERFTEST_CASE(Multiplex, SoftwarePinnedExclusiveGroupsCoexist, "multiplex.softwa
 PERFTEST_CASE(Multiplex, GroupMembersShareTheLeadersTimes, "multiplex.group_times",
               "core.c perf_read_group(): one time_enabled/time_running for the group (the leader's); members are "
               "scheduled with it (group_sched_in())") {
-  perf_event_attr leader = Timed(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
+  perf_event_attr leader = CounterAttr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, kTimed);
   leader.read_format |= PERF_FORMAT_GROUP;
-  perf_event_attr member = Timed(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
+  perf_event_attr member = CounterAttr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, kTimed);
   member.disabled = 0;
   ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), leader, {member, member}));
   ASSERT_OK(g.leader().Enable());

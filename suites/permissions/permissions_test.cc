@@ -25,21 +25,13 @@
 
 #include "harness/attr.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/attrs.h"
 #include "suites/common/suite.h"
 
 namespace perftest {
 namespace {
 
 constexpr uid_t kNobody = 65534;
-
-// A software counter with exclude_kernel and exclude_hv: what a user may
-// open on its own task at perf_event_paranoid 2.
-perf_event_attr UserCounter(uint64_t config = PERF_COUNT_SW_PAGE_FAULTS) {
-  perf_event_attr a = SoftwareAttr(config);
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  return a;
-}
 
 ChildCredentials Nobody(std::vector<int> caps = {}) {
   ChildCredentials c;
@@ -88,7 +80,7 @@ class Permissions : public SuiteTest {
   }
   // mmap(2) of 1 + `pages` pages of a fresh page-fault sampler in the child: 0 or the errno.
   static int MapErrno(Backend& b, size_t pages) {
-    perf_event_attr a = UserCounter();
+    perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
     a.sample_period = 1;
     Result<int> fd = b.PerfEventOpen(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (!fd.ok()) return 1000 + fd.error();  // not the mmap: tell apart
@@ -104,14 +96,14 @@ class Permissions : public SuiteTest {
 PERFTEST_CASE(Permissions, UserOpensOwnTaskExcludingKernel, "permissions.user_own_task",
               "perf-security.rst; core.c perf_event_open(): a task event on oneself with exclude_kernel needs no "
               "capability below perf_event_paranoid 3") {
-  EXPECT_THAT(OpenAs(Nobody(), UserCounter()), SucceedsWith(UserErrno(false, 0)))
+  EXPECT_THAT(OpenAs(Nobody(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS)), SucceedsWith(UserErrno(false, 0)))
       << "perf_event_paranoid=" << paranoid();
 }
 
 PERFTEST_CASE(Permissions, UserKernelProfilingNeedsParanoid1, "permissions.user_kernel_profiling",
               "core.c perf_event_open() -> perf_allow_kernel(): exclude_kernel=0 by a user -> EACCES when "
               "perf_event_paranoid > 1") {
-  perf_event_attr a = UserCounter();
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
   a.exclude_kernel = 0;
   EXPECT_THAT(OpenAs(Nobody(), a), SucceedsWith(UserErrno(true, 1))) << "perf_event_paranoid=" << paranoid();
 }
@@ -119,7 +111,7 @@ PERFTEST_CASE(Permissions, UserKernelProfilingNeedsParanoid1, "permissions.user_
 PERFTEST_CASE(Permissions, UserCpuWideNeedsParanoid0, "permissions.user_cpu_wide",
               "core.c find_get_context() -> perf_allow_cpu(): a CPU-wide event by a user -> EACCES when "
               "perf_event_paranoid > 0") {
-  EXPECT_THAT(OpenAs(Nobody(), UserCounter(), -1, 0), SucceedsWith(UserErrno(true, 0)))
+  EXPECT_THAT(OpenAs(Nobody(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS), -1, 0), SucceedsWith(UserErrno(true, 0)))
       << "perf_event_paranoid=" << paranoid();
 }
 
@@ -130,7 +122,7 @@ PERFTEST_CASE(Permissions, PerfmonAllowsKernelAndCpuWide, "permissions.cap_perfm
                    "perf-design.txt (pid/cpu parameters): \"Per CPU counters need CAP_SYS_ADMIN privilege.\"",
                    "core.c perf_allow_cpu(): CAP_PERFMON or CAP_SYS_ADMIN (perfmon_capable(), Linux 5.8+), and no "
                    "capability at all when perf_event_paranoid <= 0");
-  perf_event_attr a = UserCounter();
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
   a.exclude_kernel = 0;
   EXPECT_THAT(OpenAs(Nobody({CAP_PERFMON}), a), SucceedsWith(0)) << "kernel profiling";
   EXPECT_THAT(OpenAs(Nobody({CAP_PERFMON}), a, -1, 0), SucceedsWith(0)) << "CPU-wide";
@@ -138,7 +130,7 @@ PERFTEST_CASE(Permissions, PerfmonAllowsKernelAndCpuWide, "permissions.cap_perfm
 
 PERFTEST_CASE(Permissions, SysAdminStillAllows, "permissions.cap_sys_admin",
               "include/linux/capability.h perfmon_capable(): CAP_PERFMON or (for compatibility) CAP_SYS_ADMIN") {
-  perf_event_attr a = UserCounter();
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
   a.exclude_kernel = 0;
   EXPECT_THAT(OpenAs(Nobody({CAP_SYS_ADMIN}), a, -1, 0), SucceedsWith(0)) << "CPU-wide kernel profiling";
 }
@@ -148,7 +140,7 @@ PERFTEST_CASE(Permissions, CapabilitiesNotUidDecide, "permissions.caps_not_uid",
               "perf_allow_kernel(); capabilities do") {
   ChildCredentials root_without_caps;
   root_without_caps.caps = std::vector<int>{};  // uid 0, every capability dropped
-  perf_event_attr a = UserCounter();
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
   a.exclude_kernel = 0;
   EXPECT_THAT(OpenAs(root_without_caps, a), SucceedsWith(UserErrno(true, 1))) << "perf_event_paranoid=" << paranoid();
 }
@@ -157,11 +149,13 @@ PERFTEST_CASE(Permissions, OtherUsersTaskNeedsPtraceAccess, "permissions.other_u
               "core.c perf_event_open() -> perf_check_permission() -> ptrace_may_access(PTRACE_MODE_READ_REALCREDS): "
               "refused -> EACCES") {
   const pid_t parent = backend().CurrentTask().pid;  // runs as this process's (root) user
-  EXPECT_THAT(OpenAs(Nobody(), UserCounter(), parent), SucceedsWith(EACCES))
+  EXPECT_THAT(OpenAs(Nobody(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS), parent), SucceedsWith(EACCES))
       << "nobody attaching to pid " << parent;
-  EXPECT_THAT(OpenAs(Nobody({CAP_SYS_PTRACE}), UserCounter(), parent), SucceedsWith(UserErrno(false, 0)))
+  EXPECT_THAT(OpenAs(Nobody({CAP_SYS_PTRACE}), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS), parent),
+              SucceedsWith(UserErrno(false, 0)))
       << "with CAP_SYS_PTRACE";
-  EXPECT_THAT(OpenAs(Nobody({CAP_PERFMON}), UserCounter(), parent), SucceedsWith(0)) << "with CAP_PERFMON";
+  EXPECT_THAT(OpenAs(Nobody({CAP_PERFMON}), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS), parent), SucceedsWith(0))
+      << "with CAP_PERFMON";
 }
 
 PERFTEST_CASE(Permissions, SameUserTaskAllowed, "permissions.same_user_task",
@@ -169,14 +163,15 @@ PERFTEST_CASE(Permissions, SameUserTaskAllowed, "permissions.same_user_task",
               "__ptrace_may_access(): same uid and gid, and the target's capabilities a subset of the caller's "
               "(security/commoncap.c cap_ptrace_access_check())") {
   const pid_t parent = backend().CurrentTask().pid;
-  EXPECT_THAT(OpenAs(ChildCredentials{}, UserCounter(), parent), SucceedsWith(0)) << "a child as its parent";
+  EXPECT_THAT(OpenAs(ChildCredentials{}, SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS), parent), SucceedsWith(0))
+      << "a child as its parent";
   ChildCredentials no_caps;
   no_caps.caps = std::vector<int>{};
-  EXPECT_THAT(OpenAs(no_caps, UserCounter(), parent), SucceedsWith(EACCES))
+  EXPECT_THAT(OpenAs(no_caps, SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS), parent), SucceedsWith(EACCES))
       << "same uid, but the parent has capabilities the child lacks";
   ChildCredentials perfmon_only;
   perfmon_only.caps = std::vector<int>{CAP_PERFMON};
-  EXPECT_THAT(OpenAs(perfmon_only, UserCounter(), parent), SucceedsWith(0))
+  EXPECT_THAT(OpenAs(perfmon_only, SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS), parent), SucceedsWith(0))
       << "perfmon_capable() passes before ptrace_may_access() is asked";
 }
 
@@ -256,7 +251,7 @@ PERFTEST_CASE(Permissions, SyscallTracepointsAllowRawOnOwnTask, "permissions.tra
 
 PERFTEST_CASE(Permissions, NamespacesNeedPerfmon, "permissions.namespaces",
               "core.c perf_event_open(): \"if (attr.namespaces) { if (!perfmon_capable()) return -EACCES; }\"") {
-  perf_event_attr a = UserCounter(PERF_COUNT_SW_DUMMY);
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_DUMMY);
   a.namespaces = 1;
   EXPECT_THAT(OpenAs(Nobody(), a), SucceedsWith(EACCES));
   EXPECT_THAT(OpenAs(Nobody({CAP_PERFMON}), a), SucceedsWith(0));
@@ -264,7 +259,7 @@ PERFTEST_CASE(Permissions, NamespacesNeedPerfmon, "permissions.namespaces",
 
 PERFTEST_CASE(Permissions, PhysAddrNeedsKernelAccess, "permissions.phys_addr",
               "core.c perf_event_open(): PERF_SAMPLE_PHYS_ADDR -> perf_allow_kernel() -> EACCES above paranoid 1") {
-  perf_event_attr a = UserCounter();
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
   a.sample_period = 1;
   a.sample_type = PERF_SAMPLE_PHYS_ADDR;
   EXPECT_THAT(OpenAs(Nobody(), a), SucceedsWith(UserErrno(true, 1))) << "perf_event_paranoid=" << paranoid();
@@ -274,7 +269,7 @@ PERFTEST_CASE(Permissions, PhysAddrNeedsKernelAccess, "permissions.phys_addr",
 PERFTEST_CASE(Permissions, KernelBranchesCheckedBeforeThePmu, "permissions.branch_kernel",
               "core.c perf_copy_attr(): PERF_SAMPLE_BRANCH_KERNEL -> perf_allow_kernel() (EACCES) before any PMU "
               "sees the event; the software PMU then refuses branch stacks (EOPNOTSUPP)") {
-  perf_event_attr a = UserCounter();
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
   a.sample_period = 1;
   a.sample_type = PERF_SAMPLE_BRANCH_STACK;
   a.branch_sample_type = PERF_SAMPLE_BRANCH_ANY | PERF_SAMPLE_BRANCH_KERNEL;

@@ -18,23 +18,13 @@
 #include "harness/attr.h"
 #include "harness/event.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/attrs.h"
 #include "suites/common/suite.h"
 
 namespace perftest {
 namespace {
 
 using namespace std::chrono_literals;
-
-constexpr uint64_t kTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-
-perf_event_attr Sw(uint64_t config, bool disabled = true) {
-  perf_event_attr a = SoftwareAttr(config);
-  a.disabled = disabled;
-  a.read_format = kTimes;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  return a;
-}
 
 class Prctl : public SuiteTest {
  protected:
@@ -43,7 +33,9 @@ class Prctl : public SuiteTest {
 
 PERFTEST_CASE(Prctl, DisableThenEnable, "prctl.disable_enable",
               "prctl(2) PR_TASK_PERF_EVENTS_DISABLE/ENABLE; kernel/sys.c -> perf_event_task_disable()/enable()") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS, /*disabled=*/false)));
+  ASSERT_OK_AND_ASSIGN(Event ev,
+                       Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS,
+                                                                  {.read_format = kTimes, .disabled = false})));
   EXPECT_THAT(backend().Prctl(PR_TASK_PERF_EVENTS_DISABLE), SucceedsWith(0));
   const uint64_t before = Value(ev);
   Touch(8);
@@ -55,7 +47,7 @@ PERFTEST_CASE(Prctl, DisableThenEnable, "prctl.disable_enable",
 
 PERFTEST_CASE(Prctl, EnableAlsoEnablesDisabledAtOpen, "prctl.enables_disabled_at_open",
               "perf-design.txt: 'If it is initially disabled, it can be enabled by ioctl or prctl'") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed)));
   Touch(4);
   EXPECT_EQ(Value(ev), 0u);
   ASSERT_OK(backend().Prctl(PR_TASK_PERF_EVENTS_ENABLE));
@@ -67,7 +59,9 @@ PERFTEST_CASE(Prctl, EnableAlsoEnablesDisabledAtOpen, "prctl.enables_disabled_at
 PERFTEST_CASE(Prctl, DisableKeepsCountsAndStopsTime, "prctl.disable_keeps_state",
               "perf-design.txt 'When a counter is disabled, it doesn't count ... but does continue to exist and "
               "maintain its count value'") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Sw(PERF_COUNT_SW_TASK_CLOCK, false)));
+  ASSERT_OK_AND_ASSIGN(
+      Event ev, Event::Open(backend(),
+                            SoftwareCounterAttr(PERF_COUNT_SW_TASK_CLOCK, {.read_format = kTimes, .disabled = false})));
   ASSERT_OK(backend().RunWorkload(Workload::Spin(2ms)));
   ASSERT_OK(backend().Prctl(PR_TASK_PERF_EVENTS_DISABLE));
   ASSERT_OK_AND_ASSIGN(ReadValues a, ev.Read());
@@ -82,8 +76,9 @@ PERFTEST_CASE(Prctl, GroupMembersToo, "prctl.group_members",
   RecordDivergence("prctl.group_members",
                    "perf-design.txt 'prctl': 'It only enables or disables the group leaders, not any other members'",
                    "Linux 6.18 enables and disables every event the task created, group members included");
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS),
-                                            {Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN)}));  // both disabled
+  ASSERT_OK_AND_ASSIGN(Group g,
+                       Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed),
+                                   {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, kTimed)}));  // both disabled
   ASSERT_OK(backend().Prctl(PR_TASK_PERF_EVENTS_ENABLE));
   Touch(8);
   ASSERT_OK(backend().Prctl(PR_TASK_PERF_EVENTS_DISABLE));
@@ -103,7 +98,8 @@ PERFTEST_CASE(Prctl, OwnedCpuWideEventsToo, "prctl.owned_cpu_wide",
                    "processes' (and applies to counters attached to it by others)",
                    "Linux 6.18 acts on the events the task created — a CPU-wide event it opened included — and not on "
                    "events others attached to it");
-  Result<Event> ev = Event::Open(backend(), Sw(PERF_COUNT_SW_CPU_CLOCK), /*pid=*/-1, /*cpu=*/0);
+  Result<Event> ev =
+      Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_CPU_CLOCK, kTimed), /*pid=*/-1, /*cpu=*/0);
   if (!ev.ok()) {
     if (auto c = UnavailableClass(ev.error())) {
       PERFTEST_SKIP(*c, "a CPU-wide cpu-clock event: " + ev.ToString() + " (needs CAP_PERFMON or paranoid <= 0)");
@@ -121,8 +117,12 @@ PERFTEST_CASE(Prctl, OwnedCpuWideEventsToo, "prctl.owned_cpu_wide",
 
 PERFTEST_CASE(Prctl, IoctlStillWorksAfterPrctl, "prctl.ioctl_after",
               "core.c: prctl and PERF_EVENT_IOC_ENABLE both end in _perf_event_enable() of the one event") {
-  ASSERT_OK_AND_ASSIGN(Event a, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS, false)));
-  ASSERT_OK_AND_ASSIGN(Event b, Event::Open(backend(), Sw(PERF_COUNT_SW_PAGE_FAULTS_MIN, false)));
+  ASSERT_OK_AND_ASSIGN(
+      Event a, Event::Open(backend(),
+                           SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, {.read_format = kTimes, .disabled = false})));
+  ASSERT_OK_AND_ASSIGN(Event b,
+                       Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN,
+                                                                  {.read_format = kTimes, .disabled = false})));
   ASSERT_OK(backend().Prctl(PR_TASK_PERF_EVENTS_DISABLE));
   const uint64_t b_before = Value(b);
   ASSERT_OK(a.Enable());

@@ -35,17 +35,16 @@
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
 #include "harness/user_time.h"
-#include "suites/common/records_util.h"
+#include "suites/common/attrs.h"
 #include "suites/common/hardware.h"
 #include "suites/common/measure.h"
+#include "suites/common/records_util.h"
 #include "suites/common/suite.h"
 
 namespace perftest {
 namespace {
 
 using namespace std::chrono_literals;
-
-constexpr uint64_t kTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 
 // One consistent snapshot of the page's self-monitoring fields.
 struct PageSnapshot {
@@ -146,13 +145,6 @@ class Rdpmc : public SuiteTest {
     EXPECT_OK(backend().RunWorkload(Workload::Sleep(1, 200us)));
     return PagedEvent{std::move(*ev), std::move(*rb)};
   }
-  static perf_event_attr Counter(uint32_t type, uint64_t config) {
-    perf_event_attr a = MakeAttr(type, config);
-    a.read_format = kTimes;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    return a;
-  }
   ReadValues Values(Event& ev) {
     Result<ReadValues> v = ev.Read();
     EXPECT_OK(v);
@@ -160,17 +152,18 @@ class Rdpmc : public SuiteTest {
   }
 };
 
-#define REQUIRE_HARDWARE()                                            \
-  do {                                                                \
-    if (auto why = NoHardwareFor(backend(), Counter(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS))) { \
-      PERFTEST_SKIP(why->first, why->second);                                                 \
-    }                                                                                         \
+#define REQUIRE_HARDWARE()                                                                                          \
+  do {                                                                                                              \
+    if (auto why = NoHardwareFor(backend(), CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, kTimed))) { \
+      PERFTEST_SKIP(why->first, why->second);                                                                       \
+    }                                                                                                               \
   } while (0)
 
 PERFTEST_CASE(Rdpmc, PageAfterMmap, "rdpmc.page_after_mmap",
               "core.c perf_event_init_userpage(): cap_bit0_is_deprecated = 1, size = offsetof(__reserved); perf_mmap() "
               "-> perf_event_update_userpage(): one locked update") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS)));
+  ASSERT_OK_AND_ASSIGN(Event ev,
+                       Event::Open(backend(), CounterAttr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, kTimed)));
   std::optional<RingBuffer> rb = MapPage(ev);
   ASSERT_TRUE(rb.has_value());
   const volatile perf_event_mmap_page& pg = rb->page();
@@ -192,7 +185,7 @@ PERFTEST_CASE(Rdpmc, SoftwareEventsHaveNoCounter, "rdpmc.software_index_zero",
               "mmapped x86 counter (PERF_EVENT_FLAG_USER_READ_CNT)") {
   for (uint64_t config : {PERF_COUNT_SW_TASK_CLOCK, PERF_COUNT_SW_PAGE_FAULTS, PERF_COUNT_SW_CPU_CLOCK}) {
     SCOPED_TRACE(fmt::format("software config {}", config));
-    perf_event_attr a = Counter(PERF_TYPE_SOFTWARE, config);
+    perf_event_attr a = CounterAttr(PERF_TYPE_SOFTWARE, config, kTimed);
     a.disabled = 0;
     ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
     std::optional<RingBuffer> rb = MapPage(ev);
@@ -217,7 +210,8 @@ PERFTEST_CASE(Rdpmc, SeqlockUpdates, "rdpmc.lock_protocol",
                    "Linux 6.x rewrites the page when the event is scheduled in (ENABLE, each switch-in), on RESET and "
                    "on mmap, but not on DISABLE: after a DISABLE the page keeps the values of the last sched-in, so a "
                    "software event's page lags read(2)");
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS)));
+  ASSERT_OK_AND_ASSIGN(Event ev,
+                       Event::Open(backend(), CounterAttr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, kTimed)));
   std::optional<RingBuffer> rb = MapPage(ev);
   ASSERT_TRUE(rb.has_value());
   const volatile perf_event_mmap_page& pg = rb->page();
@@ -254,7 +248,7 @@ PERFTEST_CASE(Rdpmc, SeqlockUpdates, "rdpmc.lock_protocol",
 PERFTEST_CASE(Rdpmc, PageTimesTrackSchedIn, "rdpmc.page_times",
               "core.c perf_event_update_userpage(): time_enabled/time_running as of the update "
               "(calc_timer_values()); never ahead of read(2)'s") {
-  perf_event_attr a = Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
+  perf_event_attr a = CounterAttr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, kTimed);
   ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
   std::optional<RingBuffer> rb = MapPage(ev);
   ASSERT_TRUE(rb.has_value());
@@ -275,7 +269,7 @@ PERFTEST_CASE(Rdpmc, TimeFieldsFollowTheirCaps, "rdpmc.time_fields",
               "<linux/perf_event.h> cap_user_time / cap_user_time_zero / cap_user_time_short and the conversion in "
               "the comment above time_shift; x86 arch_perf_update_userpage(): set only with a stable native "
               "sched_clock (TSC)") {
-  std::optional<PagedEvent> p = EnabledWithFreshPage(Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK));
+  std::optional<PagedEvent> p = EnabledWithFreshPage(CounterAttr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, kTimed));
   ASSERT_TRUE(p.has_value());
   auto& [ev, rb] = *p;
   const PageSnapshot s = ReadPage(rb.page(), nullptr);
@@ -312,7 +306,8 @@ PERFTEST_CASE(Rdpmc, ReadCounterFromUserSpace, "rdpmc.hw_self_count",
               "<linux/perf_event.h> the self-monitoring loop above perf_event_mmap_page.index: count = offset + "
               "sign-extended rdpmc(index - 1) over pmc_width bits; x86_pmu_event_idx(): index = counter + 1") {
   REQUIRE_HARDWARE();
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS)));
+  ASSERT_OK_AND_ASSIGN(Event ev,
+                       Event::Open(backend(), CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, kTimed)));
   std::optional<RingBuffer> rb = MapPage(ev);
   ASSERT_TRUE(rb.has_value());
   ASSERT_OK(ev.Enable());
@@ -341,7 +336,8 @@ PERFTEST_CASE(Rdpmc, IndexOnlyWhileActive, "rdpmc.hw_index_active",
               "core.c perf_event_index(): 0 unless the event is ACTIVE; x86_pmu_event_mapped() sets cap_user_rdpmc "
               "for a mapped counter even while it is off") {
   REQUIRE_HARDWARE();
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS)));
+  ASSERT_OK_AND_ASSIGN(Event ev,
+                       Event::Open(backend(), CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, kTimed)));
   std::optional<RingBuffer> rb = MapPage(ev);
   ASSERT_TRUE(rb.has_value());
   const PageSnapshot off = ReadPage(rb->page(), &backend());
@@ -360,12 +356,12 @@ PERFTEST_CASE(Rdpmc, MultiplexedCounterPageTimes, "rdpmc.hw_multiplexed_times",
   REQUIRE_HARDWARE();
   std::vector<Event> others;
   for (int i = 0; i < 12; ++i) {
-    perf_event_attr a = Counter(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS);
+    perf_event_attr a = CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS, kTimed);
     a.disabled = 0;
     ASSERT_OK_AND_ASSIGN(Event o, Event::Open(backend(), a));
     others.push_back(std::move(o));
   }
-  perf_event_attr a = Counter(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS);
+  perf_event_attr a = CounterAttr(PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS, kTimed);
   ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
   std::optional<RingBuffer> rb = MapPage(ev);
   ASSERT_TRUE(rb.has_value());
@@ -401,7 +397,7 @@ PERFTEST_CASE(Rdpmc, TimesFromPageMatchRead, "rdpmc.user_time_scaling",
               "<linux/perf_event.h> comment above perf_event_mmap_page.time_shift: 'delta = time_offset + quot * "
               "time_mult + ((rem * time_mult) >> time_shift); enabled += delta; if (index) running += delta'; core.c "
               "perf_event_update_userpage() (calc_timer_values() at the update); arch_perf_update_userpage()") {
-  std::optional<PagedEvent> p = EnabledWithFreshPage(Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK));
+  std::optional<PagedEvent> p = EnabledWithFreshPage(CounterAttr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, kTimed));
   ASSERT_TRUE(p.has_value());
   auto& [ev, rb] = *p;
   // Then time passes on CPU, and the page and read(2) are taken together.
@@ -446,7 +442,7 @@ PERFTEST_CASE(Rdpmc, TimeZeroIsPerfClock, "rdpmc.user_time_zero",
               "<linux/perf_event.h> comment above perf_event_mmap_page.time_zero: 'timestamp = time_zero + quot * "
               "time_mult + ((rem * time_mult) >> time_shift)' is the perf clock of PERF_SAMPLE_TIME; "
               "cap_user_time_short: 'cyc = time_cycles + ((cyc - time_cycles) & time_mask)'") {
-  perf_event_attr a = Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS);
+  perf_event_attr a = CounterAttr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, kTimed);
   a.sample_period = 1;
   a.sample_type = PERF_SAMPLE_TIME;
   a.exclude_kernel = 0;  // page faults are counted in the kernel's handler
@@ -484,7 +480,7 @@ PERFTEST_CASE(Rdpmc, TimeZeroWithClockid, "rdpmc.user_time_zero_clockid",
               "x86 arch_perf_update_userpage(): 'cap_user_time_zero doesn't make sense when we're using a different "
               "time base for the records' (no time_zero with attr.use_clockid); arm64/riscv "
               "arch_perf_update_userpage() set cap_user_time_zero regardless") {
-  perf_event_attr a = Counter(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
+  perf_event_attr a = CounterAttr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, kTimed);
   a.use_clockid = 1;
   a.clockid = CLOCK_MONOTONIC_RAW;
   std::optional<PagedEvent> p = EnabledWithFreshPage(a);

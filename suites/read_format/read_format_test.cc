@@ -9,6 +9,8 @@
 // perf_read_group(), __perf_read_group_add(), __perf_event_read_size(),
 // perf_event_validate_size(); kernel/events/ring_buffer.c __perf_output_begin()
 // (lost_samples).
+#include "harness/read_format.h"
+
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,10 +24,10 @@
 
 #include "harness/attr.h"
 #include "harness/event.h"
-#include "harness/read_format.h"
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/attrs.h"
 #include "suites/common/records_util.h"
 #include "suites/common/suite.h"
 
@@ -35,21 +37,9 @@ namespace {
 using ::testing::Ge;
 using namespace std::chrono_literals;
 
-constexpr uint64_t kTimes = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 constexpr uint64_t kAllBits = kTimes | PERF_FORMAT_ID | PERF_FORMAT_GROUP | PERF_FORMAT_LOST;
 // Page faults the kernel may add to a workload's own (first touches of stack
 // or heap by the harness between enable and disable).
-
-// A counting software event of this task, user mode only (allowed at
-// perf_event_paranoid 2 without privilege).
-perf_event_attr Counter(uint64_t config, uint64_t read_format, bool disabled = true) {
-  perf_event_attr a = SoftwareAttr(config);
-  a.read_format = read_format;
-  a.disabled = disabled;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  return a;
-}
 
 // Word positions of a read_format record, from the UAPI comment:
 //   { u64 value; { u64 time_enabled; } { u64 time_running; } { u64 id; } { u64 lost; } }
@@ -106,7 +96,8 @@ PERFTEST_CASE(ReadFormat, SingleLayoutEveryCombination, "read_format.layout_sing
   for (uint64_t rf = 0; rf <= kAllBits; ++rf) {
     if (rf & PERF_FORMAT_GROUP) continue;
     SCOPED_TRACE("read_format=" + DescribeReadFormat(rf));
-    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS, rf)));
+    ASSERT_OK_AND_ASSIGN(Event ev,
+                         Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, {.read_format = rf})));
     ASSERT_OK_AND_ASSIGN(const uint64_t id, ev.Id());
     ASSERT_OK(ev.Enable());
     ASSERT_OK(backend().RunWorkload(Workload::TouchPages(kPages)));
@@ -142,9 +133,11 @@ PERFTEST_CASE(ReadFormat, GroupLayoutEveryCombination, "read_format.layout_group
     if (!(rf & PERF_FORMAT_GROUP)) continue;
     SCOPED_TRACE("read_format=" + DescribeReadFormat(rf));
     // Members open enabled: they count whenever the leader does.
-    ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS, rf),
-                                              {Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN, rf, false),
-                                               Counter(PERF_COUNT_SW_DUMMY, rf, false)}));
+    ASSERT_OK_AND_ASSIGN(
+        Group g,
+        Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, {.read_format = rf}),
+                    {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.read_format = rf, .disabled = false}),
+                     SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = rf, .disabled = false})}));
     uint64_t ids[3];
     for (size_t i = 0; i < 3; ++i) {
       ASSERT_OK_AND_ASSIGN(ids[i], (i == 0 ? g.leader() : g.member(i - 1)).Id());
@@ -181,8 +174,8 @@ PERFTEST_CASE(ReadFormat, ShortBufferIsEnospc, "read_format.enospc",
               "perf_event_open(2) 'Reading results'; core.c __perf_read(): count < event->read_size -> -ENOSPC") {
   for (uint64_t rf = 0; rf <= kAllBits; ++rf) {
     SCOPED_TRACE("read_format=" + DescribeReadFormat(rf));
-    ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_DUMMY, rf),
-                                              {Counter(PERF_COUNT_SW_DUMMY, rf)}));
+    ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = rf}),
+                                              {SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = rf})}));
     const size_t size = ReadFormatSize(rf, 2);
     std::vector<std::byte> buf(size + 8);
     EXPECT_THAT(backend().Read(g.leader().fd(), buf.data(), 0), FailsWithErrno(ENOSPC));
@@ -196,7 +189,7 @@ PERFTEST_CASE(ReadFormat, ShortBufferIsEnospc, "read_format.enospc",
 PERFTEST_CASE(ReadFormat, LargerBufferGetsTheRecordOnly, "read_format.oversized_buffer",
               "core.c __perf_read(): returns event->read_size bytes whatever the buffer size") {
   const uint64_t rf = kTimes | PERF_FORMAT_ID | PERF_FORMAT_LOST;
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY, rf)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = rf})));
   std::vector<std::byte> raw;
   ASSERT_OK_AND_ASSIGN(std::vector<uint64_t> w, ReadWords(ev.fd(), 4096, &raw));
   EXPECT_EQ(w.size() * 8, ReadFormatSize(rf));
@@ -207,8 +200,10 @@ PERFTEST_CASE(ReadFormat, LargerBufferGetsTheRecordOnly, "read_format.oversized_
 
 PERFTEST_CASE(ReadFormat, IdIsIocIdAndUnique, "read_format.id",
               "<linux/perf_event.h> PERF_FORMAT_ID; core.c primary_event_id(), PERF_EVENT_IOC_ID") {
-  ASSERT_OK_AND_ASSIGN(Event a, Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY, PERF_FORMAT_ID)));
-  ASSERT_OK_AND_ASSIGN(Event b, Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY, PERF_FORMAT_ID)));
+  ASSERT_OK_AND_ASSIGN(
+      Event a, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = PERF_FORMAT_ID})));
+  ASSERT_OK_AND_ASSIGN(
+      Event b, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = PERF_FORMAT_ID})));
   ASSERT_OK_AND_ASSIGN(const uint64_t ida, a.Id());
   ASSERT_OK_AND_ASSIGN(const uint64_t idb, b.Id());
   EXPECT_NE(ida, idb);
@@ -222,7 +217,7 @@ PERFTEST_CASE(ReadFormat, IdIsIocIdAndUnique, "read_format.id",
 
 PERFTEST_CASE(ReadFormat, NeverEnabledReadsZero, "read_format.never_enabled",
               "core.c perf_event_alloc(): state OFF for attr.disabled; __perf_update_times() accrues nothing while OFF") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_TASK_CLOCK, kTimes)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_TASK_CLOCK, kTimed)));
   ASSERT_OK(backend().RunWorkload(Workload::Spin(2ms)));
   ASSERT_OK_AND_ASSIGN(ReadValues v, ev.Read());
   EXPECT_EQ(v.counters[0].value, 0u);
@@ -233,7 +228,7 @@ PERFTEST_CASE(ReadFormat, NeverEnabledReadsZero, "read_format.never_enabled",
 PERFTEST_CASE(ReadFormat, TimesStopWhileDisabled, "read_format.times_stop_disabled",
               "<linux/perf_event.h> PERF_FORMAT_TOTAL_TIME_ENABLED: time the event was enabled; "
               "core.c __perf_update_times()") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_TASK_CLOCK, kTimes)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_TASK_CLOCK, kTimed)));
   ASSERT_OK(ev.Enable());
   ASSERT_OK(backend().RunWorkload(Workload::Spin(2ms)));
   ASSERT_OK(ev.Disable());
@@ -253,7 +248,7 @@ PERFTEST_CASE(ReadFormat, TimesStopWhileDisabled, "read_format.times_stop_disabl
 
 PERFTEST_CASE(ReadFormat, TaskClockEqualsTimeRunning, "read_format.task_clock_time_running",
               "core.c task_clock_event_update(): task-clock counts the context's time, as time_running does") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_TASK_CLOCK, kTimes)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_TASK_CLOCK, kTimed)));
   for (auto d : {1ms, 3ms}) {
     ASSERT_OK(ev.Enable());
     ASSERT_OK(backend().RunWorkload(Workload::Spin(d)));
@@ -268,7 +263,7 @@ PERFTEST_CASE(ReadFormat, TaskClockEqualsTimeRunning, "read_format.task_clock_ti
 
 PERFTEST_CASE(ReadFormat, TaskTimesPauseWhileSleeping, "read_format.task_times_exclude_sleep",
               "core.c: a task context's time runs only while the task is scheduled in (perf_event_context_sched_in/out)") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS, kTimes)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed)));
   constexpr auto kEach = 4ms;
   constexpr int kTimesSlept = 5;
   ASSERT_OK(ev.Enable());
@@ -282,7 +277,7 @@ PERFTEST_CASE(ReadFormat, TaskTimesPauseWhileSleeping, "read_format.task_times_e
 
 PERFTEST_CASE(ReadFormat, CpuWideTimesIncludeSleep, "read_format.cpu_times_include_sleep",
               "core.c: a CPU context's time always runs; perf_event_open(2) pid == -1, cpu >= 0") {
-  perf_event_attr a = Counter(PERF_COUNT_SW_CPU_CLOCK, kTimes);
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_CPU_CLOCK, kTimed);
   Result<Event> ev = Event::Open(backend(), a, /*pid=*/-1, /*cpu=*/0);
   if (!ev.ok() && (ev.error() == EACCES || ev.error() == EPERM)) {
     PERFTEST_SKIP(SkipClass::kPermission,
@@ -304,8 +299,10 @@ PERFTEST_CASE(ReadFormat, CpuWideTimesIncludeSleep, "read_format.cpu_times_inclu
 
 PERFTEST_CASE(ReadFormat, MemberTimesFrozenWhileLeaderOff, "read_format.member_times_leader_off",
               "core.c __perf_effective_state(): a member's state is its leader's while the leader is OFF") {
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS, kTimes),
-                                            {Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN, kTimes, /*disabled=*/false)}));
+  ASSERT_OK_AND_ASSIGN(
+      Group g,
+      Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed),
+                  {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.read_format = kTimes, .disabled = false})}));
   ASSERT_OK(backend().RunWorkload(Workload::TouchPages(4)));
   ASSERT_OK(backend().RunWorkload(Workload::Spin(2ms)));
   ASSERT_OK_AND_ASSIGN(ReadValues off, g.member(0).Read());
@@ -329,8 +326,10 @@ PERFTEST_CASE(ReadFormat, MemberTimesFrozenWhileLeaderOff, "read_format.member_t
 PERFTEST_CASE(ReadFormat, GroupReadFromMember, "read_format.group_from_member",
               "core.c perf_read_group(): reads event->group_leader and its siblings with the reader's read_format") {
   const uint64_t member_rf = PERF_FORMAT_GROUP | PERF_FORMAT_ID | kTimes;
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS, kTimes),
-                                            {Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN, member_rf, false)}));
+  ASSERT_OK_AND_ASSIGN(
+      Group g,
+      Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, kTimed),
+                  {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.read_format = member_rf, .disabled = false})}));
   ASSERT_OK_AND_ASSIGN(const uint64_t leader_id, g.leader().Id());
   ASSERT_OK_AND_ASSIGN(const uint64_t member_id, g.member(0).Id());
   ASSERT_OK(g.leader().Enable());
@@ -353,9 +352,10 @@ PERFTEST_CASE(ReadFormat, GroupReadFromMember, "read_format.group_from_member",
 PERFTEST_CASE(ReadFormat, GroupTimesAreTheLeaders, "read_format.group_times_leader",
               "core.c __perf_read_group_add(): time_enabled/time_running of the leader") {
   // Two members that are never enabled: one reads alone, one reads the group.
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Counter(PERF_COUNT_SW_TASK_CLOCK, kTimes),
-                                            {Counter(PERF_COUNT_SW_DUMMY, kTimes),
-                                             Counter(PERF_COUNT_SW_DUMMY, kTimes | PERF_FORMAT_GROUP)}));
+  ASSERT_OK_AND_ASSIGN(
+      Group g, Group::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_TASK_CLOCK, kTimed),
+                           {SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, kTimed),
+                            SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = kTimes | PERF_FORMAT_GROUP})}));
   ASSERT_OK(g.leader().Enable());
   ASSERT_OK(backend().RunWorkload(Workload::Spin(2ms)));
   ASSERT_OK(g.leader().Disable());
@@ -375,9 +375,12 @@ PERFTEST_CASE(ReadFormat, GroupTimesAreTheLeaders, "read_format.group_times_lead
 PERFTEST_CASE(ReadFormat, GroupShrinksWhenMembersClose, "read_format.group_member_close",
               "core.c perf_group_detach(): siblings and leader get a new read_size (perf_event__header_size())") {
   const uint64_t rf = PERF_FORMAT_GROUP | PERF_FORMAT_ID;
-  ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY, rf)));
-  ASSERT_OK_AND_ASSIGN(Event m1, Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY, rf), 0, -1, &leader));
-  ASSERT_OK_AND_ASSIGN(Event m2, Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY, rf), 0, -1, &leader));
+  ASSERT_OK_AND_ASSIGN(Event leader,
+                       Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = rf})));
+  ASSERT_OK_AND_ASSIGN(
+      Event m1, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = rf}), 0, -1, &leader));
+  ASSERT_OK_AND_ASSIGN(
+      Event m2, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = rf}), 0, -1, &leader));
   ASSERT_OK_AND_ASSIGN(const uint64_t leader_id, leader.Id());
   ASSERT_OK_AND_ASSIGN(const uint64_t m2_id, m2.Id());
   std::vector<std::byte> buf(256);
@@ -421,11 +424,13 @@ PERFTEST_CASE(ReadFormat, GroupSizeLimitIsE2big, "read_format.group_size_limit",
     const uint64_t group_rf = (v.leader_rf & PERF_FORMAT_GROUP) ? v.leader_rf : v.member_rf;
     size_t max_nr = 1;
     while (ReadFormatSize(group_rf, max_nr + 1) <= 16 * 1024) ++max_nr;
-    ASSERT_OK_AND_ASSIGN(Event leader, Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY, v.leader_rf)));
+    ASSERT_OK_AND_ASSIGN(
+        Event leader, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = v.leader_rf})));
     std::vector<Event> members;
     Result<Event> last = Result<Event>::Failure(0);
     while (true) {
-      last = Event::Open(backend(), Counter(PERF_COUNT_SW_DUMMY, v.member_rf), 0, -1, &leader);
+      last = Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = v.member_rf}), 0, -1,
+                         &leader);
       if (!last.ok() || members.size() > max_nr) break;
       members.push_back(std::move(*last));
     }
@@ -436,10 +441,7 @@ PERFTEST_CASE(ReadFormat, GroupSizeLimitIsE2big, "read_format.group_size_limit",
 
 // A page-fault sampler with a one-page buffer that fills up.
 perf_event_attr Sampler(uint64_t read_format) {
-  perf_event_attr a = Counter(PERF_COUNT_SW_PAGE_FAULTS, read_format);
-  a.sample_period = 1;
-  a.sample_type = PERF_SAMPLE_IP;
-  return a;
+  return SoftwareSamplerAttr(PERF_COUNT_SW_PAGE_FAULTS, /*sample_period=*/1, PERF_SAMPLE_IP, {.read_format = read_format});
 }
 
 PERFTEST_CASE(ReadFormat, LostCountsRecordsThatDidNotFit, "read_format.lost_full_buffer",
@@ -496,7 +498,7 @@ PERFTEST_CASE(ReadFormat, NothingLostWithoutBuffer, "read_format.lost_needs_buff
 PERFTEST_CASE(ReadFormat, LostCountsSideBandRecords, "read_format.lost_side_band",
               "ring_buffer.c __perf_output_begin(): lost_samples counts every record that did not fit, "
               "PERF_RECORD_MMAP included (despite the name)") {
-  perf_event_attr a = Counter(PERF_COUNT_SW_DUMMY, PERF_FORMAT_LOST);
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = PERF_FORMAT_LOST});
   a.mmap = 1;
   ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
   ASSERT_OK_AND_ASSIGN(perftest::RingBuffer rb, perftest::RingBuffer::Map(backend(), ev.fd(), 1));
@@ -520,8 +522,10 @@ PERFTEST_CASE(ReadFormat, LostCountsSideBandRecords, "read_format.lost_side_band
 PERFTEST_CASE(ReadFormat, GroupLostIsPerEvent, "read_format.lost_group",
               "core.c __perf_read_group_add(): each entry's lost is atomic64_read(&sub->lost_samples)") {
   const uint64_t rf = PERF_FORMAT_GROUP | PERF_FORMAT_LOST;
-  ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), Sampler(rf),
-                                            {Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN, rf, false)}));
+  ASSERT_OK_AND_ASSIGN(
+      Group g,
+      Group::Open(backend(), Sampler(rf),
+                  {SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.read_format = rf, .disabled = false})}));
   ASSERT_OK_AND_ASSIGN(perftest::RingBuffer rb, perftest::RingBuffer::Map(backend(), g.leader().fd(), 1));
   ASSERT_OK(g.leader().Enable());
   ASSERT_OK(backend().RunWorkload(Workload::TouchPages(400)));
@@ -553,8 +557,8 @@ PERFTEST_CASE(ReadFormat, InheritWithGroupFormat, "read_format.inherit_group",
               "core.c perf_event_alloc()/has_inherit_and_sample_read(): inherit + PERF_FORMAT_GROUP reads; "
               "with PERF_SAMPLE_READ it needs PERF_SAMPLE_TID") {
   const uint64_t rf = PERF_FORMAT_GROUP | PERF_FORMAT_ID | kTimes;
-  perf_event_attr leader = Counter(PERF_COUNT_SW_PAGE_FAULTS, rf);
-  perf_event_attr member = Counter(PERF_COUNT_SW_PAGE_FAULTS_MIN, rf, false);
+  perf_event_attr leader = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, {.read_format = rf});
+  perf_event_attr member = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS_MIN, {.read_format = rf, .disabled = false});
   leader.inherit = member.inherit = 1;
   ASSERT_OK_AND_ASSIGN(Group g, Group::Open(backend(), leader, {member}));
   ASSERT_OK(g.leader().Enable());
@@ -566,7 +570,7 @@ PERFTEST_CASE(ReadFormat, InheritWithGroupFormat, "read_format.inherit_group",
   EXPECT_GE(v.counters[0].value, 8u);
   EXPECT_GE(v.counters[1].value, 8u);
 
-  perf_event_attr sampler = Counter(PERF_COUNT_SW_PAGE_FAULTS, rf);
+  perf_event_attr sampler = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS, {.read_format = rf});
   sampler.inherit = 1;
   sampler.sample_period = 1;
   sampler.sample_type = PERF_SAMPLE_READ;
@@ -578,14 +582,15 @@ PERFTEST_CASE(ReadFormat, InheritWithGroupFormat, "read_format.inherit_group",
 PERFTEST_CASE(ReadFormat, UnknownBitsAreEinval, "read_format.unknown_bits",
               "core.c perf_copy_attr(): attr->read_format & ~(PERF_FORMAT_MAX-1) -> -EINVAL") {
   for (uint64_t bit : {uint64_t{PERF_FORMAT_MAX}, uint64_t{PERF_FORMAT_MAX} << 1, uint64_t{1} << 63}) {
-    perf_event_attr a = Counter(PERF_COUNT_SW_DUMMY, PERF_FORMAT_ID | bit);
+    perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_DUMMY, {.read_format = PERF_FORMAT_ID | bit});
     EXPECT_THAT(Event::Open(backend(), a), FailsWithErrno(EINVAL)) << "read_format bit " << bit;
   }
 }
 
 PERFTEST_CASE(ReadFormat, ValuesTrackTheWorkload, "read_format.values_consistent",
               "perf_event_open(2) 'Reading results': value, time_enabled, time_running grow with the work done") {
-  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), Counter(PERF_COUNT_SW_PAGE_FAULTS, kTimes | PERF_FORMAT_ID)));
+  ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS,
+                                                                            {.read_format = kTimes | PERF_FORMAT_ID})));
   ReadValues last{std::optional<uint64_t>{0}, std::optional<uint64_t>{0}, {CounterValue{}}};
   for (uint64_t pages : {16, 32, 8}) {
     SCOPED_TRACE(fmt::format("{} pages", pages));

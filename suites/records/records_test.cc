@@ -25,6 +25,7 @@
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/attrs.h"
 #include "suites/common/records_util.h"
 #include "suites/common/suite.h"
 
@@ -38,12 +39,7 @@ constexpr uint64_t kIdAll = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID 
                             PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
 
 // A dummy event of this task that only collects side-band records.
-perf_event_attr SideBand() {
-  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_DUMMY);
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  return a;
-}
+perf_event_attr SideBand() { return SoftwareCounterAttr(PERF_COUNT_SW_DUMMY); }
 
 // Bytes a NUL-terminated string takes in a record: ALIGN(strlen + 1, 8).
 size_t Padded(const std::string& s) { return (s.size() + 1 + 7) & ~size_t{7}; }

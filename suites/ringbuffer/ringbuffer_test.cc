@@ -20,6 +20,7 @@
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/attrs.h"
 #include "suites/common/records_util.h"
 #include "suites/common/suite.h"
 
@@ -42,12 +43,7 @@ constexpr auto kSpacing = 0us;
 // A page-faults event sampling every fault in this task, user faults only
 // (allowed at perf_event_paranoid 2 without privilege).
 perf_event_attr PageFaultSampler(uint64_t sample_type) {
-  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
-  a.sample_period = 1;
-  a.sample_type = sample_type;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  return a;
+  return SoftwareSamplerAttr(PERF_COUNT_SW_PAGE_FAULTS, /*sample_period=*/1, sample_type);
 }
 
 // Size of a PERF_RECORD_SAMPLE whose fields are all fixed-size u64 pairs.

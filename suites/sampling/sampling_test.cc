@@ -29,6 +29,7 @@
 #include "harness/records.h"
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
+#include "suites/common/attrs.h"
 #include "suites/common/hardware.h"
 #include "suites/common/measure.h"
 #include "suites/common/records_util.h"
@@ -46,12 +47,7 @@ constexpr int kRegSp = 7;
 
 // A page-faults sampler of this task, user faults only.
 perf_event_attr Faults(uint64_t sample_type, uint64_t period = 1) {
-  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
-  a.sample_period = period;
-  a.sample_type = sample_type;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  return a;
+  return SoftwareSamplerAttr(PERF_COUNT_SW_PAGE_FAULTS, period, sample_type);
 }
 
 // What one enable / workload / disable round left in an event's buffer.

@@ -41,6 +41,7 @@
 #include "harness/siginfo_perf.h"
 #include "harness/syscall_matchers.h"
 #include "harness/task.h"
+#include "suites/common/attrs.h"
 #include "suites/common/hardware.h"
 #include "suites/common/suite.h"
 
@@ -115,21 +116,8 @@ alignas(64) volatile uint64_t g_watch = 0;
 
 // Samples every `period` page faults of this task (user mode), disabled.
 perf_event_attr FaultSampler(uint64_t period = 1, uint32_t wakeup_events = 1) {
-  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
-  a.disabled = 1;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
-  a.sample_period = period;
-  a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_ADDR;
+  perf_event_attr a = SoftwareSamplerAttr(PERF_COUNT_SW_PAGE_FAULTS, period, PERF_SAMPLE_TID | PERF_SAMPLE_ADDR);
   a.wakeup_events = wakeup_events;
-  return a;
-}
-
-perf_event_attr FaultCounter() {
-  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
-  a.disabled = 1;
-  a.exclude_kernel = 1;
-  a.exclude_hv = 1;
   return a;
 }
 
@@ -627,7 +615,7 @@ PERFTEST_CASE(Signals, SigtrapNotAfterClose, "signals.sigtrap_not_after_close",
 PERFTEST_CASE(Signals, RemoveOnExec, "signals.remove_on_exec",
               "perf_event_open(2) remove_on_exec; kernel/events/core.c perf_event_remove_on_exec() -> "
               "perf_event_exit_event(): the child's copy is removed at exec, its count so far folded") {
-  perf_event_attr keep = FaultCounter();
+  perf_event_attr keep = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
   keep.inherit = 1;
   keep.disabled = 0;
   perf_event_attr removed = keep;
@@ -643,7 +631,7 @@ PERFTEST_CASE(Signals, RemoveOnExec, "signals.remove_on_exec",
 PERFTEST_CASE(Signals, EnableOnExec, "signals.enable_on_exec",
               "perf_event_open(2) enable_on_exec; kernel/events/core.c perf_event_enable_on_exec(): "
               "the inherited copy (OFF like its parent) is enabled by the child's exec") {
-  perf_event_attr a = FaultCounter();
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
   a.inherit = 1;
   a.enable_on_exec = 1;
   ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), a));
@@ -659,7 +647,7 @@ PERFTEST_CASE(Signals, EnableOnExec, "signals.enable_on_exec",
 
 PERFTEST_CASE(Signals, RemoveOnExecWithEnableOnExec, "signals.remove_on_exec_with_enable_on_exec",
               "kernel/events/core.c perf_copy_attr(): remove_on_exec and enable_on_exec together are EINVAL") {
-  perf_event_attr a = FaultCounter();
+  perf_event_attr a = SoftwareCounterAttr(PERF_COUNT_SW_PAGE_FAULTS);
   a.remove_on_exec = 1;
   a.enable_on_exec = 1;
   EXPECT_THAT(Event::Open(backend(), a), FailsWithErrno(EINVAL));

@@ -25,6 +25,7 @@ def is_xfail(case):
 
 def verdict(doc):
     """PASSED / FAILED / FAILED (--strict: ...) / INTERRUPTED (n not run)."""
+    from ..report import strict_problems
     run, summary = doc["run"], doc["summary"]
     if run.get("interrupted"):
         return "INTERRUPTED (%d not run)" % summary.get("not_run", 0)
@@ -32,9 +33,21 @@ def verdict(doc):
         return "FAILED"
     if _health.health_fails(doc):
         return "FAILED (--taint=fail: the kernel did not stay healthy)"
-    if run.get("strict") and (summary.get("skip", 0) or summary["total"] == 0):
-        return "FAILED (--strict: %s)" % ("skips count as failures" if summary.get("skip")
-                                          else "no cases ran")
+    if run.get("strict"):
+        problems = strict_problems(doc)
+        if summary["total"] == 0:
+            return "FAILED (--strict: no cases ran)"
+        if problems and "expectations" not in run:
+            return "FAILED (--strict: skips count as failures)"
+        if problems:
+            skips = sum(1 for c in problems if c["status"] == "skip")
+            passes = len(problems) - skips
+            what = []
+            if skips:
+                what.append("%d unexpected skip%s" % (skips, "s" if skips > 1 else ""))
+            if passes:
+                what.append("%d expected skip%s passed" % (passes, "s" if passes > 1 else ""))
+            return "FAILED (--strict: %s)" % ", ".join(what)
     return "PASSED"
 
 
@@ -46,10 +59,26 @@ def annotations(case):
         tags.append("flaky: %s" % ", ".join(r["status"] for r in case.get("repeats") or []))
     if case.get("xfail"):
         tags.append("expected to fail")
+    if case.get("retried"):
+        tags.append("retried: %s" % ", ".join(a["status"] for a in case.get("attempts") or []))
+    if case.get("expected_skip"):
+        tags.append("expected: %s" % short_entry(case.get("expectation_entry")))
+    if case.get("unexpected_skip"):
+        tags.append("UNEXPECTED skip")
+    if case.get("unexpected_pass"):
+        tags.append("expected skip PASSED: %s" % short_entry(case.get("expectation_entry")))
     tag = health_tag(case)
     if tag:
         tags.append(tag)
     return tags
+
+
+def short_entry(entry):
+    """An expectation list entry FILE:LINE, from ci/ on when the file is in
+    the repository's lists (the report keeps the absolute path)."""
+    entry = entry or ""
+    at = entry.rfind("/ci/expectations/")
+    return entry[at + 1:] if at >= 0 else entry
 
 
 def health_tag(case):

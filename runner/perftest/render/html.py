@@ -252,6 +252,8 @@ def _reason_cell(case):
         " kern" if t.startswith("kernel ") else "", esc(t)) for t in tags)
     if case.get("denylist_reason"):
         tag_html += '<span class="tag">deny list: %s</span>' % esc(case["denylist_reason"])
+    elif case.get("expectation_reason"):
+        tag_html += '<span class="tag">declared: %s</span>' % esc(case["expectation_reason"])
     lines = reason.splitlines()
     if len(lines) > 3 or len(reason) > 400:
         first = common.one_line(reason, 160)

@@ -75,6 +75,10 @@ def _message(case):
         tag = "[%s] " % case["skip_class"] if case.get("skip_class") else ""
         if case.get("denylisted"):
             tag += "[denylisted] "
+        if case.get("expected_skip"):
+            tag += "[expected: %s] " % common.short_entry(case.get("expectation_entry"))
+        if case.get("unexpected_skip"):
+            tag += "[UNEXPECTED skip] "
         return tag + common.one_line(reason, 500)
     return common.one_line(reason, 500) or st
 

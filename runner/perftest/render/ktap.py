@@ -99,6 +99,10 @@ def case_lines(case, number, doc=None):
         tag = "[%s] " % case["skip_class"] if case.get("skip_class") else ""
         if case.get("denylisted"):
             tag += "[denylisted] "
+        if case.get("expected_skip"):
+            tag += "[expected: %s] " % common.short_entry(case.get("expectation_entry"))
+        if case.get("unexpected_skip"):
+            tag += "[UNEXPECTED skip] "
         lines.append("ok %d %s # SKIP %s%s" % (number, desc, tag, _data(reason)))
     elif st == "timeout":
         lines.append("not ok %d %s # TIMEOUT %s" % (number, desc, _data(reason)))

@@ -1,6 +1,7 @@
 """Terminal summary: per suite the counts, then one line per case that did
-not pass (feature id and reason), fitting one screen: failing cases are all
-shown, skips up to MAX_SKIP_LINES."""
+not pass (feature id and reason), fitting one screen: failing cases, skips
+no expectation list declared (--strict) and expected skips that passed are
+all shown, other skips up to MAX_SKIP_LINES."""
 
 import shutil
 
@@ -21,12 +22,13 @@ def render(doc, width=None):
             parts.append("%3d not_run" % counts["not_run"])
         out.append("  %-*s %4d cases: %s" % (name_w, suite, counts["total"], "  ".join(parts)))
 
-    bad = sorted((c for c in doc["cases"] if c["status"] != "pass"), key=common.sort_key)
-    skips = [c for c in bad if c["status"] == "skip"]
+    bad = sorted((c for c in doc["cases"] if c["status"] != "pass" or c.get("unexpected_pass")),
+                 key=lambda c: (common.sort_key(c), not c.get("unexpected_skip")))
+    skips = [c for c in bad if c["status"] == "skip" and not c.get("unexpected_skip")]
     shown_skips = 0
     label_w = min(40, max([len(common.case_label(c)) for c in bad] + [10]))
     for c in bad:
-        if c["status"] == "skip":
+        if c["status"] == "skip" and not c.get("unexpected_skip"):
             shown_skips += 1
             if shown_skips > MAX_SKIP_LINES:
                 continue
@@ -51,7 +53,9 @@ def render(doc, width=None):
     verdict = common.verdict(doc)
     counts = ", ".join("%d %s" % (summary.get(k, 0), k) for k in common.COUNT_KEYS)
     for key, label in (("flaky", "flaky"), ("denylisted", "denylisted"),
-                       ("xfail", "expected failures")):
+                       ("xfail", "expected failures"), ("expected_skip", "expected skips"),
+                       ("unexpected_skip", "UNEXPECTED skips"),
+                       ("unexpected_pass", "expected skips PASSED"), ("retried", "retried")):
         n = sum(1 for c in doc["cases"] if c.get(key))
         if n:
             counts += "; %d %s" % (n, label)
