@@ -50,7 +50,9 @@ namespace perftest::perf_data {
 // One event of the file: its perf_event_attr and the ids of its fds.
 struct Attr {
   perf_event_attr attr{};          // zero-filled past what the file holds
-  std::vector<std::byte> bytes;    // as in the file (attr_size - 16 bytes, or attr.size in pipe mode)
+  std::vector<std::byte> bytes;    // as in the file (attr_size - 16 bytes, or attr.size in pipe mode);
+                                   // the writer writes these when they have its attr size, so
+                                   // clear them after changing `attr`
   std::vector<uint64_t> ids;
 };
 

@@ -109,9 +109,20 @@ std::vector<std::byte> WritePerfDataPipe(const PerfData& data) {
   }
   EncodeHeaderFeature(HEADER_LAST_FEATURE, {}, &out);  // the end mark perf writes
   ByteAppender w(&out);
+  // A file's HEADER_TRACING_DATA feature is a HEADER_TRACING_DATA record in
+  // pipe mode: {header; u32 size} (12 bytes), then `size` bytes, 8-aligned.
+  const bool has_tracing_record =
+      std::any_of(data.records.begin(), data.records.end(),
+                  [](const DataRecord& r) { return r.header.type == PERF_RECORD_HEADER_TRACING_DATA; });
+  if (auto it = data.features.find(HEADER_TRACING_DATA); it != data.features.end() && !has_tracing_record) {
+    const size_t aligned = (it->second.size() + 7) & ~size_t{7};
+    w.Put(perf_event_header{PERF_RECORD_HEADER_TRACING_DATA, 0, 12});
+    w.Put(static_cast<uint32_t>(aligned));
+    w.Bytes(it->second);
+    w.Zeros(aligned - it->second.size());
+  }
   for (const DataRecord& r : data.records) {
     if (r.header.type == PERF_RECORD_HEADER_ATTR || r.header.type == PERF_RECORD_HEADER_FEATURE) continue;
-    if (r.header.type == PERF_RECORD_HEADER_TRACING_DATA && data.features.contains(HEADER_TRACING_DATA)) continue;
     w.Bytes(r.bytes);
     w.Bytes(r.payload);
   }

@@ -23,7 +23,8 @@
 //
 // Pipe mode (WritePerfDataPipe) writes the 16-byte header, a HEADER_ATTR per
 // attr, a HEADER_FEATURE per feature section and the HEADER_LAST_FEATURE end
-// mark (perf record -o - writes them first too), then every record of the
+// mark (perf record -o - writes them first too), a HEADER_TRACING_DATA
+// record for a file's HEADER_TRACING_DATA feature, then every record of the
 // input but its HEADER_ATTR and HEADER_FEATURE ones.
 #pragma once
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
@@ -63,6 +64,24 @@ TEST(PerfDataWriter, PipeToFileMovesHeaderRecordsIntoTheHeader) {
   uint32_t type;
   std::memcpy(&type, file.data() + (*idx)[0].file_offset, 4);
   EXPECT_EQ(type, PERF_RECORD_AUXTRACE);
+}
+
+TEST(PerfDataWriter, TracingDataMovesBetweenFeatureAndRecord) {
+  PerfData model = ModelPerfData();
+  std::vector<std::byte> tracing(13, std::byte{0x11});
+  model.features[HEADER_TRACING_DATA] = tracing;
+  Result<PerfData> pipe = ReadPerfData(WritePerfDataPipe(model));
+  ASSERT_TRUE(pipe.ok()) << pipe.ToString();
+  const DataRecord* rec = nullptr;
+  for (const DataRecord& r : pipe->records) {
+    if (r.header.type == PERF_RECORD_HEADER_TRACING_DATA) rec = &r;
+  }
+  ASSERT_NE(rec, nullptr);
+  ASSERT_EQ(rec->payload.size(), 16u);  // 13 bytes, 8-aligned
+  EXPECT_TRUE(std::equal(tracing.begin(), tracing.end(), rec->payload.begin()));
+  Result<PerfData> file = ReadPerfData(WritePerfData(*pipe));
+  ASSERT_TRUE(file.ok()) << file.ToString();
+  EXPECT_EQ(file->features.at(HEADER_TRACING_DATA), rec->payload);
 }
 
 TEST(PerfDataWriter, WritesAFileAndReportsErrno) {

@@ -78,6 +78,18 @@ records p3.pipe >p3.R
 cmp -s file.R p3.R || fail "file -> pipe: records differ: $(diff file.R p3.R | head -5)"
 echo "pipe: $(wc -l <pipe.R) records equal after pipe -> file; $(wc -l <file.R) equal after file -> pipe"
 
+# Tracing data (a tracepoint event): a file feature, a pipe record.
+if perf record -q -e sched:sched_process_exec -o t.data -- ls >/dev/null 2>trec.err; then
+  "$tool" rewrite --pipe t.data t.pipe 2>rw.err || fail "rewrite t.data -> pipe: $(cat rw.err)"
+  perf script -i t.data >t.S 2>/dev/null
+  perf script -i t.pipe >tp.S 2>/dev/null
+  [ -s t.S ] || fail "perf script printed nothing for t.data"
+  cmp -s t.S tp.S || fail "tracepoint file -> pipe: perf script differs: $(diff t.S tp.S | head -5)"
+  echo "tracepoint: perf script identical after file -> pipe ($(wc -l <t.S) lines)"
+else
+  echo "tracepoint: not checked: perf cannot record sched:sched_process_exec here: $(head -1 trec.err)"
+fi
+
 # 4. perf record -z (PERF_RECORD_COMPRESSED, zstd): the dump lists what perf
 #    counts, decompressed records included; the rewrite is byte-identical.
 if perf record -q -z -e cpu-clock -g -o z.data -- ls >/dev/null 2>zrec.err; then
