@@ -17,7 +17,10 @@
 //   const pt_sim::GroundTruth* t = m.control->PtGroundTruth(pt_fd);
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
+#include <string>
 
 #include "harness/backend.h"
 #include "mocks/mock_backend.h"
@@ -48,6 +51,17 @@ class MockControl {
   // another fd, another PMU, or a trace source that keeps none (the
   // PtTraceFiller of a backend without the PT model, mocks/intel_pt_pmu.h).
   virtual const pt_sim::GroundTruth* PtGroundTruth(int fd) = 0;
+
+  // tools/exec (`perftest exec`) serves a real task with this backend: the
+  // simulated current task takes that task's pid, tid and comm, so
+  // perf_event_open(pid = tid) finds it and records carry the real ids.
+  // Call before the first perf_event_open() for it.
+  virtual void ServeTask(pid_t pid, pid_t tid, std::string comm) = 0;
+  // The served task called execve(2) of `path`: perf_event_exec()
+  // (enable_on_exec, remove_on_exec) and perf_event_comm(exec = true), without
+  // the simulated program's page faults and text MMAP that
+  // Workload::Exec adds (the real program's are counted from its figures).
+  virtual void ServedExec(const std::string& path) = 0;
 };
 
 // A MockBackend and its controls; `control` belongs to `backend` and is valid

@@ -115,7 +115,7 @@ Result<WorkloadResult> MockBackend::RunAsTask(Task& t, const std::function<Resul
   return r;
 }
 
-void MockBackend::ExecCurrent(const std::string& path) {
+void MockBackend::ExecCurrent(const std::string& path, bool simulate_program) {
   // perf_event_exec() -> perf_event_enable_on_exec(): the task's events with
   // enable_on_exec that are OFF become enabled.
   for (size_t i = 0; i < events_.size(); ++i) {
@@ -140,6 +140,7 @@ void MockBackend::ExecCurrent(const std::string& path) {
   const size_t slash = path.rfind('/');
   task_.comm = path.substr(slash == std::string::npos ? 0 : slash + 1).substr(0, 15);
   CommEvent(/*exec=*/true);
+  if (!simulate_program) return;
   // The program's text is mapped: perf_event_mmap() of its executable file
   // mapping (the root filesystem's device, an inode on it).
   constexpr uint64_t kTextAddr = 0x0000555555556000, kTextLen = 0x4000, kTextPgoff = 0x2000;

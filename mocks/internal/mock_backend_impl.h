@@ -122,6 +122,12 @@ class MockBackend final : public Backend, public MockControl {
   // MockControl (mock_aux.cc).
   void SetVmxOperation(bool on) override { PtHandleVmx(on); }
   const pt_sim::GroundTruth* PtGroundTruth(int fd) override;
+  void ServeTask(pid_t pid, pid_t tid, std::string comm) override {
+    task_.pid = pid;
+    task_.tid = tid;
+    task_.comm = std::move(comm);
+  }
+  void ServedExec(const std::string& path) override { ExecCurrent(path, /*simulate_program=*/false); }
 
  private:
   // The simulated current task.
@@ -266,8 +272,9 @@ class MockBackend final : public Backend, public MockControl {
   Task ForkTask(bool thread);
   // Runs `fn` with `t` as the task on CPU 0 (the current task off CPU meanwhile).
   Result<WorkloadResult> RunAsTask(Task& t, const std::function<Result<WorkloadResult>()>& fn);
-  // exec(2) in the current task: perf_event_exec() then the program's page faults.
-  void ExecCurrent(const std::string& path);
+  // exec(2) in the current task: perf_event_exec(), COMM, then (with
+  // `simulate_program`) the program's text MMAP and page faults.
+  void ExecCurrent(const std::string& path, bool simulate_program = true);
   // perf_event_exit_task() of `t`: EXIT records, copies folded and freed, its own events EXIT.
   void ExitTaskModel(const Task& t);
   // perf_event_exit_event() of an inherited copy: sync_child_event() and free.

@@ -1,0 +1,302 @@
+#include "tools/exec/tracer.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "tools/exec/sysfs_view.h"
+#include "tools/exec/syscall_filter.h"
+#include "tools/exec/tracer_impl.h"
+
+namespace perftest::exec {
+namespace {
+
+volatile sig_atomic_t g_terminate = 0;
+void OnTerminate(int sig) { g_terminate = sig; }
+
+int StatusToExit(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 125;
+}
+
+}  // namespace
+
+int ProbePerfEventOpenBlocked() {
+  const long rc = syscall(SYS_perf_event_open, nullptr, 0, -1, -1, 0);
+  if (rc >= 0) {
+    close(static_cast<int>(rc));
+    return 0;
+  }
+  return errno == EFAULT ? 0 : errno;
+}
+
+Tracer::Tracer(const ExecOptions& options, Intercept mode, PerfFdRange range, MockProfile profile)
+    : options_(options), mode_(mode), self_(getpid()), fds_(range), backends_(std::move(profile), &tasks_),
+      inject_(options.inject) {}
+
+pid_t Tracer::TgidOf(pid_t tid) {
+  if (const TrackedTask* t = tasks_.Find(tid); t != nullptr && t->tgid != 0) return t->tgid;
+  std::ifstream in("/proc/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Tgid:", 0) == 0) return static_cast<pid_t>(std::strtol(line.c_str() + 5, nullptr, 10));
+  }
+  return tid;
+}
+
+std::string Tracer::CommOf(pid_t tid) {
+  std::ifstream in("/proc/" + std::to_string(tid) + "/comm");
+  std::string comm;
+  std::getline(in, comm);
+  return comm;
+}
+
+void Tracer::Resume(pid_t tid, int sig) {
+  ptrace(mode_ == Intercept::kSyscallStops ? PTRACE_SYSCALL : PTRACE_CONT, tid, nullptr,
+         reinterpret_cast<void*>(static_cast<uintptr_t>(sig)));
+}
+
+int Tracer::StartChild() {
+  const PerfFdRange range = fds_.range();
+  const pid_t pid = fork();
+  if (pid < 0) return -errno;
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != self_) _exit(125);
+    if (ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) != 0) {
+      std::fprintf(stderr, "perftest exec: PTRACE_TRACEME: %s\n", std::strerror(errno));
+      _exit(125);
+    }
+    raise(SIGSTOP);
+    if (mode_ == Intercept::kSeccomp) {
+      if (const int err = InstallServeFilter(range); err != 0) {
+        std::fprintf(stderr, "perftest exec: cannot install the seccomp filter: %s\n", std::strerror(err));
+        _exit(125);
+      }
+    }
+    std::vector<char*> argv;
+    for (const std::string& a : options_.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "perftest exec: cannot execute %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, __WALL) != pid || !WIFSTOPPED(status)) return -ECHILD;
+  const long opts = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |
+                    PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT | PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL;
+  if (ptrace(PTRACE_SETOPTIONS, pid, nullptr, reinterpret_cast<void*>(opts)) != 0) {
+    const int err = errno;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, __WALL);
+    return -err;
+  }
+  root_ = pid;
+  tasks_.Add(pid, pid, 0);
+  tasks_.Find(pid)->seen_stop = true;
+  Resume(pid);
+  return pid;
+}
+
+int Tracer::Run() {
+  if (!options_.log_path.empty()) {
+    if (const int err = log_.Open(options_.log_path); err != 0) {
+      std::fprintf(stderr, "perftest exec: --log=%s: %s\n", options_.log_path.c_str(), std::strerror(err));
+      return 2;
+    }
+  }
+  // Ctrl-C and Ctrl-\ reach the program (same process group); perftest
+  // waits for it to end. SIGTERM/SIGHUP: the program is killed, then perftest ends.
+  struct sigaction ign {};
+  ign.sa_handler = SIG_IGN;
+  struct sigaction old_int {}, old_quit {};
+  if (options_.sysfs_view) {
+    std::string why;
+    if (!EnterSysfsView(backends_.Machine(), &why)) {
+      std::fprintf(stderr, "perftest exec: the profile's PMUs are not shown in sysfs: %s\n", why.c_str());
+    }
+  }
+  const int started = StartChild();
+  if (started < 0) {
+    std::fprintf(stderr, "perftest exec: cannot start %s under ptrace: %s\n", options_.argv[0].c_str(),
+                 std::strerror(-started));
+    return 125;
+  }
+  sigaction(SIGINT, &ign, &old_int);
+  sigaction(SIGQUIT, &ign, &old_quit);
+  struct sigaction term {};
+  term.sa_handler = OnTerminate;  // no SA_RESTART: waitpid(2) returns EINTR
+  sigaction(SIGTERM, &term, nullptr);
+  sigaction(SIGHUP, &term, nullptr);
+  Loop();
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  if (g_terminate != 0) return 128 + g_terminate;
+  return root_status_ ? StatusToExit(*root_status_) : 125;
+}
+
+void Tracer::KillAll() {
+  for (pid_t tid : tasks_.Live()) kill(tid, SIGKILL);
+}
+
+void Tracer::Loop() {
+  bool killed = false;
+  for (;;) {
+    int status = 0;
+    const pid_t tid = waitpid(-1, &status, __WALL);
+    if (tid < 0) {
+      if (errno == EINTR) {
+        if (g_terminate != 0 && !killed) {
+          KillAll();
+          killed = true;
+        }
+        continue;
+      }
+      break;  // ECHILD: every traced task is reaped
+    }
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+      OnGone(tid, status);
+    } else if (WIFSTOPPED(status)) {
+      OnStop(tid, status);
+    }
+    if ((root_status_ || g_terminate != 0) && !killed) {
+      // The program is done: what it left running goes too (no orphans).
+      KillAll();
+      killed = true;
+    }
+  }
+}
+
+void Tracer::OnNewTask(pid_t parent, pid_t child) {
+  const pid_t tgid = TgidOf(child);
+  const pid_t parent_tgid = TgidOf(parent);
+  const TrackedTask* known = tasks_.Find(child);
+  const bool seen = known != nullptr && known->seen_stop;
+  tasks_.Add(child, tgid, parent);
+  tasks_.Find(child)->seen_stop = seen;
+  if (tgid != parent_tgid) fds_.Fork(parent_tgid, tgid);
+}
+
+void Tracer::OnExec(pid_t tid) {
+  unsigned long former = 0;
+  ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &former);
+  const pid_t tgid = TgidOf(tid);
+  if (static_cast<pid_t>(former) != tid) tasks_.ExecFromThread(static_cast<pid_t>(former), tgid);
+  for (const PerfFd& e : fds_.Exec(tgid)) Release(e);
+  char path[4096];
+  const ssize_t n = readlink(("/proc/" + std::to_string(tid) + "/exe").c_str(), path, sizeof path - 1);
+  backends_.Exec(tid, n > 0 ? std::string(path, static_cast<size_t>(n)) : CommOf(tid));
+}
+
+void Tracer::OnStop(pid_t tid, int status) {
+  const int sig = WSTOPSIG(status);
+  const int event = status >> 16;
+  TrackedTask* t = tasks_.Find(tid);
+  if (t == nullptr) {  // a new task's first stop, before its parent's event
+    tasks_.Add(tid, TgidOf(tid), 0);
+    t = tasks_.Find(tid);
+  }
+  if (sig == (SIGTRAP | 0x80)) {
+    __ptrace_syscall_info info{};
+    if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof info, &info) > 0 && info.op == PTRACE_SYSCALL_INFO_ENTRY) {
+      OnSyscallEntry(tid);
+    } else {
+      Resume(tid);
+    }
+    return;
+  }
+  if (sig == SIGTRAP && event != 0) {
+    unsigned long msg = 0;
+    switch (event) {
+      case PTRACE_EVENT_SECCOMP:
+        OnSyscallEntry(tid);
+        return;
+      case PTRACE_EVENT_FORK:
+      case PTRACE_EVENT_VFORK:
+      case PTRACE_EVENT_CLONE:
+        ptrace(PTRACE_GETEVENTMSG, tid, nullptr, &msg);
+        OnNewTask(tid, static_cast<pid_t>(msg));
+        break;
+      case PTRACE_EVENT_EXEC:
+        OnExec(tid);
+        break;
+      case PTRACE_EVENT_EXIT:
+        if (std::optional<TaskFigures> f = ReadFigures(tid)) tasks_.Exited(tid, *f);
+        backends_.TaskExited();
+        break;
+      default:
+        break;
+    }
+    Resume(tid);
+    return;
+  }
+  if (!t->seen_stop && sig == SIGSTOP) {  // a new task's initial SIGSTOP (auto-attach)
+    t->seen_stop = true;
+    Resume(tid);
+    return;
+  }
+  t->seen_stop = true;
+  siginfo_t si;
+  if (ptrace(PTRACE_GETSIGINFO, tid, nullptr, &si) != 0) {
+    Resume(tid);  // a group-stop: end it (see tracer.h)
+    return;
+  }
+  Resume(tid, sig);  // a signal-delivery-stop: deliver the signal
+}
+
+void Tracer::OnGone(pid_t tid, int status) {
+  const TrackedTask* t = tasks_.Find(tid);
+  if (t != nullptr && t->alive) tasks_.Exited(tid, t->final_figures);
+  backends_.TaskExited();
+  pass_.erase(tid);
+  const pid_t tgid = t != nullptr ? t->tgid : tid;
+  if (tid == tgid) {
+    for (const PerfFd& e : fds_.ReleaseProcess(tgid)) Release(e);
+  }
+  if (tid == root_) root_status_ = status;
+}
+
+void Tracer::Release(const PerfFd& e) {
+  if (e.backend < 0 || fds_.References(e.backend, e.tracer_fd) > 0) return;
+  (void)backends_.Get(e.backend).Close(e.tracer_fd);
+}
+
+int RunServed(const ExecOptions& options) {
+  if (options.argv.empty()) {
+    std::fprintf(stderr, "perftest exec: no program given (perftest exec [OPTIONS] -- PROG [ARGS])\n");
+    return 2;
+  }
+  Result<MockProfile> profile = LoadProfile(options.profile);
+  if (!profile.ok()) {
+    std::fprintf(stderr, "perftest exec: --profile=%s: %s\n", options.profile.c_str(), profile.call().c_str());
+    return 2;
+  }
+  rlimit nofile{};
+  getrlimit(RLIMIT_NOFILE, &nofile);
+  Result<PerfFdRange> range = ChoosePerfFdRange(nofile.rlim_cur);
+  if (!range.ok()) {
+    std::fprintf(stderr, "perftest exec: RLIMIT_NOFILE %llu leaves no room for perf fds\n",
+                 static_cast<unsigned long long>(nofile.rlim_cur));
+    return 125;
+  }
+  Intercept mode = options.intercept;
+  if (mode == Intercept::kAuto) {
+    mode = ProbePerfEventOpenBlocked() != 0 ? Intercept::kSyscallStops : Intercept::kSeccomp;
+  }
+  Tracer tracer(options, mode, *range, std::move(*profile));
+  return tracer.Run();
+}
+
+}  // namespace perftest::exec
