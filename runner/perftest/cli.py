@@ -243,6 +243,13 @@ def build_parser():
              "[duration], e.g. perftest profile -F 99 -f 5; `perftest profile --help` for all of it.",
              add_help=False)
     sp.add_argument("args", nargs=argparse.REMAINDER, help="arguments for perftest_profile")
+
+    sp = add("exec", "run an unmodified program with its perf syscalls served by the mock",
+             "Forwarded to <build>/bin/perftest_exec (tools/exec): [--profile=NAME|PATH] "
+             "[--log=FILE] [--inject=CALL:ERRNO[@N]]... -- PROG [ARGS], e.g. perftest exec "
+             "--profile=x86_64-intel -- perf stat -e cycles -- ls; works where seccomp denies "
+             "perf_event_open. Exit status: PROG's.", add_help=False)
+    sp.add_argument("args", nargs=argparse.REMAINDER, help="options, then -- PROG [ARGS]")
     return p
 
 
@@ -423,6 +430,9 @@ def _main(argv):
     if argv and argv[0] == "profile":
         from .cpu_profile import run_profile
         return run_profile(argv[1:])
+    if argv and argv[0] == "exec":
+        from .exec_cmd import run_exec
+        return run_exec(argv[1:])
     extra = []
     if "--" in argv:
         i = argv.index("--")

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 
 namespace perftest::exec {
 
@@ -72,6 +74,9 @@ bool Injector::RunToExit() {
     if (!WIFSTOPPED(status)) continue;
     const int sig = WSTOPSIG(status);
     const int event = status >> 16;
+    if (getenv("PERFTEST_EXEC_DEBUG") != nullptr && sig != (SIGTRAP | 0x80)) {
+      fprintf(stderr, "perftest exec: injector [%d] stop sig=%d event=%d\n", tid_, sig, event);
+    }
     if (sig == (SIGTRAP | 0x80)) {
       __ptrace_syscall_info info{};
       if (ptrace(PTRACE_GET_SYSCALL_INFO, tid_, sizeof info, &info) > 0 && info.op == PTRACE_SYSCALL_INFO_EXIT) {

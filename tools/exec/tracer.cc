@@ -44,7 +44,7 @@ int ProbePerfEventOpenBlocked() {
 
 Tracer::Tracer(const ExecOptions& options, Intercept mode, PerfFdRange range, MockProfile profile)
     : options_(options), mode_(mode), self_(getpid()), fds_(range), backends_(std::move(profile), &tasks_),
-      inject_(options.inject) {}
+      inject_(options.inject), debug_(getenv("PERFTEST_EXEC_DEBUG") != nullptr) {}
 
 pid_t Tracer::TgidOf(pid_t tid) {
   if (const TrackedTask* t = tasks_.Find(tid); t != nullptr && t->tgid != 0) return t->tgid;
@@ -153,10 +153,16 @@ void Tracer::KillAll() {
 
 void Tracer::Loop() {
   bool killed = false;
+  // Every stop that is reportable now is collected before any is handled:
+  // do_wait() scans the tracer's own children first and its ptraced list in
+  // attach order, so a task that stops again at once (a poll loop) would
+  // otherwise be reported every time and starve the others.
+  std::vector<std::pair<pid_t, int>> ready;
   for (;;) {
+    ready.clear();
     int status = 0;
-    const pid_t tid = waitpid(-1, &status, __WALL);
-    if (tid < 0) {
+    const pid_t first = waitpid(-1, &status, __WALL);
+    if (first < 0) {
       if (errno == EINTR) {
         if (g_terminate != 0 && !killed) {
           KillAll();
@@ -166,10 +172,15 @@ void Tracer::Loop() {
       }
       break;  // ECHILD: every traced task is reaped
     }
-    if (WIFEXITED(status) || WIFSIGNALED(status)) {
-      OnGone(tid, status);
-    } else if (WIFSTOPPED(status)) {
-      OnStop(tid, status);
+    ready.emplace_back(first, status);
+    for (pid_t more; (more = waitpid(-1, &status, __WALL | WNOHANG)) > 0;) ready.emplace_back(more, status);
+    for (const auto& [tid, st] : ready) {
+      if (debug_ && !WIFSTOPPED(st)) std::fprintf(stderr, "perftest exec: [%d] gone status=0x%x\n", tid, st);
+      if (WIFEXITED(st) || WIFSIGNALED(st)) {
+        OnGone(tid, st);
+      } else if (WIFSTOPPED(st)) {
+        OnStop(tid, st);
+      }
     }
     if ((root_status_ || g_terminate != 0) && !killed) {
       // The program is done: what it left running goes too (no orphans).
@@ -203,6 +214,7 @@ void Tracer::OnExec(pid_t tid) {
 void Tracer::OnStop(pid_t tid, int status) {
   const int sig = WSTOPSIG(status);
   const int event = status >> 16;
+  if (debug_) std::fprintf(stderr, "perftest exec: [%d] stop sig=%d event=%d\n", tid, sig, event);
   TrackedTask* t = tasks_.Find(tid);
   if (t == nullptr) {  // a new task's first stop, before its parent's event
     tasks_.Add(tid, TgidOf(tid), 0);

@@ -77,6 +77,7 @@ class Tracer {
   FaultInjector inject_;
   // Threads whose current call was reissued to run natively: its next stop passes.
   std::set<pid_t> pass_;
+  bool debug_ = false;  // PERFTEST_EXEC_DEBUG set: every stop on stderr
 };
 
 }  // namespace perftest::exec
