@@ -70,7 +70,11 @@ std::vector<uint64_t> Callchain(const MockEvent& ev, const SampleData& d, const 
       for (uint64_t ip : kKernelSwitchCallers) store(ip);
     }
   }
-  if (user && !IsIdle(d)) {  // the idle task is a kernel thread: no user part
+  if (user && !IsIdle(d) && d.served) {  // a real task's own stack (tools/exec)
+    store_context(PERF_CONTEXT_USER);
+    store(d.served_user_ip);
+    for (uint64_t ip : d.served_callers) store(ip);
+  } else if (user && !IsIdle(d)) {  // the idle task is a kernel thread: no user part
     store_context(PERF_CONTEXT_USER);
     switch (d.stack) {
       case SampleData::Stack::kUserTouch:

@@ -19,8 +19,10 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "harness/backend.h"
 #include "mocks/mock_backend.h"
@@ -62,6 +64,21 @@ class MockControl {
   // the simulated program's page faults and text MMAP that
   // Workload::Exec adds (the real program's are counted from its figures).
   virtual void ServedExec(const std::string& path) = 0;
+  // Where an interrupt finds the served task now: its user-mode ip and the
+  // return addresses of its frame-pointer chain, innermost first. Samples
+  // from here on carry them (ip, and the user part of PERF_SAMPLE_CALLCHAIN
+  // as perf_callchain_user() walks it), instead of the simulated addresses.
+  virtual void SetServedContext(uint64_t ip, std::vector<uint64_t> callers) = 0;
+  // The served task mapped a file (or anonymous memory, filename "//anon"):
+  // perf_event_mmap() writes MMAP/MMAP2 records to the events that ask.
+  struct ServedMapping {
+    uint64_t addr = 0, len = 0, pgoff = 0;
+    bool exec = true;
+    uint32_t maj = 0, min = 0;
+    uint64_t ino = 0;
+    std::string filename;
+  };
+  virtual void ServedMmap(const ServedMapping& m) = 0;
 };
 
 // A MockBackend and its controls; `control` belongs to `backend` and is valid

@@ -42,7 +42,10 @@ OutputContext MockBackend::ContextOf(const SampleData& d) const {
 
 SampleData MockBackend::UserData(uint64_t ip, uint64_t addr) const {
   SampleData d;
-  d.ip = ip;
+  d.ip = task_.served_context ? task_.served_ip : ip;
+  d.served = task_.served_context;
+  d.served_user_ip = task_.served_ip;
+  d.served_callers = task_.served_callers;
   d.addr = addr;
   d.user_mode = true;
   d.stack = task_.stack;
@@ -57,6 +60,9 @@ SampleData MockBackend::KernelData(uint64_t ip) const {
   d.ip = ip;
   d.user_mode = false;
   d.stack = SampleData::Stack::kKernelSwitch;
+  d.served = task_.served_context;
+  d.served_user_ip = task_.served_ip;
+  d.served_callers = task_.served_callers;
   d.pid = task_.pid;
   d.tid = task_.tid;
   return d;

@@ -128,6 +128,14 @@ class MockBackend final : public Backend, public MockControl {
     task_.comm = std::move(comm);
   }
   void ServedExec(const std::string& path) override { ExecCurrent(path, /*simulate_program=*/false); }
+  void SetServedContext(uint64_t ip, std::vector<uint64_t> callers) override {
+    task_.served_context = true;
+    task_.served_ip = ip;
+    task_.served_callers = std::move(callers);
+  }
+  void ServedMmap(const ServedMapping& m) override {
+    MmapEvent(MmapRegion{m.addr, m.len, m.pgoff, m.exec, m.maj, m.min, m.ino, m.filename});
+  }
 
  private:
   // The simulated current task.
@@ -138,6 +146,10 @@ class MockBackend final : public Backend, public MockControl {
     bool running = true;  // on CPU 0; false while it sleeps (CPU 0 idles)
     bool retiring = false;  // busy in user code (Spin): the core PMU sees instructions retire
     SampleData::Stack stack = SampleData::Stack::kUserSpin;  // what an interrupt would find
+    // A real task (tools/exec): where an interrupt finds it instead (SetServedContext).
+    bool served_context = false;
+    uint64_t served_ip = 0;
+    std::vector<uint64_t> served_callers;
   };
 
   // One mmap(2) handed out.

@@ -53,6 +53,12 @@ struct SampleData {
   uint64_t period = 0;         // data->period
   bool user_mode = true;       // user_mode(regs): PERF_RECORD_MISC_USER, else KERNEL
   enum class Stack { kUserTouch, kUserSpin, kKernelSwitch, kKernelIdle } stack = Stack::kUserTouch;
+  // A real task served by tools/exec (MockControl::SetServedContext): its
+  // user-mode ip and the return addresses of its frame-pointer chain make
+  // the user part of the callchain instead of the simulated stacks.
+  bool served = false;
+  uint64_t served_user_ip = 0;
+  std::vector<uint64_t> served_callers;
   pid_t pid = 0, tid = 0;      // current at the time (idle: 0)
   uint32_t cpu = 0;            // smp_processor_id()
   // PERF_SAMPLE_RAW: the tracepoint's trace entry (has_raw), else none.

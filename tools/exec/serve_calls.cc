@@ -168,6 +168,10 @@ Tracer::Outcome Tracer::ServeOpen(pid_t tid, pid_t tgid, const Regs& r, Injector
     return {.result = -err};
   }
   fds_.Insert(tgid, slot, PerfFd{backend, *fd, cloexec, false});
+  if (attr != nullptr && attr->sample_period != 0) {  // sample_period or sample_freq
+    sampling_.insert(backend);
+    ArmSampler();
+  }
   log_.Write(tid, call, slot);
   return {.result = slot};
 }

@@ -47,10 +47,15 @@ void ServedBackends::Feed(Served& s, const TaskFigures& now) {
   if (switches > 0) (void)b.RunWorkload(Workload::Sleep(switches, std::chrono::nanoseconds(0)));
 }
 
-void ServedBackends::Sync(int id) {
+bool ServedBackends::Counts(int id, pid_t tid) const {
+  const pid_t t = TaskOf(id);
+  return t == -1 || tasks_->InSubtree(tid, t);
+}
+
+void ServedBackends::Sync(int id, bool force) {
   Served& s = backends_.at(static_cast<size_t>(id));
   const auto now = std::chrono::steady_clock::now();
-  if (now - s.last_sync < min_interval_ && s.exits_seen == exits_) return;
+  if (!force && now - s.last_sync < min_interval_ && s.exits_seen == exits_) return;
   s.last_sync = now;
   s.exits_seen = exits_;
   TaskFigures f;

@@ -48,8 +48,13 @@ class ServedBackends {
   size_t size() const { return backends_.size(); }
   const MachineInfo& Machine() { return machine_backend_->Machine(); }
 
-  // Feeds backend `id` what its tasks did since the last sync.
-  void Sync(int id);
+  // Feeds backend `id` what its tasks did since the last sync (`force`:
+  // even within min_interval).
+  void Sync(int id, bool force = false);
+  // The task backend `id` serves (-1: CPU-wide).
+  pid_t TaskOf(int id) const { return backends_.at(static_cast<size_t>(id)).tid; }
+  // Whether backend `id` counts what `tid` does (its task's subtree, or CPU-wide).
+  bool Counts(int id, pid_t tid) const;
   // A task exited: the next Sync of the backends that count it reads afresh.
   void TaskExited() { ++exits_; }
   // `tid` called execve(2) of `path`: the backends counting it are synced

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -24,6 +25,39 @@ namespace {
 
 volatile sig_atomic_t g_terminate = 0;
 void OnTerminate(int sig) { g_terminate = sig; }
+volatile sig_atomic_t g_sample_tick = 0;
+void OnSampleTick(int) { g_sample_tick = 1; }
+constexpr long kSampleIntervalNs = 1'000'000;  // 1 ms: perf record's default 4000 Hz is served at 1000 Hz
+
+// The state letter of /proc/<tid>/stat (proc(5): R running, S sleeping, ...), '?' if gone.
+char TaskState(pid_t tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", tid);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return '?';
+  char buf[512];
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return '?';
+  buf[n] = '\0';
+  const char* close_paren = std::strrchr(buf, ')');
+  return close_paren != nullptr && close_paren[1] == ' ' ? close_paren[2] : '?';
+}
+
+// The third field of /proc/<tid>/schedstat: how many times the task got a CPU.
+uint64_t Timeslices(pid_t tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/schedstat", tid);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[128];
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  unsigned long long run = 0, wait = 0, slices = 0;
+  return std::sscanf(buf, "%llu %llu %llu", &run, &wait, &slices) == 3 ? slices : 0;
+}
 
 int StatusToExit(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -168,6 +202,10 @@ void Tracer::Loop() {
           KillAll();
           killed = true;
         }
+        if (g_sample_tick != 0) {
+          g_sample_tick = 0;
+          SampleRound();
+        }
         continue;
       }
       break;  // ECHILD: every traced task is reaped
@@ -181,6 +219,10 @@ void Tracer::Loop() {
       } else if (WIFSTOPPED(st)) {
         OnStop(tid, st);
       }
+    }
+    if (g_sample_tick != 0) {
+      g_sample_tick = 0;
+      SampleRound();
     }
     if ((root_status_ || g_terminate != 0) && !killed) {
       // The program is done: what it left running goes too (no orphans).
@@ -209,12 +251,24 @@ void Tracer::OnExec(pid_t tid) {
   char path[4096];
   const ssize_t n = readlink(("/proc/" + std::to_string(tid) + "/exe").c_str(), path, sizeof path - 1);
   backends_.Exec(tid, n > 0 ? std::string(path, static_cast<size_t>(n)) : CommOf(tid));
+  // Until its first sample the new program is at its entry point, with no
+  // frames: samples before then are not put at the mock's simulated addresses.
+  Regs r;
+  if (GetRegs(tid, &r)) {
+    for (size_t b = 0; b < backends_.size(); ++b) {
+      if (backends_.Counts(static_cast<int>(b), tid)) backends_.Control(static_cast<int>(b)).SetServedContext(r.rip, {});
+    }
+  }
 }
 
 void Tracer::OnStop(pid_t tid, int status) {
   const int sig = WSTOPSIG(status);
   const int event = status >> 16;
-  if (debug_) std::fprintf(stderr, "perftest exec: [%d] stop sig=%d event=%d\n", tid, sig, event);
+  if (debug_) {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    std::fprintf(stderr, "perftest exec: %ld.%06ld [%d] stop sig=%d event=%d\n", now.tv_sec, now.tv_nsec / 1000, tid, sig, event);
+  }
   TrackedTask* t = tasks_.Find(tid);
   if (t == nullptr) {  // a new task's first stop, before its parent's event
     tasks_.Add(tid, TgidOf(tid), 0);
@@ -265,6 +319,11 @@ void Tracer::OnStop(pid_t tid, int status) {
     Resume(tid);  // a group-stop: end it (see tracer.h)
     return;
   }
+  if (sig == SIGSTOP && si.si_code == SI_TKILL && si.si_pid == self_ && sample_pending_.erase(tid) != 0) {
+    OnSampleStop(tid);
+    Resume(tid);  // the sampler's SIGSTOP is never delivered
+    return;
+  }
   Resume(tid, sig);  // a signal-delivery-stop: deliver the signal
 }
 
@@ -278,6 +337,61 @@ void Tracer::OnGone(pid_t tid, int status) {
     for (const PerfFd& e : fds_.ReleaseProcess(tgid)) Release(e);
   }
   if (tid == root_) root_status_ = status;
+}
+
+void Tracer::ArmSampler() {
+  if (sampler_armed_) return;
+  struct sigaction tick {};
+  tick.sa_handler = OnSampleTick;  // no SA_RESTART: waitpid(2) returns EINTR
+  sigaction(SIGALRM, &tick, nullptr);
+  sigevent sev{};
+  sev.sigev_notify = SIGEV_SIGNAL;
+  sev.sigev_signo = SIGALRM;
+  timer_t timer;
+  if (timer_create(CLOCK_MONOTONIC, &sev, &timer) != 0) return;
+  itimerspec its{{0, kSampleIntervalNs}, {0, kSampleIntervalNs}};
+  timer_settime(timer, 0, &its, nullptr);
+  sampler_armed_ = true;
+}
+
+void Tracer::SampleRound() {
+  for (pid_t tid : tasks_.Live()) {
+    if (sample_pending_.count(tid) != 0) continue;
+    bool counted = false;
+    for (int b : sampling_) counted |= backends_.Counts(b, tid);
+    if (!counted) continue;
+    // Only a task that is runnable and was given the CPU since its last
+    // sample (schedstat's pcount, sched_info_arrive()): one that waits on
+    // the runqueue since would be stopped again before running a single
+    // instruction (a loaded machine); one that sleeps has nothing to sample.
+    // Not the runtime: it is brought up to date at ticks and at the task's
+    // own clock reads, which would bias the rounds towards those.
+    if (TaskState(tid) != 'R' || Timeslices(tid) == timeslices_[tid]) continue;
+    if (syscall(SYS_tgkill, TgidOf(tid), tid, SIGSTOP) == 0) sample_pending_.insert(tid);
+  }
+}
+
+void Tracer::OnSampleStop(pid_t tid) {
+  timeslices_[tid] = Timeslices(tid);
+  Regs r;
+  if (!GetRegs(tid, &r)) return;
+  std::vector<uint64_t> callers;
+  WalkFramePointers(tid, r.rbp, 127, &callers);
+  const pid_t tgid = TgidOf(tid);
+  for (int b : sampling_) {
+    if (!backends_.Counts(b, tid)) continue;
+    MockControl& c = backends_.Control(b);
+    MappingScanner& scan = scanners_[b];
+    bool known = scan.Known(tgid, r.rip);
+    for (size_t i = 0; i < callers.size() && known; ++i) known = scan.Known(tgid, callers[i]);
+    if (!known) {
+      for (const Mapping& m : scan.NewExecutable(tgid)) {
+        c.ServedMmap({m.start, m.end - m.start, m.pgoff, true, m.maj, m.min, m.ino, m.path});
+      }
+    }
+    c.SetServedContext(r.rip, callers);
+    backends_.Sync(b, /*force=*/true);
+  }
 }
 
 void Tracer::Release(const PerfFd& e) {

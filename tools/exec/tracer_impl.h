@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -13,6 +14,7 @@
 #include "tools/exec/call_log.h"
 #include "tools/exec/fault_injection.h"
 #include "tools/exec/fd_table.h"
+#include "tools/exec/sampler.h"
 #include "tools/exec/served_backends.h"
 #include "tools/exec/task_table.h"
 #include "tools/exec/tracee.h"
@@ -37,6 +39,12 @@ class Tracer {
   void OnNewTask(pid_t parent, pid_t child);
   void OnExec(pid_t tid);
   void KillAll();
+  // Sampling (sampler.h): a 1 ms timer; each tick stops the running tasks
+  // that sampling backends count (SIGSTOP from the tracer, suppressed at its
+  // signal-delivery-stop) to take their ip, frame chain and new mappings.
+  void ArmSampler();
+  void SampleRound();
+  void OnSampleStop(pid_t tid);
   pid_t TgidOf(pid_t tid);
   std::string CommOf(pid_t tid);
 
@@ -78,6 +86,11 @@ class Tracer {
   // Threads whose current call was reissued to run natively: its next stop passes.
   std::set<pid_t> pass_;
   bool debug_ = false;  // PERFTEST_EXEC_DEBUG set: every stop on stderr
+  std::set<int> sampling_;             // backends with a sampling event
+  std::set<pid_t> sample_pending_;     // tasks sent the sampler's SIGSTOP
+  std::map<pid_t, uint64_t> timeslices_;  // schedstat pcount at each task's last sample
+  std::map<int, MappingScanner> scanners_;  // per backend: the mappings it reported
+  bool sampler_armed_ = false;
 };
 
 }  // namespace perftest::exec
