@@ -39,7 +39,7 @@ class ServedBackends {
   // `tasks` must outlive this. Syncs closer together than `min_interval`
   // reuse the last figures, unless a task of the backend exited since.
   ServedBackends(MockProfile profile, const TaskTable* tasks,
-                 std::chrono::microseconds min_interval = std::chrono::microseconds(500));
+                 std::chrono::microseconds min_interval = std::chrono::microseconds(0));
 
   // The backend for events on task `tid` (-1: CPU-wide), made on first use.
   int ForTask(pid_t tid, pid_t tgid, const std::string& comm);

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <map>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -10,15 +14,6 @@
 
 namespace perftest::exec {
 namespace {
-
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  *out = s.str();
-  return true;
-}
 
 uint64_t StatusField(const std::string& text, const char* key) {
   const size_t at = text.find(key);
@@ -28,36 +23,61 @@ uint64_t StatusField(const std::string& text, const char* key) {
 
 }  // namespace
 
+namespace {
+
+// The open /proc files of a task, re-read with pread(2) at offset 0 (a seq
+// file regenerates its text): a read costs one syscall per file, not three.
+struct ProcFiles {
+  int schedstat = -1, stat = -1, status = -1;
+  void Close() {
+    for (int* fd : {&schedstat, &stat, &status}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
+    }
+  }
+};
+
+bool ReadAt(int fd, std::string* out) {
+  char buf[4096];
+  const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return false;
+  out->assign(buf, static_cast<size_t>(n));
+  return true;
+}
+
+}  // namespace
+
 std::optional<TaskFigures> ReadFigures(pid_t tid) {
-  TaskFigures f;
-  std::string schedstat, stat, status, sched;
+  static std::map<pid_t, ProcFiles> files;
+  ProcFiles& f = files[tid];
   const std::string dir = fmt::format("/proc/{}/task/{}/", tid, tid);
-  if (!ReadFile(dir + "schedstat", &schedstat) || !ReadFile(dir + "stat", &stat)) return std::nullopt;
-  f.cpu_ns = std::strtoull(schedstat.c_str(), nullptr, 10);
+  if (f.schedstat < 0) {
+    f.schedstat = open((dir + "schedstat").c_str(), O_RDONLY | O_CLOEXEC);
+    f.stat = open((dir + "stat").c_str(), O_RDONLY | O_CLOEXEC);
+    f.status = open((dir + "status").c_str(), O_RDONLY | O_CLOEXEC);
+  }
+  TaskFigures out;
+  std::string schedstat, stat, status;
+  if (f.schedstat < 0 || f.stat < 0 || !ReadAt(f.schedstat, &schedstat) || !ReadAt(f.stat, &stat)) {
+    f.Close();
+    files.erase(tid);  // gone (or its pid reused: the next read opens afresh)
+    return std::nullopt;
+  }
+  out.cpu_ns = std::strtoull(schedstat.c_str(), nullptr, 10);
   // stat: "pid (comm) state ppid ..." — comm may hold spaces and parentheses:
   // fields count from the last ')'. minflt is field 10, majflt field 12.
-  const size_t close = stat.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
-  std::istringstream fields(stat.substr(close + 2));
-  std::string field;
-  for (int i = 3; fields >> field; ++i) {
-    if (i == 10) f.faults += std::strtoull(field.c_str(), nullptr, 10);
-    if (i == 12) {
-      f.faults += std::strtoull(field.c_str(), nullptr, 10);
-      break;
-    }
+  const size_t close_paren = stat.rfind(')');
+  if (close_paren == std::string::npos) return std::nullopt;
+  const char* p = stat.c_str() + close_paren + 2;  // field 3, state
+  for (int field = 3; field <= 12 && *p != '\0'; ++field) {
+    if (field == 10 || field == 12) out.faults += std::strtoull(p, nullptr, 10);
+    while (*p != '\0' && *p != ' ') ++p;  // the next space-separated field
+    while (*p == ' ') ++p;
   }
-  if (ReadFile(dir + "status", &status)) {
-    f.switches = StatusField(status, "\nvoluntary_ctxt_switches:") + StatusField(status, "\nnonvoluntary_ctxt_switches:");
+  if (f.status >= 0 && ReadAt(f.status, &status)) {
+    out.switches = StatusField(status, "\nvoluntary_ctxt_switches:") + StatusField(status, "\nnonvoluntary_ctxt_switches:");
   }
-  if (ReadFile(dir + "sched", &sched)) {
-    const size_t at = sched.find("se.nr_migrations");
-    if (at != std::string::npos) {
-      const size_t colon = sched.find(':', at);
-      if (colon != std::string::npos) f.migrations = std::strtoull(sched.c_str() + colon + 1, nullptr, 10);
-    }
-  }
-  return f;
+  return out;
 }
 
 void TaskTable::Add(pid_t tid, pid_t tgid, pid_t parent) {

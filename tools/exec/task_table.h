@@ -13,8 +13,8 @@
 // task_sched_runtime()), faults = minflt + majflt of /proc/<tid>/stat (what
 // page-faults counts: do_user_addr_fault() -> perf_sw_event(PAGE_FAULTS)),
 // switches = voluntary + nonvoluntary ctxt_switches of /proc/<tid>/status
-// (context-switches: perf_event_task_sched_out()), migrations =
-// se.nr_migrations of /proc/<tid>/sched when the kernel has it.
+// (context-switches: perf_event_task_sched_out()). migrations stays 0 (not
+// read: cpu-migrations is not fed to the mock).
 #pragma once
 
 #include <sys/types.h>
