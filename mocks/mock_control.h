@@ -79,6 +79,13 @@ class MockControl {
     std::string filename;
   };
   virtual void ServedMmap(const ServedMapping& m) = 0;
+  // The served task forked (or cloned a thread): perf_event_fork()'s FORK
+  // (and NAMESPACES) records naming the child.
+  virtual void ServedFork(pid_t child_pid, pid_t child_tid) = 0;
+  // The served task exited: perf_event_exit_task()'s EXIT record.
+  virtual void ServedExit() = 0;
+  // The served task renamed itself (prctl(PR_SET_NAME)): COMM, exec = false.
+  virtual void ServedComm(const std::string& comm) = 0;
 };
 
 // A MockBackend and its controls; `control` belongs to `backend` and is valid

@@ -133,6 +133,17 @@ class MockBackend final : public Backend, public MockControl {
     task_.served_ip = ip;
     task_.served_callers = std::move(callers);
   }
+  void ServedFork(pid_t child_pid, pid_t child_tid) override {
+    Task child = task_;
+    child.pid = child_pid;
+    child.tid = child_tid;
+    ForkEvent(child);
+  }
+  void ServedExit() override { ExitEvent(task_); }
+  void ServedComm(const std::string& comm) override {
+    task_.comm = comm.substr(0, 15);  // TASK_COMM_LEN - 1
+    CommEvent(/*exec=*/false);
+  }
   void ServedMmap(const ServedMapping& m) override {
     MmapEvent(MmapRegion{m.addr, m.len, m.pgoff, m.exec, m.maj, m.min, m.ino, m.filename});
   }

@@ -7,12 +7,16 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 #include <signal.h>
 #include <time.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <set>
 #include <vector>
@@ -48,6 +52,8 @@ void Tracer::OnSyscallEntry(pid_t tid) {
     case SYS_prctl:
       if (SyscallArg(r, 0) == PR_TASK_PERF_EVENTS_ENABLE || SyscallArg(r, 0) == PR_TASK_PERF_EVENTS_DISABLE) {
         o = ServePrctl(tid, tgid, static_cast<int>(SyscallArg(r, 0)));
+      } else if (SyscallArg(r, 0) == PR_SET_NAME) {
+        SideBandComm(tid, SyscallArg(r, 1));
       }
       break;
     case SYS_read:
@@ -57,7 +63,11 @@ void Tracer::OnSyscallEntry(pid_t tid) {
       if (const PerfFd* e = perf_fd(0)) o = ServeIoctl(tid, tgid, r, *e);
       break;
     case SYS_mmap:
-      if (PerfFd* e = perf_fd(4)) o = ServeMmap(tid, tgid, r, *e, inj);
+      if (PerfFd* e = perf_fd(4)) {
+        o = ServeMmap(tid, tgid, r, *e, inj);
+      } else if ((SyscallArg(r, 2) & PROT_EXEC) != 0) {
+        o = SideBandExecMmap(tid, tgid, r, inj);
+      }
       break;
     case SYS_close:
       if (perf_fd(0) != nullptr) o = ServeClose(tid, tgid, static_cast<int>(SyscallArg(r, 0)));
@@ -118,6 +128,9 @@ Tracer::Outcome Tracer::ServeOpen(pid_t tid, pid_t tgid, const Regs& r, Injector
   if (readable) {
     const size_t want = size == 0 ? PERF_ATTR_SIZE_VER0 : std::min<size_t>(size, 4096);
     readable = ReadMemory(tid, attr_addr, buf.data(), want);
+    // perf_copy_attr() takes the size with get_user() on its own: a size
+    // under 8 bytes does not cover the field itself.
+    std::memcpy(buf.data() + offsetof(perf_event_attr, size), &size, sizeof size);
   }
   auto* attr = readable ? reinterpret_cast<perf_event_attr*>(buf.data()) : nullptr;
   const std::string call = log_.enabled() ? DescribeOpen(attr, pid, cpu, group_fd, flags) : std::string();
@@ -458,6 +471,53 @@ Tracer::Outcome Tracer::ServePoll(pid_t tid, pid_t tgid, const Regs& r, Injector
   WriteMemory(tid, addr, fds.data(), nfds * sizeof(pollfd));
   if (log_.enabled()) log_.Write(tid, DescribePoll(fds, timeout_ms), count);
   return {.result = count};
+}
+
+void Tracer::SideBandComm(pid_t tid, uint64_t name_addr) {
+  std::string name;
+  if (!ReadString(tid, name_addr, 4096, &name)) return;  // the native call says EFAULT
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    if (backends_.TaskOf(static_cast<int>(b)) != tid) continue;
+    backends_.Sync(static_cast<int>(b));
+    backends_.Control(static_cast<int>(b)).ServedComm(name);
+  }
+}
+
+Tracer::Outcome Tracer::SideBandExecMmap(pid_t tid, pid_t tgid, const Regs& r, Injector& inj) {
+  (void)tid;
+  bool wanted = false;
+  for (size_t b = 0; b < backends_.size(); ++b) wanted |= backends_.TaskOf(static_cast<int>(b)) == tgid;
+  if (!wanted) return {.native = true};
+  std::optional<long> addr = inj.Call(SYS_mmap, {SyscallArg(r, 0), SyscallArg(r, 1), SyscallArg(r, 2), SyscallArg(r, 3),
+                                                 SyscallArg(r, 4), SyscallArg(r, 5)});
+  if (!addr) return {.result = -ESRCH};
+  if (*addr < 0 && *addr > -4096) return {.result = *addr};
+  MockControl::ServedMapping m;
+  m.addr = static_cast<uint64_t>(*addr);
+  m.len = SyscallArg(r, 1);
+  m.exec = true;
+  m.filename = "//anon";
+  m.pgoff = m.addr;  // an anonymous mapping's pgoff is its address (perf_event_mmap_event())
+  const auto fd = static_cast<int>(SyscallArg(r, 4));
+  if ((SyscallArg(r, 3) & MAP_ANONYMOUS) == 0 && fd >= 0) {
+    const std::string link = "/proc/" + std::to_string(tgid) + "/fd/" + std::to_string(fd);
+    char path[4096];
+    const ssize_t n = readlink(link.c_str(), path, sizeof path - 1);
+    struct stat st {};
+    if (n > 0 && stat(link.c_str(), &st) == 0) {
+      m.filename.assign(path, static_cast<size_t>(n));
+      m.maj = major(st.st_dev);
+      m.min = minor(st.st_dev);
+      m.ino = st.st_ino;
+      m.pgoff = SyscallArg(r, 5);
+    }
+  }
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    if (backends_.TaskOf(static_cast<int>(b)) != tgid) continue;
+    backends_.Sync(static_cast<int>(b));
+    backends_.Control(static_cast<int>(b)).ServedMmap(m);
+  }
+  return {.result = *addr};
 }
 
 void Tracer::CloseRange(pid_t tgid, const Regs& r) {

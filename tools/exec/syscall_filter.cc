@@ -1,6 +1,7 @@
 #include "tools/exec/syscall_filter.h"
 
 #include <linux/prctl.h>
+#include <sys/mman.h>
 #include <seccomp.h>
 
 #include <cerrno>
@@ -44,7 +45,7 @@ int InstallServeFilter(const PerfFdRange& range) {
   const uint64_t mask = ~static_cast<uint64_t>(range.size - 1);
   const auto base = static_cast<uint64_t>(range.base);
   int rc = seccomp_rule_add(ctx.get(), trace, SCMP_SYS(perf_event_open), 0);
-  for (int option : {PR_TASK_PERF_EVENTS_DISABLE, PR_TASK_PERF_EVENTS_ENABLE}) {
+  for (int option : {PR_TASK_PERF_EVENTS_DISABLE, PR_TASK_PERF_EVENTS_ENABLE, PR_SET_NAME}) {
     if (rc == 0) rc = seccomp_rule_add(ctx.get(), trace, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(option)));
   }
   for (int nr : {SCMP_SYS(read), SCMP_SYS(readv), SCMP_SYS(pread64), SCMP_SYS(ioctl), SCMP_SYS(close),
@@ -52,6 +53,7 @@ int InstallServeFilter(const PerfFdRange& range) {
     if (rc == 0) rc = seccomp_rule_add(ctx.get(), trace, nr, 1, SCMP_A0(SCMP_CMP_MASKED_EQ, mask, base));
   }
   if (rc == 0) rc = seccomp_rule_add(ctx.get(), trace, SCMP_SYS(mmap), 1, SCMP_A4(SCMP_CMP_MASKED_EQ, mask, base));
+  if (rc == 0) rc = seccomp_rule_add(ctx.get(), trace, SCMP_SYS(mmap), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC));
   if (rc == 0) rc = seccomp_rule_add(ctx.get(), trace, SCMP_SYS(epoll_ctl), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, mask, base));
   for (int nr : {SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(close_range)}) {
     if (rc == 0) rc = seccomp_rule_add(ctx.get(), trace, nr, 0);

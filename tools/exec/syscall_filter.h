@@ -8,7 +8,8 @@
 // The filter answers SECCOMP_RET_TRACE (a PTRACE_EVENT_SECCOMP stop; without
 // a tracer the call fails with ENOSYS, seccomp(2)) for:
 //  - perf_event_open, always;
-//  - prctl(PR_TASK_PERF_EVENTS_DISABLE / PR_TASK_PERF_EVENTS_ENABLE);
+//  - prctl(PR_TASK_PERF_EVENTS_DISABLE / PR_TASK_PERF_EVENTS_ENABLE), and
+//    prctl(PR_SET_NAME) and mmap(PROT_EXEC) for their COMM and MMAP records;
 //  - the calls whose fd argument lies in the perf fd range: read, readv,
 //    pread64, ioctl, close, fcntl, dup, dup2, dup3 (oldfd), mmap (its fd,
 //    argument 4), epoll_ctl (its fd, argument 2);

@@ -57,6 +57,7 @@ TEST(ServeFilter, TrapsPerfEventOpenAndPerfPrctls) {
     if (Errno(prctl(PR_TASK_PERF_EVENTS_DISABLE)) != ENOSYS) return 3;
     char name[16];
     if (prctl(PR_GET_NAME, name) != 0) return 4;  // other prctls run natively
+    if (Errno(prctl(PR_SET_NAME, "x")) != ENOSYS) return 5;  // its COMM record
     return 0;
   }), 0);
 }
@@ -80,6 +81,10 @@ TEST(ServeFilter, TrapsCallsOnFdsInTheRangeOnly) {
     void* p = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return 12;
     if (Errno(syscall(SYS_mmap, nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, 0xffffffffL, 0)) != 0) return 13;
+    // An executable mapping stops (its MMAP record), whatever its fd.
+    if (Errno(syscall(SYS_mmap, nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) != ENOSYS) {
+      return 14;
+    }
     return 0;
   }), 0);
 }

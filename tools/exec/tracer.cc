@@ -239,6 +239,11 @@ void Tracer::OnNewTask(pid_t parent, pid_t child) {
   const bool seen = known != nullptr && known->seen_stop;
   tasks_.Add(child, tgid, parent);
   tasks_.Find(child)->seen_stop = seen;
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    if (backends_.TaskOf(static_cast<int>(b)) != parent) continue;
+    backends_.Sync(static_cast<int>(b));
+    backends_.Control(static_cast<int>(b)).ServedFork(tgid, child);
+  }
   if (tgid != parent_tgid) fds_.Fork(parent_tgid, tgid);
 }
 
@@ -301,6 +306,11 @@ void Tracer::OnStop(pid_t tid, int status) {
       case PTRACE_EVENT_EXIT:
         if (std::optional<TaskFigures> f = ReadFigures(tid)) tasks_.Exited(tid, *f);
         backends_.TaskExited();
+        for (size_t b = 0; b < backends_.size(); ++b) {
+          if (backends_.TaskOf(static_cast<int>(b)) != tid) continue;
+          backends_.Sync(static_cast<int>(b), /*force=*/true);
+          backends_.Control(static_cast<int>(b)).ServedExit();
+        }
         break;
       default:
         break;

@@ -67,6 +67,11 @@ class Tracer {
   Outcome ServePrctl(pid_t tid, pid_t tgid, int option);
   Outcome ServePoll(pid_t tid, pid_t tgid, const Regs& r, Injector& inj);
   void CloseRange(pid_t tgid, const Regs& r);
+  // Side-band of the served tasks themselves: prctl(PR_SET_NAME) -> COMM,
+  // mmap(PROT_EXEC) -> MMAP/MMAP2 (the mapping made by an injected call, so
+  // its address is known), fork/clone -> FORK, exit -> EXIT.
+  void SideBandComm(pid_t tid, uint64_t name_addr);
+  Outcome SideBandExecMmap(pid_t tid, pid_t tgid, const Regs& r, Injector& inj);
   // Places the event `tracer_fd` at `slot` in the program (pidfd_open,
   // pidfd_getfd, dup3, close): 0 or the errno of the first call that failed.
   int InstallFd(Injector& inj, int slot, int tracer_fd, bool cloexec);
