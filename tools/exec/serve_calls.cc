@@ -91,6 +91,7 @@ void Tracer::OnSyscallEntry(pid_t tid) {
       break;
   }
   if (inj.dead()) return;
+  if (TrackedTask* t = tasks_.Find(tid)) t->stops += inj.stops();
   if (o.native) {
     if (!inj.Reissue()) return;
     if (inj.injected()) pass_.insert(tid);

@@ -83,7 +83,7 @@ std::optional<TaskFigures> ReadFigures(pid_t tid) {
 void TaskTable::Add(pid_t tid, pid_t tgid, pid_t parent) {
   TrackedTask& t = tasks_[tid];
   const bool seen = t.tid == tid && t.seen_stop;  // its SIGSTOP may come before the parent's event
-  t = TrackedTask{tid, tgid, parent, true, seen, {}};
+  t = TrackedTask{tid, tgid, parent, true, seen, 0, {}};
 }
 
 TrackedTask* TaskTable::Find(pid_t tid) {
@@ -121,14 +121,24 @@ bool TaskTable::InSubtree(pid_t tid, pid_t ancestor) const {
 
 TaskFigures TaskTable::SubtreeFigures(pid_t root) const { return SubtreeFigures(root, &ReadFigures); }
 
+namespace {
+
+// The program's own figures: the switches the tracer's stops caused taken out.
+TaskFigures WithoutStops(TaskFigures f, uint64_t stops) {
+  f.switches = f.switches > stops ? f.switches - stops : 0;
+  return f;
+}
+
+}  // namespace
+
 TaskFigures TaskTable::SubtreeFigures(pid_t root, std::optional<TaskFigures> (*read)(pid_t)) const {
   TaskFigures sum;
   for (const auto& [tid, t] : tasks_) {
     if (!InSubtree(tid, root)) continue;
     if (!t.alive) {
-      sum += t.final_figures;
+      sum += WithoutStops(t.final_figures, t.stops);
     } else if (std::optional<TaskFigures> f = read(tid)) {
-      sum += *f;
+      sum += WithoutStops(*f, t.stops);
     }
   }
   return sum;
@@ -138,9 +148,9 @@ TaskFigures TaskTable::AllFigures() const {
   TaskFigures sum;
   for (const auto& [tid, t] : tasks_) {
     if (!t.alive) {
-      sum += t.final_figures;
+      sum += WithoutStops(t.final_figures, t.stops);
     } else if (std::optional<TaskFigures> f = ReadFigures(tid)) {
-      sum += *f;
+      sum += WithoutStops(*f, t.stops);
     }
   }
   return sum;

@@ -51,6 +51,9 @@ struct TrackedTask {
   pid_t parent = 0;   // the task that forked/cloned it (0 for the program's first)
   bool alive = true;
   bool seen_stop = false;  // its first ptrace stop came (a new task's SIGSTOP is swallowed)
+  // ptrace stops the tracer caused: each is a voluntary context switch of
+  // the task (ptrace_stop() -> schedule()), not one the program made.
+  uint64_t stops = 0;
   TaskFigures final_figures;  // at exit
 };
 

@@ -35,6 +35,18 @@ TEST(TaskTable, SubtreeSumsLiveAndExitedDescendants) {
   EXPECT_EQ(t.Live(), (std::vector<pid_t>{10, 11, 20}));
 }
 
+TEST(TaskTable, TheTracersStopsAreNotTheProgramsSwitches) {
+  TaskTable t;
+  t.Add(5, 5, 0);
+  t.Find(5)->stops = 3;
+  t.Exited(5, {.cpu_ns = 1, .switches = 10});
+  EXPECT_EQ(t.SubtreeFigures(5, &OnePerTask).switches, 7u);
+  t.Add(6, 6, 0);
+  t.Find(6)->stops = 30;
+  t.Exited(6, {.switches = 10});
+  EXPECT_EQ(t.SubtreeFigures(6, &OnePerTask).switches, 0u);  // never below 0
+}
+
 TEST(TaskTable, ExitedTwiceKeepsTheFirstFigures) {
   TaskTable t;
   t.Add(5, 5, 0);

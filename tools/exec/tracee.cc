@@ -72,6 +72,7 @@ bool Injector::RunToExit() {
     }
     if (WIFEXITED(status) || WIFSIGNALED(status)) return !(dead_ = true);
     if (!WIFSTOPPED(status)) continue;
+    ++stops_;
     const int sig = WSTOPSIG(status);
     const int event = status >> 16;
     if (getenv("PERFTEST_EXEC_DEBUG") != nullptr && sig != (SIGTRAP | 0x80)) {

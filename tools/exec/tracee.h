@@ -81,6 +81,8 @@ class Injector {
   bool dead() const { return dead_; }
   // Whether Call() ran anything: the tracee is then at a syscall-exit-stop.
   bool injected() const { return !at_entry_; }
+  // The ptrace stops the injected calls took (each a context switch of the tracee).
+  uint64_t stops() const { return stops_; }
 
  private:
   // Resumes with PTRACE_SYSCALL until the syscall-exit-stop; false if the tracee died.
@@ -90,6 +92,7 @@ class Injector {
   Regs entry_;
   bool at_entry_ = true;
   bool dead_ = false;
+  uint64_t stops_ = 0;
   std::vector<int> held_signals_;
 };
 

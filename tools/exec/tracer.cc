@@ -279,6 +279,7 @@ void Tracer::OnStop(pid_t tid, int status) {
     tasks_.Add(tid, TgidOf(tid), 0);
     t = tasks_.Find(tid);
   }
+  ++t->stops;
   if (sig == (SIGTRAP | 0x80)) {
     __ptrace_syscall_info info{};
     if (ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof info, &info) > 0 && info.op == PTRACE_SYSCALL_INFO_ENTRY) {
