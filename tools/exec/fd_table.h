@@ -32,6 +32,7 @@ struct PerfFd {
   // The program fd is the event's own memfd (installed again after the
   // mock's first mmap, which gives the event a memfd of its own).
   bool backed = false;
+  bool inherit = false;  // the event has attr.inherit (ServedBackends::Inherit)
 };
 
 class FdTable {

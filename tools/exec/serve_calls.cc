@@ -181,7 +181,9 @@ Tracer::Outcome Tracer::ServeOpen(pid_t tid, pid_t tgid, const Regs& r, Injector
     log_.Write(tid, call, -err, "cannot place the fd in the program");
     return {.result = -err};
   }
-  fds_.Insert(tgid, slot, PerfFd{backend, *fd, cloexec, false});
+  const bool inherit = attr != nullptr && attr->inherit;
+  fds_.Insert(tgid, slot, PerfFd{backend, *fd, cloexec, false, inherit});
+  if (inherit) backends_.Inherit(backend);
   if (attr != nullptr && attr->sample_period != 0) {  // sample_period or sample_freq
     sampling_.insert(backend);
     ArmSampler();
@@ -379,7 +381,7 @@ Tracer::Outcome Tracer::ServeDup(pid_t tid, pid_t tgid, const Regs& r, const Per
     if (nr == SYS_dup3) flags = static_cast<int>(SyscallArg(r, 2));
     if (newfd == oldfd) return nr == SYS_dup3 ? Outcome{.result = -EINVAL} : Outcome{.result = newfd};
   }
-  const PerfFd copy{e.backend, e.tracer_fd, (flags & O_CLOEXEC) != 0, e.backed};
+  const PerfFd copy{e.backend, e.tracer_fd, (flags & O_CLOEXEC) != 0, e.backed, e.inherit};
   std::optional<long> rc = inj.Call(SYS_dup3, {static_cast<uint64_t>(oldfd), static_cast<uint64_t>(newfd),
                                                static_cast<uint64_t>(flags)});
   if (!rc) return {.result = -ESRCH};

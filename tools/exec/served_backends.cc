@@ -1,6 +1,7 @@
 #include "tools/exec/served_backends.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "mocks/mock_backend.h"
 
@@ -24,7 +25,7 @@ int ServedBackends::ForTask(pid_t tid, pid_t tgid, const std::string& comm) {
   s.mock = MakeMockBackendWithControl(profile_);
   if (tid != -1) s.mock.control->ServeTask(tgid, tid, comm);
   // Counting starts now: what the task did before is not the events'.
-  s.fed = tid == -1 ? tasks_->AllFigures() : tasks_->SubtreeFigures(tid);
+  s.fed = FiguresOf(s);
   s.last_sync = std::chrono::steady_clock::now();
   s.exits_seen = exits_;
   backends_.push_back(std::move(s));
@@ -58,13 +59,27 @@ void ServedBackends::Sync(int id, bool force) {
   if (!force && now - s.last_sync < min_interval_ && s.exits_seen == exits_) return;
   s.last_sync = now;
   s.exits_seen = exits_;
-  TaskFigures f;
-  if (s.tid == -1) {
-    f = tasks_->AllFigures();
-  } else {
-    f = tasks_->SubtreeFigures(s.tid);
-  }
-  Feed(s, f);
+  Feed(s, FiguresOf(s));
+}
+
+TaskFigures ServedBackends::FiguresOf(const Served& s) const {
+  return s.tid == -1 ? tasks_->AllFigures() : tasks_->SubtreeFigures(s.tid, s.inherit_after);
+}
+
+void ServedBackends::Inherit(int id) {
+  Served& s = backends_.at(static_cast<size_t>(id));
+  if (s.inherit_events++ > 0) return;
+  Sync(id, /*force=*/true);
+  s.inherit_after = tasks_->Seq();
+  s.fed = FiguresOf(s);  // the tasks counted from now on start from what they have done
+}
+
+void ServedBackends::Uninherit(int id) {
+  Served& s = backends_.at(static_cast<size_t>(id));
+  if (s.inherit_events == 0 || --s.inherit_events > 0) return;
+  Sync(id, /*force=*/true);
+  s.inherit_after = UINT64_MAX;
+  s.fed = FiguresOf(s);
 }
 
 void ServedBackends::Exec(pid_t tid, const std::string& path) {

@@ -51,6 +51,10 @@ class ServedBackends {
   // Feeds backend `id` what its tasks did since the last sync (`force`:
   // even within min_interval).
   void Sync(int id, bool force = false);
+  // An event with attr.inherit was opened (closed) on backend `id`: while one
+  // is open, the tasks its task forks from the first one's opening count too.
+  void Inherit(int id);
+  void Uninherit(int id);
   // The task backend `id` serves (-1: CPU-wide).
   pid_t TaskOf(int id) const { return backends_.at(static_cast<size_t>(id)).tid; }
   // Whether backend `id` counts what `tid` does (its task's subtree, or CPU-wide).
@@ -69,7 +73,10 @@ class ServedBackends {
     TaskFigures fed;
     std::chrono::steady_clock::time_point last_sync{};
     uint64_t exits_seen = 0;
+    uint64_t inherit_after = UINT64_MAX;  // TaskTable::Seq() at the first inherited event; MAX: none
+    int inherit_events = 0;               // open events with attr.inherit
   };
+  TaskFigures FiguresOf(const Served& s) const;
   void Feed(Served& s, const TaskFigures& now);
 
   MockProfile profile_;

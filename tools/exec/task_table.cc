@@ -83,7 +83,7 @@ std::optional<TaskFigures> ReadFigures(pid_t tid) {
 void TaskTable::Add(pid_t tid, pid_t tgid, pid_t parent) {
   TrackedTask& t = tasks_[tid];
   const bool seen = t.tid == tid && t.seen_stop;  // its SIGSTOP may come before the parent's event
-  t = TrackedTask{tid, tgid, parent, true, seen, 0, {}};
+  t = TrackedTask{tid, tgid, parent, true, seen, 0, ++seq_, {}};
 }
 
 TrackedTask* TaskTable::Find(pid_t tid) {
@@ -132,9 +132,14 @@ TaskFigures WithoutStops(TaskFigures f, uint64_t stops) {
 }  // namespace
 
 TaskFigures TaskTable::SubtreeFigures(pid_t root, std::optional<TaskFigures> (*read)(pid_t)) const {
+  return SubtreeFigures(root, 0, read);
+}
+
+TaskFigures TaskTable::SubtreeFigures(pid_t root, uint64_t after, std::optional<TaskFigures> (*read)(pid_t)) const {
+  if (read == nullptr) read = &ReadFigures;
   TaskFigures sum;
   for (const auto& [tid, t] : tasks_) {
-    if (!InSubtree(tid, root)) continue;
+    if (!InSubtree(tid, root) || (tid != root && t.seq <= after)) continue;
     if (!t.alive) {
       sum += WithoutStops(t.final_figures, t.stops);
     } else if (std::optional<TaskFigures> f = read(tid)) {

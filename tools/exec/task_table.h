@@ -54,6 +54,7 @@ struct TrackedTask {
   // ptrace stops the tracer caused: each is a voluntary context switch of
   // the task (ptrace_stop() -> schedule()), not one the program made.
   uint64_t stops = 0;
+  uint64_t seq = 0;  // creation order in the table (TaskTable::Seq() when added)
   TaskFigures final_figures;  // at exit
 };
 
@@ -75,6 +76,13 @@ class TaskTable {
   // now (via `read`, ReadFigures by default), exited ones their final figures.
   TaskFigures SubtreeFigures(pid_t root) const;
   TaskFigures SubtreeFigures(pid_t root, std::optional<TaskFigures> (*read)(pid_t)) const;
+  // The same, descendants counted only when added after sequence number
+  // `after` (inherited events follow the tasks forked once they are open:
+  // perf_event_init_task() copies the events open at fork); UINT64_MAX: the
+  // root alone (no inherited events).
+  TaskFigures SubtreeFigures(pid_t root, uint64_t after, std::optional<TaskFigures> (*read)(pid_t) = nullptr) const;
+  // The sequence number of the latest task added.
+  uint64_t Seq() const { return seq_; }
   // The sum over every task (the CPU-wide view of the program).
   TaskFigures AllFigures() const;
   // Live tasks, by tid.
@@ -83,6 +91,7 @@ class TaskTable {
 
  private:
   std::map<pid_t, TrackedTask> tasks_;
+  uint64_t seq_ = 0;
 };
 
 }  // namespace perftest::exec

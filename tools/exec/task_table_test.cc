@@ -47,6 +47,18 @@ TEST(TaskTable, TheTracersStopsAreNotTheProgramsSwitches) {
   EXPECT_EQ(t.SubtreeFigures(6, &OnePerTask).switches, 0u);  // never below 0
 }
 
+TEST(TaskTable, InheritedCountsFollowOnlyLaterDescendants) {
+  TaskTable t;
+  t.Add(10, 10, 0);
+  t.Add(11, 11, 10);  // forked before the inherited event was opened
+  const uint64_t opened = t.Seq();
+  t.Add(12, 12, 10);  // after
+  t.Add(13, 13, 12);  // its child
+  EXPECT_EQ(t.SubtreeFigures(10, opened, &OnePerTask).cpu_ns, 10u + 12u + 13u);
+  EXPECT_EQ(t.SubtreeFigures(10, UINT64_MAX, &OnePerTask).cpu_ns, 10u);  // no inherit: the task alone
+  EXPECT_EQ(t.SubtreeFigures(10, &OnePerTask).cpu_ns, 10u + 11u + 12u + 13u);
+}
+
 TEST(TaskTable, ExitedTwiceKeepsTheFirstFigures) {
   TaskTable t;
   t.Add(5, 5, 0);

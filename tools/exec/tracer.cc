@@ -408,6 +408,7 @@ void Tracer::OnSampleStop(pid_t tid) {
 void Tracer::Release(const PerfFd& e) {
   if (e.backend < 0 || fds_.References(e.backend, e.tracer_fd) > 0) return;
   (void)backends_.Get(e.backend).Close(e.tracer_fd);
+  if (e.inherit) backends_.Uninherit(e.backend);
 }
 
 int RunServed(const ExecOptions& options) {
