@@ -6,7 +6,8 @@ stat, perf list, perf record + perf report) and our own perftest_exec_spin.
 
 One ctest per scenario (tools/exec/CMakeLists.txt). Exit 0 pass, 1 fail
 (the reason on stderr), 77 skip (the reason on stderr: perf is not
-installed, seccomp_deny not built).
+installed, seccomp_deny not built, ptrace or a private mount namespace not
+permitted here).
 """
 
 import os
@@ -35,6 +36,16 @@ def need_perf():
     r = subprocess.run(["perf", "--version"], capture_output=True, text=True)
     if r.returncode != 0:
         raise Skip("perf does not run here: %s" % (r.stderr.strip() or r.stdout.strip()))
+
+
+def need_exec(e, sysfs=False):
+    """Skip where perftest exec cannot work at all: no ptrace (a container
+    without it), or (sysfs) no private mount namespace for the PMU view."""
+    r = run([e.exec, "--", "true"])
+    if r.returncode == 125 and "PTRACE" in r.stderr:
+        raise Skip("ptrace is not permitted here: %s" % r.stderr.strip())
+    if sysfs and "not shown in sysfs" in r.stderr:
+        raise Skip("no private mount namespace for the profile's PMUs: %s" % r.stderr.strip())
 
 
 def run(cmd, timeout=120, **kw):
@@ -88,11 +99,13 @@ class Env:
 
 def scenario_perf_stat(e):
     need_perf()
+    need_exec(e)
     e.perf_stat_counts([])
 
 
 def scenario_perf_stat_seccomp_deny(e):
     need_perf()
+    need_exec(e)
     if not os.path.exists(e.deny):
         raise Skip("seccomp_deny is not built (libseccomp-dev)")
     r = run([e.deny, "--", "perf", "stat", "-e", "task-clock", "--", "true"])
@@ -103,6 +116,7 @@ def scenario_perf_stat_seccomp_deny(e):
 
 def scenario_perf_list_profile(e):
     need_perf()
+    need_exec(e, sysfs=True)
     r = run([e.exec, "--profile=x86_64-intel", "--", "perf", "list", "pmu"])
     check(r.returncode == 0 and "intel_pt//" in r.stdout, "perf list does not show the profile's intel_pt", r)
     r = run([e.exec, "--profile=arm64-pmuv3", "--", "perf", "stat", "-x,", "-e", "armv8_pmuv3/cpu_cycles/", "--", "true"])
@@ -114,6 +128,7 @@ def scenario_perf_list_profile(e):
 
 def scenario_inject(e):
     need_perf()
+    need_exec(e)
     with tempfile.TemporaryDirectory() as d:
         log = os.path.join(d, "log")
         r = run([e.exec, "--log=" + log, "--inject=perf_event_open:EMFILE", "--", "perf", "stat", "-e", "task-clock",
@@ -132,6 +147,7 @@ def scenario_inject(e):
 
 def scenario_log(e):
     need_perf()
+    need_exec(e)
     with tempfile.TemporaryDirectory() as d:
         log = os.path.join(d, "log")
         r = run([e.exec, "--log=" + log, "--", "perf", "stat", "-e", "page-faults", "--", "true"])
@@ -144,6 +160,7 @@ def scenario_log(e):
 
 def scenario_perf_record(e):
     need_perf()
+    need_exec(e)
     with tempfile.TemporaryDirectory() as d:
         data = os.path.join(d, "t.data")
         r = run([e.exec, "--", "perf", "record", "-e", "cpu-clock", "-F", "1000", "-g", "-o", data, "--", e.spin, "300"],
@@ -175,6 +192,7 @@ def _alive(marker):
 
 
 def scenario_exit_and_orphans(e):
+    need_exec(e)
     r = run([e.exec, "--", "sh", "-c", "exit 7"])
     check(r.returncode == 7, "exit status 7 not passed through", r)
     r = run([e.exec, "--", "sh", "-c", "kill -9 $$"])
