@@ -57,7 +57,9 @@ class MockControl {
   // tools/exec (`perftest exec`) serves a real task with this backend: the
   // simulated current task takes that task's pid, tid and comm, so
   // perf_event_open(pid = tid) finds it and records carry the real ids.
-  // Call before the first perf_event_open() for it.
+  // Call before the first perf_event_open() for it. The user page then says
+  // cap_user_rdpmc = 0 and no cap_user_time*: the real task's RDPMC and
+  // RDTSC would read the host's counters, not the model's.
   virtual void ServeTask(pid_t pid, pid_t tid, std::string comm) = 0;
   // The served task called execve(2) of `path`: perf_event_exec()
   // (enable_on_exec, remove_on_exec) and perf_event_comm(exec = true), without

@@ -23,7 +23,9 @@ void MockBackend::UpdateUserPage(MockEvent& ev) {
     u.pmc_width = static_cast<uint16_t>(width);
     // x86_pmu_event_mapped(): an mmapped core event may be read with RDPMC
     // (sysfs rdpmc = 1, the default).
-    u.cap_user_rdpmc = ev.pmu == PmuId::kCore && ev.owns_rb;
+    // A real task served by tools/exec would execute RDPMC on the host's
+    // CPU, whose counters are not the model's: no user RDPMC for it.
+    u.cap_user_rdpmc = ev.pmu == PmuId::kCore && ev.owns_rb && !served_real_task_;
     if (u.cap_user_rdpmc && ev.active) {
       u.index = RdpmcCounter(ev.counter_gp, ev.counter_fixed) + 1;  // x86_pmu_event_idx()
       u.offset -= SignExtend(ev.pmc, width);                        // - hwc->prev_count
@@ -31,7 +33,9 @@ void MockBackend::UpdateUserPage(MockEvent& ev) {
   }
   // The time fields: the same for every event (the TSC style leaves
   // cap_user_time_zero out for an event with its own clockid).
-  if (sched_clock_) u.time = sched_clock_->PageFields(now_, ev.attr.use_clockid);
+  // (Not for a real task served by tools/exec: its RDTSC reads the host's
+  // counter, which the simulated clock does not follow.)
+  if (sched_clock_ && !served_real_task_) u.time = sched_clock_->PageFields(now_, ev.attr.use_clockid);
   ev.rb->sched_clock = sched_clock_ ? &*sched_clock_ : nullptr;
   ev.rb->UpdateUserPage(u);
 }

@@ -123,6 +123,7 @@ class MockBackend final : public Backend, public MockControl {
   void SetVmxOperation(bool on) override { PtHandleVmx(on); }
   const pt_sim::GroundTruth* PtGroundTruth(int fd) override;
   void ServeTask(pid_t pid, pid_t tid, std::string comm) override {
+    served_real_task_ = true;
     task_.pid = pid;
     task_.tid = tid;
     task_.comm = std::move(comm);
@@ -289,6 +290,8 @@ class MockBackend final : public Backend, public MockControl {
   // (mock_aux.cc; a CPU whose PT cannot trace in VMX operation).
   void PtHandleVmx(bool on);
   bool pt_vmx_on_ = false;  // pt->vmx_on
+  // ServeTask(): the task is a real one (tools/exec): no user-page RDPMC or TSC time.
+  bool served_real_task_ = false;
   // --- mock_tasks.cc: child tasks (inherit, exit, exec) ---
   // copy_process(): a child of the current task (a thread of it with
   // `thread`): sched_process_fork, PERF_RECORD_FORK, the inherited copies.
