@@ -19,7 +19,10 @@
 
 #include <sys/types.h>
 
+#include <signal.h>
+
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -88,6 +91,13 @@ class MockControl {
   virtual void ServedExit() = 0;
   // The served task renamed itself (prctl(PR_SET_NAME)): COMM, exec = false.
   virtual void ServedComm(const std::string& comm) = 0;
+  // Where the served task's overflow signals go (SIGIO/F_SETSIG to an owner
+  // that is the served task, and perf_sigtrap()'s SIGTRAP): `sink` gets the
+  // target (pid, tid) and the kernel's siginfo, which only a tracer can
+  // deliver as is (PTRACE_SETSIGINFO: a process may not queue si_code >= 0
+  // to another). Without a sink a served task gets none.
+  using SignalSink = std::function<void(pid_t pid, pid_t tid, const siginfo_t& info)>;
+  virtual void SetSignalSink(SignalSink sink) = 0;
 };
 
 // A MockBackend and its controls; `control` belongs to `backend` and is valid

@@ -148,11 +148,34 @@ std::optional<Result<int>> MockBackend::EventFcntl(MockEvent& ev, int fd, int cm
 void MockBackend::SignalOverflow(MockEvent& ev, int reason) {
   const MockEvent& owner_event = ev.parent != nullptr ? *ev.parent : ev;  // perf_event_fasync()
   const int fd = owner_event.fd;
-  if (fd < 0 || owner_event.pid != kMockPid || !owner_event.async || owner_event.owner == 0) return;
+  const pid_t self_pid = served_real_task_ ? task_.pid : kMockPid;
+  if (fd < 0 || owner_event.pid != (served_real_task_ ? task_.tid : kMockPid) || !owner_event.async ||
+      owner_event.owner == 0) {
+    return;
+  }
+  const int sig = owner_event.signum;
+  if (served_real_task_) {  // tools/exec: the owner is the real task (else a real signal to the owner)
+    const bool to_task = (owner_event.owner_type == F_OWNER_TID && owner_event.owner == task_.tid) ||
+                         (owner_event.owner_type == F_OWNER_PID && owner_event.owner == self_pid);
+    if (!to_task) {
+      SignalOther(owner_event.owner_type, owner_event.owner, sig, reason, fd);
+      return;
+    }
+    if (!signal_sink_) return;
+    siginfo_t info;
+    std::memset(&info, 0, sizeof info);
+    info.si_signo = sig <= 0 ? SIGIO : sig;
+    info.si_code = sig <= 0 ? SI_KERNEL : reason;
+    if (sig > 0) {
+      info.si_band = BandOf(reason);
+      info.si_fd = fd;
+    }
+    signal_sink_(task_.pid, owner_event.owner_type == F_OWNER_TID ? task_.tid : task_.pid, info);
+    return;
+  }
   const bool to_us = (owner_event.owner_type == F_OWNER_TID && owner_event.owner == ::gettid()) ||
                      (owner_event.owner_type == F_OWNER_PID && owner_event.owner == ::getpid()) ||
                      (owner_event.owner_type == F_OWNER_PGRP && owner_event.owner == ::getpgrp());
-  const int sig = owner_event.signum;
   if (!to_us) {
     SignalOther(owner_event.owner_type, owner_event.owner, sig, reason, fd);
     return;
@@ -171,6 +194,16 @@ void MockBackend::SignalOverflow(MockEvent& ev, int reason) {
 }
 
 void MockBackend::SignalSigtrap(MockEvent& ev, uint64_t addr) {
+  if (served_real_task_ && signal_sink_) {  // tools/exec: the real task (its signal mask is not known here)
+    siginfo_t info;
+    std::memset(&info, 0, sizeof info);
+    info.si_signo = SIGTRAP;
+    info.si_code = kTrapPerf;
+    info.si_addr = reinterpret_cast<void*>(addr);
+    SetSigPerf(&info, ev.attr.sig_data, ev.attr.type, 0);
+    signal_sink_(task_.pid, task_.tid, info);
+    return;
+  }
   if (task_.tid != kMockPid) return;  // perf_sigtrap() signals the task, which has no real process
   (void)ev;
   siginfo_t info;

@@ -6,7 +6,14 @@
 #include <gtest/gtest.h>
 #include <linux/perf_event.h>
 
+#include <fcntl.h>
+#include <signal.h>
+
+#include <unistd.h>
+
 #include <chrono>
+#include <tuple>
+#include <vector>
 
 #include "mocks/internal/mock_test_fixture.h"
 
@@ -118,6 +125,33 @@ TEST_F(ServedTask, UserPageOffersNoRdpmcNorTscTime) {
   EXPECT_EQ(static_cast<uint32_t>(rb->page().index), 0u);
   EXPECT_EQ(static_cast<uint64_t>(rb->page().cap_user_time), 0u);
   EXPECT_EQ(static_cast<uint64_t>(rb->page().cap_user_time_zero), 0u);
+}
+
+TEST_F(ServedTask, OverflowSignalsGoToTheSinkWithTheKernelsSiginfo) {
+  // F_SETOWN needs a process that exists (f_setown(): ESRCH): this one stands for the real task.
+  const pid_t real = getpid();
+  control().ServeTask(real, real, "real");
+  std::vector<std::tuple<pid_t, pid_t, siginfo_t>> sent;
+  control().SetSignalSink([&](pid_t pid, pid_t tid, const siginfo_t& info) { sent.emplace_back(pid, tid, info); });
+  perf_event_attr a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
+  a.sample_period = 1;
+  a.wakeup_events = 1;
+  a.exclude_kernel = a.exclude_hv = 1;
+  const int fd = MustOpen(a);
+  std::optional<RingBuffer> rb = Map(fd, 4);
+  ASSERT_TRUE(rb);
+  EXPECT_OK(b().Fcntl(fd, F_SETOWN, real));
+  EXPECT_OK(b().Fcntl(fd, F_SETSIG, SIGRTMIN));
+  EXPECT_OK(b().Fcntl(fd, F_SETFL, O_ASYNC));
+  Enable(fd);
+  Run(Workload::TouchPages(1));
+  ASSERT_FALSE(sent.empty()) << "the overflow's F_SETSIG signal";
+  const auto& [pid, tid, info] = sent.front();
+  EXPECT_EQ(pid, real);
+  EXPECT_EQ(tid, real);
+  EXPECT_EQ(info.si_signo, SIGRTMIN);
+  EXPECT_EQ(info.si_code, POLL_IN);
+  EXPECT_EQ(info.si_fd, fd);
 }
 
 }  // namespace

@@ -141,6 +141,7 @@ class MockBackend final : public Backend, public MockControl {
     ForkEvent(child);
   }
   void ServedExit() override { ExitEvent(task_); }
+  void SetSignalSink(SignalSink sink) override { signal_sink_ = std::move(sink); }
   void ServedComm(const std::string& comm) override {
     task_.comm = comm.substr(0, 15);  // TASK_COMM_LEN - 1
     CommEvent(/*exec=*/false);
@@ -292,6 +293,7 @@ class MockBackend final : public Backend, public MockControl {
   bool pt_vmx_on_ = false;  // pt->vmx_on
   // ServeTask(): the task is a real one (tools/exec): no user-page RDPMC or TSC time.
   bool served_real_task_ = false;
+  SignalSink signal_sink_;  // SetSignalSink(): a served task's signals
   // --- mock_tasks.cc: child tasks (inherit, exit, exec) ---
   // copy_process(): a child of the current task (a thread of it with
   // `thread`): sched_process_fork, PERF_RECORD_FORK, the inherited copies.

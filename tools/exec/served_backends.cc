@@ -23,7 +23,10 @@ int ServedBackends::ForTask(pid_t tid, pid_t tgid, const std::string& comm) {
   Served s;
   s.tid = tid;
   s.mock = MakeMockBackendWithControl(profile_);
-  if (tid != -1) s.mock.control->ServeTask(tgid, tid, comm);
+  if (tid != -1) {
+    s.mock.control->ServeTask(tgid, tid, comm);
+    if (sink_) s.mock.control->SetSignalSink(sink_);
+  }
   // Counting starts now: what the task did before is not the events'.
   s.fed = FiguresOf(s);
   s.last_sync = std::chrono::steady_clock::now();

@@ -40,6 +40,8 @@ class ServedBackends {
   // reuse the last figures, unless a task of the backend exited since.
   ServedBackends(MockProfile profile, const TaskTable* tasks,
                  std::chrono::microseconds min_interval = std::chrono::microseconds(0));
+  // The sink every backend made from now on sends its task's signals to (MockControl::SetSignalSink).
+  void SetSignalSink(MockControl::SignalSink sink) { sink_ = std::move(sink); }
 
   // The backend for events on task `tid` (-1: CPU-wide), made on first use.
   int ForTask(pid_t tid, pid_t tgid, const std::string& comm);
@@ -86,6 +88,7 @@ class ServedBackends {
   std::vector<Served> backends_;
   std::map<pid_t, int> by_tid_;
   uint64_t exits_ = 0;
+  MockControl::SignalSink sink_;
 };
 
 }  // namespace perftest::exec

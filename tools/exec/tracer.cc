@@ -78,7 +78,20 @@ int ProbePerfEventOpenBlocked() {
 
 Tracer::Tracer(const ExecOptions& options, Intercept mode, PerfFdRange range, MockProfile profile)
     : options_(options), mode_(mode), self_(getpid()), fds_(range), backends_(std::move(profile), &tasks_),
-      inject_(options.inject), debug_(getenv("PERFTEST_EXEC_DEBUG") != nullptr) {}
+      inject_(options.inject), debug_(getenv("PERFTEST_EXEC_DEBUG") != nullptr) {
+  backends_.SetSignalSink([this](pid_t pid, pid_t tid, const siginfo_t& mock_info) {
+    siginfo_t info = mock_info;
+    if (info.si_signo != SIGTRAP && info.si_code > 0) {  // F_SETSIG's si_fd: the program's fd, not the tracer's
+      if (const auto* fds = fds_.Process(pid)) {
+        for (const auto& [fd, e] : *fds) {
+          if (e.tracer_fd == info.si_fd) info.si_fd = fd;
+        }
+      }
+    }
+    pending_siginfo_[tid].push_back(info);
+    if (syscall(SYS_tgkill, pid, tid, info.si_signo) != 0) pending_siginfo_[tid].pop_back();
+  });
+}
 
 pid_t Tracer::TgidOf(pid_t tid) {
   if (const TrackedTask* t = tasks_.Find(tid); t != nullptr && t->tgid != 0) return t->tgid;
@@ -329,6 +342,17 @@ void Tracer::OnStop(pid_t tid, int status) {
   if (ptrace(PTRACE_GETSIGINFO, tid, nullptr, &si) != 0) {
     Resume(tid);  // a group-stop: end it (see tracer.h)
     return;
+  }
+  if (si.si_code == SI_TKILL && si.si_pid == self_) {
+    // One of the mock's signals: it arrives with the kernel's siginfo.
+    auto p = pending_siginfo_.find(tid);
+    if (p != pending_siginfo_.end() && !p->second.empty() && p->second.front().si_signo == sig) {
+      siginfo_t info = p->second.front();
+      p->second.erase(p->second.begin());
+      ptrace(PTRACE_SETSIGINFO, tid, nullptr, &info);
+      Resume(tid, sig);
+      return;
+    }
   }
   if (sig == SIGSTOP && si.si_code == SI_TKILL && si.si_pid == self_ && sample_pending_.erase(tid) != 0) {
     OnSampleStop(tid);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <vector>
 #include <string>
 
 #include "tools/exec/call_log.h"
@@ -96,6 +97,9 @@ class Tracer {
   std::map<pid_t, uint64_t> timeslices_;  // schedstat pcount at each task's last sample
   std::map<int, MappingScanner> scanners_;  // per backend: the mappings it reported
   bool sampler_armed_ = false;
+  // The mock's signals for the served tasks (MockControl::SetSignalSink):
+  // sent with tgkill(2), their siginfo put in place at the signal-delivery-stop.
+  std::map<pid_t, std::vector<siginfo_t>> pending_siginfo_;
 };
 
 }  // namespace perftest::exec
