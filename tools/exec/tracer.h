@@ -26,9 +26,9 @@
 // on them natively, the mmap mapping the memfd the mock writes.
 //
 // What a program cannot do under exec: PTRACE_TRACEME or PTRACE_ATTACH its
-// own children (they are traced already: EPERM); its SIGIO/F_SETSIG overflow
-// signals are not delivered (the mock signals its own process); epoll(7) of a
-// perf fd fails (EPERM, as for any regular file); CPUID is the host's.
+// own children (they are traced already: EPERM); epoll(7) of a perf fd fails
+// (EPERM, as for any regular file); CPUID is the host's. The full list:
+// tools/exec/README.md.
 #pragma once
 
 #include <sys/types.h>
