@@ -4,6 +4,7 @@
 // DATA_SRC, TRANSACTION, PHYS_ADDR, *_PAGE_SIZE, CGROUP) and sample_id_all.
 // References: <linux/perf_event.h> PERF_RECORD_SAMPLE; core.c
 // perf_prepare_sample(), perf_output_sample().
+#include "suites/common/kernel_version.h"
 #include "suites/sampling/sampling_fixture.h"
 
 namespace perftest::sampling_test {
@@ -246,13 +247,16 @@ PERFTEST_CASE(Sampling, RegsIntrLayout, "sampling.field_regs_intr",
 
 PERFTEST_CASE(Sampling, MemoryFieldsOfSoftwareEvent, "sampling.field_weight_data_src_txn",
               "<linux/perf_event.h> PERF_SAMPLE_WEIGHT, WEIGHT_STRUCT, DATA_SRC, TRANSACTION; "
-              "core.c perf_prepare_sample() defaults (0, PERF_MEM_NA, 0)") {
-  const uint64_t mem_na = (uint64_t{PERF_MEM_OP_NA} << PERF_MEM_OP_SHIFT) |
-                          (uint64_t{PERF_MEM_LVL_NA} << PERF_MEM_LVL_SHIFT) |
-                          (uint64_t{PERF_MEM_SNOOP_NA} << PERF_MEM_SNOOP_SHIFT) |
-                          (uint64_t{PERF_MEM_LOCK_NA} << PERF_MEM_LOCK_SHIFT) |
-                          (uint64_t{PERF_MEM_TLB_NA} << PERF_MEM_TLB_SHIFT) |
-                          (uint64_t{PERF_MEM_LVLNUM_NA} << PERF_MEM_LVLNUM_SHIFT);
+              "core.c perf_prepare_sample() defaults (0, PERF_MEM_NA, 0); include/linux/perf_event.h PERF_MEM_NA "
+              "(with PERF_MEM_LVLNUM_NA since 6.6, 5c6e623f1b8e)") {
+  uint64_t mem_na = (uint64_t{PERF_MEM_OP_NA} << PERF_MEM_OP_SHIFT) |
+                    (uint64_t{PERF_MEM_LVL_NA} << PERF_MEM_LVL_SHIFT) |
+                    (uint64_t{PERF_MEM_SNOOP_NA} << PERF_MEM_SNOOP_SHIFT) |
+                    (uint64_t{PERF_MEM_LOCK_NA} << PERF_MEM_LOCK_SHIFT) |
+                    (uint64_t{PERF_MEM_TLB_NA} << PERF_MEM_TLB_SHIFT);
+  // 5c6e623f1b8e ("perf/mem: Add PERF_MEM_LVLNUM_NA to PERF_MEM_NA", Linux
+  // 6.6) added the level number to the default; before, mem_lvl_num was 0.
+  if (!KernelBefore(backend(), 6, 6)) mem_na |= uint64_t{PERF_MEM_LVLNUM_NA} << PERF_MEM_LVLNUM_SHIFT;
   for (uint64_t weight : {uint64_t{PERF_SAMPLE_WEIGHT}, uint64_t{PERF_SAMPLE_WEIGHT_STRUCT}}) {
     Capture c;
     ASSERT_NO_FATAL_FAILURE(
