@@ -102,6 +102,9 @@ def host_from_facts(facts):
         "uid": read_int(os.path.join(facts, "uid")) or 0,
         "euid": read_int(os.path.join(facts, "uid")) or 0,
     })
+    user_access = read_int(os.path.join(facts, "perf_user_access"))
+    if user_access is not None:        # arm64 (and riscv64) kernels only
+        host["perf_user_access"] = user_access
     host.update(capabilities(text("status")))
     host["tracefs"] = tracefs_mount(text("mounts"))
     return host
