@@ -110,16 +110,25 @@ void RingSampler::Wait(int timeout_ms) {
 }
 
 void RingSampler::Drain() {
+  RecordViewParser parser(layout_);
   for (RingBuffer& rb : rings_) {
     rb.Begin();
     while (std::optional<RawRecord> raw = rb.Next()) {
-      Result<Record> rec = ParseRecord(layout_, raw->bytes);
-      if (!rec.ok()) {
+      // Samples are read in place (zero-copy views); the rare side-band
+      // records are parsed into owned records.
+      const RecordView* v = parser.Parse(raw->bytes);
+      if (v == nullptr) {
         ++malformed_;
         continue;
       }
-      if (const auto* s = std::get_if<SampleRecord>(&rec->body)) {
-        HandleSample(*s);
+      if (v->is_sample()) {
+        HandleSample(v->sample);
+        continue;
+      }
+      if (v->header.type != PERF_RECORD_COMM && v->header.type != PERF_RECORD_LOST) continue;
+      Result<Record> rec = ParseRecord(layout_, v->bytes);
+      if (!rec.ok()) {
+        ++malformed_;
       } else if (const auto* c = std::get_if<CommRecord>(&rec->body)) {
         comms_[static_cast<pid_t>(c->tid)] = c->comm;
       } else if (const auto* l = std::get_if<LostRecord>(&rec->body)) {
@@ -139,10 +148,10 @@ std::string RingSampler::Comm(pid_t pid, pid_t tid, uint32_t cpu) {
   return c;
 }
 
-void RingSampler::HandleSample(const SampleRecord& s) {
+void RingSampler::HandleSample(const SampleView& s) {
   ++samples_;
-  const pid_t pid = static_cast<pid_t>(s.pid.value_or(0));
-  const pid_t tid = static_cast<pid_t>(s.tid.value_or(0));
+  const pid_t pid = static_cast<pid_t>(s.pid);
+  const pid_t tid = static_cast<pid_t>(s.tid);
   if (opt_.user_threads_only || opt_.kernel_threads_only) {
     auto it = kthreads_.find(pid);
     if (it == kthreads_.end()) it = kthreads_.emplace(pid, pid == 0 || is_kthread_(pid)).first;
@@ -150,8 +159,8 @@ void RingSampler::HandleSample(const SampleRecord& s) {
     if (opt_.kernel_threads_only && !it->second) return;
   }
   if (on_new_process_ && pid > 0 && seen_.emplace(pid, true).second) on_new_process_(pid);
-  SplitStack st = SplitCallchain(s.callchain ? std::span<const uint64_t>(*s.callchain) : std::span<const uint64_t>());
-  counts_.Add(pid, Comm(pid, tid, s.cpu.value_or(0)), st.user, st.kernel, !opt_.kernel_stacks_only,
+  SplitStack st = SplitCallchain(s.callchain);
+  counts_.Add(pid, Comm(pid, tid, s.cpu), st.user, st.kernel, !opt_.kernel_stacks_only,
               !opt_.user_stacks_only);
 }
 

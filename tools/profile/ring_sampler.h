@@ -75,7 +75,7 @@ class RingSampler {
   void OnNewProcess(std::function<void(pid_t)> fn) { on_new_process_ = std::move(fn); }
 
  private:
-  void HandleSample(const SampleRecord& s);
+  void HandleSample(const SampleView& s);
   std::string Comm(pid_t pid, pid_t tid, uint32_t cpu);
 
   Backend& backend_;
