@@ -29,6 +29,7 @@ LAUNCHER = os.path.join(REPO, "perftest")
 BIN = layout.bin_dir()
 PROFILER = os.path.join(BIN, "perftest_profile")
 HOG = os.path.join(BIN, "profile_cpu_hog")
+HOG_NOFP = os.path.join(BIN, "profile_cpu_hog_nofp")
 PERF = shutil.which("perf")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
@@ -74,8 +75,11 @@ def parse_folded(text):
 class Hog:
     """profile_cpu_hog running (longer than any profile of it), killed at exit."""
 
+    def __init__(self, path=HOG):
+        self.path = path
+
     def __enter__(self):
-        self.proc = subprocess.Popen([HOG, "300"])
+        self.proc = subprocess.Popen([self.path, "300"])
         time.sleep(0.2)
         return self.proc
 
@@ -177,6 +181,40 @@ class KernelProfile(unittest.TestCase):
         for line in compare["table"]:
             print(line.replace(" perf ", " ring ").replace(" perftest ", " bpf "))
         self.assertFalse(compare["bad"], "\n".join(compare["table"]))
+
+    @unittest.skipUnless(os.path.isfile(HOG_NOFP), "%s not built" % HOG_NOFP)
+    def test_dwarf_call_graph_unwinds_code_without_frame_pointers(self):
+        # profile_cpu_hog_nofp: the same program built with -fomit-frame-pointer.
+        # The kernel's frame-pointer walk cannot find hog_hot's callers there;
+        # --call-graph=dwarf unwinds the copied user stack with .eh_frame.
+        with Hog(HOG_NOFP) as hog:
+            dwarf = self.profile("-p", str(hog.pid), "-F", "99", "-f", "--call-graph=dwarf", "4")
+            fp = self.profile("-p", str(hog.pid), "-F", "99", "-f", "2")
+        called = ["__libc_start_call_main", "main", "hog_loop", "hog_hot"]
+
+        def with_callers(stacks):
+            """Samples whose user stack has hog_hot called by hog_loop called by main, of those in hog_hot."""
+            hot = {k: n for k, n in stacks.items() if "hog_hot" in k}
+            ok = sum(n for k, n in hot.items() if any(list(k[i:i + 4]) == called for i in range(len(k))))
+            return ok, sum(hot.values())
+
+        ok, hot = with_callers(self.hog_stacks(dwarf.stdout))
+        print("--call-graph=dwarf: hog_hot with main;hog_loop as callers in %d of %d samples" % (ok, hot))
+        self.assertGreaterEqual(hot, 20, dwarf.stdout[-3000:] + dwarf.stderr[-1000:])
+        self.assertGreaterEqual(ok / hot, 0.90, dwarf.stdout[-3000:])
+        fp_ok, fp_hot = with_callers(self.hog_stacks(fp.stdout))
+        print("frame pointers: hog_hot with its callers in %d of %d samples" % (fp_ok, fp_hot))
+        self.assertGreater(fp_hot, 0, fp.stdout[-3000:])
+        self.assertLess(fp_ok / fp_hot, 0.5, "the test program is meant to have no frame pointers:\n" + fp.stdout)
+
+    def test_dwarf_call_graph_bad_values_exit_2(self):
+        for value in ("dwarf,100", "dwarf,0", "dwarf,65536", "lbr", "dwarfx"):
+            r = _perftest("--call-graph=" + value, "1")
+            self.assertEqual(r.returncode, 2, (value, r.stderr))
+            self.assertIn("--call-graph=" + value, r.stderr)
+        r = _perftest("--call-graph=dwarf", "--backend=mock", "1")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--backend=kernel", r.stderr)
 
     @unittest.skipUnless(PERF, "perf not installed (Debian: linux-perf)")
     def test_top_stacks_agree_with_perf_record(self):

@@ -2,6 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -9,6 +15,7 @@
 #include "mocks/mock_backend.h"
 #include "mocks/profile.h"
 #include "mocks/simulated_symbols.h"
+#include "tools/profile/dwarf_unwinder.h"
 #include "tools/profile/flamegraph.h"
 #include "tools/profile/output.h"
 #include "tools/profile/ring_sampler.h"
@@ -188,6 +195,96 @@ TEST_F(MockProfile, SimulatedSymbolTableNamesEveryCallchainIp) {
   EXPECT_GT(kernel, 0u);
   EXPECT_GT(user, 0u);
 }
+
+// --- DwarfUnwinder on a stack copy taken here (no kernel needed) ---
+
+TEST(DwarfUnwinder, NoUserRegistersGiveNoStack) {
+  DwarfUnwinder u;
+  SampleView::Regs regs;  // abi PERF_SAMPLE_REGS_ABI_NONE: a kernel thread's sample
+  EXPECT_TRUE(u.Unwind(getpid(), getpid(), regs, SampleView::StackUser{}).empty());
+}
+
+TEST(DwarfUnwinder, RegistersOfAnotherMaskAreRefused) {
+  if (DwarfUnwinder::SampleRegsUser() == 0) GTEST_SKIP() << "no DWARF unwinding for " << DwarfUnwinder::Arch();
+  DwarfUnwinder u;
+  const uint64_t three[3] = {1, 2, 3};
+  SampleView::Regs regs;
+  regs.abi = PERF_SAMPLE_REGS_ABI_64;
+  regs.regs = U64Array(std::as_bytes(std::span<const uint64_t>(three)));
+  EXPECT_TRUE(u.Unwind(getpid(), getpid(), regs, SampleView::StackUser{}).empty());
+  EXPECT_NE(u.error().find("3 user registers in the sample"), std::string::npos) << u.error();
+}
+
+#if defined(__x86_64__)
+// What PERF_SAMPLE_REGS_USER and PERF_SAMPLE_STACK_USER would hold for a
+// sample taken in CaptureHere(): the registers (as the PERF_REG_X86_* in
+// SampleRegsUser()'s mask) and 16 KiB of stack from the stack pointer.
+struct Capture {
+  std::vector<uint64_t> regs;
+  std::vector<std::byte> stack;
+};
+
+__attribute__((noinline)) Capture CaptureHere() {
+  uint64_t r[17];  // PERF_REG_X86 AX, BX, CX, DX, SI, DI, BP, SP, IP, R8..R15 (mask order)
+  asm volatile(
+      "mov %%rax, 0(%0)\n\tmov %%rbx, 8(%0)\n\tmov %%rcx, 16(%0)\n\tmov %%rdx, 24(%0)\n\t"
+      "mov %%rsi, 32(%0)\n\tmov %%rdi, 40(%0)\n\tmov %%rbp, 48(%0)\n\tmov %%rsp, 56(%0)\n\t"
+      "lea 0(%%rip), %%rax\n\tmov %%rax, 64(%0)\n\t"
+      "mov %%r8, 72(%0)\n\tmov %%r9, 80(%0)\n\tmov %%r10, 88(%0)\n\tmov %%r11, 96(%0)\n\t"
+      "mov %%r12, 104(%0)\n\tmov %%r13, 112(%0)\n\tmov %%r14, 120(%0)\n\tmov %%r15, 128(%0)\n\t"
+      :
+      : "r"(r)
+      : "rax", "memory");
+  Capture c;
+  c.regs.assign(r, r + 17);
+  // Up to 16 KiB, not past the end of the stack's mapping (the kernel's
+  // perf_output_sample_ustack() stops there too).
+  uint64_t end = r[7];
+  std::FILE* maps = std::fopen("/proc/self/maps", "r");
+  unsigned long lo = 0, hi = 0;
+  char line[512];
+  while (maps && std::fgets(line, sizeof line, maps)) {
+    if (std::sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= r[7] && r[7] < hi) end = hi;
+  }
+  if (maps) std::fclose(maps);
+  c.stack.resize(std::min<uint64_t>(16384, end - r[7]));
+  std::memcpy(c.stack.data(), reinterpret_cast<const void*>(r[7]), c.stack.size());
+  return c;
+}
+
+__attribute__((noinline)) Capture CallerOfCapture() {
+  Capture c = CaptureHere();
+  asm volatile("" ::: "memory");  // not a tail call
+  return c;
+}
+
+TEST(DwarfUnwinder, UnwindsACopiedStackThroughItsCallers) {
+  ASSERT_EQ(DwarfUnwinder::SampleRegsUser(), 0xff01ffull) << "the mask CaptureHere() lays its registers out for";
+  const Capture c = CallerOfCapture();
+  SampleView::Regs regs;
+  regs.abi = PERF_SAMPLE_REGS_ABI_64;
+  regs.regs = U64Array(std::as_bytes(std::span<const uint64_t>(c.regs)));
+  SampleView::StackUser stack{c.stack, c.stack.size()};
+  DwarfUnwinder u;
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  std::vector<uint64_t> ips = u.Unwind(getpid(), tid, regs, stack);
+  ASSERT_GE(ips.size(), 3u) << u.error();
+  EXPECT_EQ(ips[0], c.regs[8]) << "the first frame is the sampled ip";
+  Symbolizer sym;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < ips.size(); ++i) names.push_back(sym.User(getpid(), ips[i], i > 0).back().name);
+  std::string all;
+  for (const std::string& n : names) all += n + ";";
+  ASSERT_GE(names.size(), 3u);
+  EXPECT_NE(names[0].find("CaptureHere"), std::string::npos) << all;
+  EXPECT_NE(names[1].find("CallerOfCapture"), std::string::npos) << all;
+  EXPECT_NE(names[2].find("UnwindsACopiedStackThroughItsCallers"), std::string::npos) << all;
+  EXPECT_NE(all.find(";main;"), std::string::npos) << "unwinds on through gtest to main: " << all;
+  // A copy that ends inside CaptureHere's frame stops the unwinding there.
+  SampleView::StackUser short_stack{stack.data, 8};
+  EXPECT_LT(u.Unwind(getpid(), tid, regs, short_stack).size(), 3u);
+}
+#endif
 
 TEST(SimulatedSymbols, SortedAndDisjoint) {
   auto syms = mock::SimulatedSymbols();

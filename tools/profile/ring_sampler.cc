@@ -65,6 +65,12 @@ perf_event_attr RingSampler::Attr(const SamplerOptions& o) {
   a.watermark = 1;
   a.wakeup_watermark = 1;  // refined in Open() to a quarter of the buffer
   a.inherit = o.pid > 0 ? 1 : 0;
+  if (o.dwarf) {
+    a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    a.sample_regs_user = DwarfUnwinder::SampleRegsUser();
+    a.sample_stack_user = o.stack_dump_size;
+    a.exclude_callchain_user = 1;
+  }
   return a;
 }
 
@@ -160,6 +166,7 @@ void RingSampler::HandleSample(const SampleView& s) {
   }
   if (on_new_process_ && pid > 0 && seen_.emplace(pid, true).second) on_new_process_(pid);
   SplitStack st = SplitCallchain(s.callchain);
+  if (opt_.dwarf && !opt_.kernel_stacks_only) st.user = unwinder_.Unwind(pid, tid, s.regs_user, s.stack_user, opt_.max_stack);
   counts_.Add(pid, Comm(pid, tid, s.cpu), st.user, st.kernel, !opt_.kernel_stacks_only,
               !opt_.user_stacks_only);
 }

@@ -14,7 +14,10 @@
 // PERF_COUNT_SW_CPU_CLOCK, freq = 1, exclude_callchain_user with -K,
 // exclude_callchain_kernel with -U (kernel/events/callchain.c
 // get_perf_callchain() then leaves that part out), comm = 1 (PERF_RECORD_COMM
-// keeps thread names current), sample_id_all.
+// keeps thread names current), sample_id_all. With --call-graph=dwarf also
+// PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER, sample_regs_user =
+// DwarfUnwinder::SampleRegsUser(), exclude_callchain_user (the user part
+// comes from the DwarfUnwinder), as perf record --call-graph=dwarf asks.
 #pragma once
 
 #include <sys/types.h>
@@ -29,6 +32,7 @@
 #include "harness/records.h"
 #include "harness/result.h"
 #include "harness/ring_buffer.h"
+#include "tools/profile/dwarf_unwinder.h"
 #include "tools/profile/stack_counts.h"
 
 namespace perftest::profile {
@@ -43,6 +47,12 @@ struct SamplerOptions {
   size_t stack_storage_size = 16384; // --stack-storage-size
   size_t data_pages = 64;            // ring buffer data pages per event (power of two)
   uint16_t max_stack = 127;          // attr.sample_max_stack
+  // --call-graph=dwarf[,SIZE]: user stacks unwound from PERF_SAMPLE_REGS_USER
+  // + PERF_SAMPLE_STACK_USER (SIZE bytes of stack per sample, a multiple of 8
+  // below 65535: kernel/events/core.c perf_copy_attr()) instead of the
+  // kernel's frame-pointer walk; the kernel part stays PERF_SAMPLE_CALLCHAIN.
+  bool dwarf = false;
+  uint32_t stack_dump_size = 8192;   // perf record's default
 };
 
 // The comm of a task: the backend's answer (kernel: /proc; mock: its tasks).
@@ -68,6 +78,7 @@ class RingSampler {
   uint64_t samples() const { return samples_; }
   uint64_t lost() const { return lost_; }          // PERF_RECORD_LOST totals
   uint64_t malformed() const { return malformed_; } // records that did not parse
+  const DwarfUnwinder& unwinder() const { return unwinder_; }
   size_t nr_events() const { return events_.size(); }
   static perf_event_attr Attr(const SamplerOptions& o);
   // Called with each process id the first time a sample names it (the
@@ -89,6 +100,7 @@ class RingSampler {
   std::map<pid_t, std::string> comms_;  // tid -> comm (PERF_RECORD_COMM, then the lookup)
   std::map<pid_t, bool> kthreads_;
   std::function<void(pid_t)> on_new_process_;
+  DwarfUnwinder unwinder_;
   std::map<pid_t, bool> seen_;
   uint64_t samples_ = 0, lost_ = 0, malformed_ = 0;
 };
