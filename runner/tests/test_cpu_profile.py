@@ -250,6 +250,86 @@ class KernelProfile(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+@unittest.skipIf(KERNEL_UNAVAILABLE, KERNEL_UNAVAILABLE or "")
+@unittest.skipUnless(PERF, "perf not installed (Debian: linux-perf)")
+class PerfDataOutput(unittest.TestCase):
+    """--format=perf.data -o FILE: a file perf report and perf script read,
+    with the stacks perftest profile itself shows."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="perftest-profile-data-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def record(self, hog, data, *extra, seconds="8"):
+        """perftest profile writing `data` while another run prints folded stacks, at the same time."""
+        writer = subprocess.Popen([sys.executable, LAUNCHER, "profile", "-p", str(hog.pid), "-F", "99",
+                                   "--format=perf.data", "-o", data] + list(extra) + [seconds],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        folded = _perftest("-p", str(hog.pid), "-F", "99", "-f", *extra, seconds)
+        out, err = writer.communicate(timeout=120)
+        self.assertEqual(writer.returncode, 0, err)
+        self.assertEqual(folded.returncode, 0, folded.stderr)
+        m = re.search(r"wrote (\S+) \((\d+) samples, (\d+) records\)", err)
+        self.assertTrue(m, err)
+        self.assertEqual(out, "", "perf.data goes to -o, nothing to stdout")
+        return int(m.group(2)), parse_folded(folded.stdout)
+
+    def perf_script(self, data):
+        r = subprocess.run([PERF, "script", "-i", data, "-F", "comm,ip,sym"], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        return fold_perf_script(r.stdout)
+
+    def test_perf_report_shows_the_same_top_stacks(self):
+        data = os.path.join(self.tmp, "perf.data")
+        with Hog() as hog:
+            samples, mine = self.record(hog, data)
+        self.assertGreaterEqual(samples, 50, "too few samples to compare")
+        theirs = self.perf_script(data)
+        self.assertEqual(sum(theirs.values()), samples, "perf script reads every sample written")
+        compare = top_stacks_agree(mine, theirs, 10)
+        print("perf script on perftest's perf.data: %d samples; perftest profile -f: %d" %
+              (sum(theirs.values()), sum(mine.values())))
+        for line in compare["table"]:
+            print(line.replace(" perf ", " perf.data ").replace(" perftest ", " folded "))
+        self.assertFalse(compare["bad"], "\n".join(compare["table"]))
+        self.assertEqual(max(theirs.items(), key=lambda kv: kv[1])[0], tuple(["profile_cpu_hog"] + HOG_STACK))
+        report = subprocess.run([PERF, "report", "-i", data, "--stdio", "--no-children", "--sort", "comm,sym",
+                                 "-g", "none"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(report.returncode, 0, report.stderr[-2000:])
+        self.assertIn("# Samples: %d  of event 'cpu-clock'" % samples, report.stdout)
+        top = [l for l in report.stdout.splitlines() if l.strip() and not l.startswith("#")][0]
+        print("perf report: " + top.strip())
+        m = re.match(r"\s*([\d.]+)%\s+profile_cpu_hog\s+\[\.\] hog_hot\s*$", top)
+        self.assertTrue(m, report.stdout[:3000])
+        self.assertGreaterEqual(float(m.group(1)), 90.0)
+
+    @unittest.skipUnless(os.path.isfile(HOG_NOFP), "%s not built" % HOG_NOFP)
+    def test_dwarf_samples_unwind_in_perf_too(self):
+        # The stack copies are in the file: perf unwinds them itself (it finds
+        # .eh_frame_hdr through the MMAP_DATA mappings written for it).
+        data = os.path.join(self.tmp, "perf.data")
+        with Hog(HOG_NOFP) as hog:
+            samples, mine = self.record(hog, data, "--call-graph=dwarf", seconds="4")
+        theirs = self.perf_script(data)
+        self.assertEqual(sum(theirs.values()), samples)
+        hot = {k: n for k, n in theirs.items() if k[-1] == "hog_hot"}
+        ok = sum(n for k, n in hot.items() if k[-3:] == ("main", "hog_loop", "hog_hot"))
+        print("perf script on --call-graph=dwarf perf.data: hog_hot with its callers in %d of %d" %
+              (ok, sum(hot.values())))
+        self.assertGreaterEqual(sum(hot.values()), 20, theirs)
+        self.assertGreaterEqual(ok / sum(hot.values()), 0.9, theirs)
+
+    def test_perf_data_arguments(self):
+        for args, needle in ((["--format=perf.data", "--backend=mock", "1"], "--backend=kernel"),
+                             (["-o", os.path.join(self.tmp, "x"), "1"], "-o applies to --format=perf.data")):
+            r = _perftest(*args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertIn(needle, r.stderr)
+
+
 def fold_perf_script(text):
     """perf script -F comm,ip,sym output folded as stackcollapse-perf.pl does:
     comm;outermost;...;innermost (offsets and "[unknown]" kept as names)."""

@@ -5,7 +5,7 @@
 //   perftest_profile [-p PID | -u | -k] [-U | -K] [-F HZ] [-d] [-f]
 //                    [--stack-storage-size N] [--backend=kernel|mock [--profile=P]]
 //                    [--mode=ring|bpf] [--format=bcc|folded|svg]
-//                    [--call-graph=fp|dwarf[,SIZE]] [duration]
+//                    [--call-graph=fp|dwarf[,SIZE]] [--format=perf.data [-o FILE]] [duration]
 //
 // Exit 0 on success; 2 on bad arguments (the message names the argument); 1
 // when the kernel refuses (the failing call and errno are printed).
@@ -27,6 +27,7 @@
 #include "tools/profile/dwarf_unwinder.h"
 #include "tools/profile/flamegraph.h"
 #include "tools/profile/output.h"
+#include "tools/profile/perf_data_output.h"
 #include "tools/profile/ring_sampler.h"
 #include "tools/profile/symbolizer.h"
 
@@ -76,6 +77,8 @@ struct Args {
   double duration = kForever;
   std::string backend = "kernel", profile = "software-only", mode = "ring", format = "bcc";
   std::string call_graph = "fp";
+  std::string output;                // -o: where --format=perf.data goes (default perf.data)
+  std::vector<std::string> argv;     // for perf.data's HEADER_CMDLINE
   bool dwarf = false;
   uint32_t stack_dump_size = 8192;
 };
@@ -190,6 +193,7 @@ int Run(const Args& a) {
   so.stack_storage_size = a.stack_storage_size;
   so.max_stack = static_cast<uint16_t>(std::min<uint32_t>(backend->Machine().max_stack, 127));
   so.dwarf = a.dwarf;
+  so.sideband = a.format == "perf.data";
   so.stack_dump_size = a.stack_dump_size;
   if (a.dwarf) so.data_pages = 128;  // each sample carries up to SIZE bytes of stack
   CommLookup comm = mock ? CommLookup([](pid_t pid, pid_t tid, uint32_t cpu) -> std::string {
@@ -199,10 +203,20 @@ int Run(const Args& a) {
   KthreadLookup kthread = mock ? KthreadLookup([](pid_t pid) { return pid == 0; }) : KthreadLookup(HostIsKthread);
   if (a.mode == "bpf") return RunBpf(a, *backend, so, sym);
   RingSampler sampler(*backend, so, comm, kthread);
-  if (!mock && !a.kernel_stacks) sampler.OnNewProcess([&sym](pid_t pid) { sym.NotePid(pid); });
+  const bool perf_data = a.format == "perf.data";
+  std::optional<PerfDataOutput> out;
+  sampler.OnNewProcess([&](pid_t pid) {
+    if (!mock && !a.kernel_stacks) sym.NotePid(pid);
+    if (out) out->SynthesizeProcess(pid);
+  });
   if (Result<void> r = sampler.Open(); !r.ok()) {
     std::cerr << "perftest profile: " << r.ToString() << "\n";
     return 1;
+  }
+  if (perf_data) {
+    out.emplace(sampler.attr(), "cpu-clock");
+    if (!out->SynthesizeKernel()) std::cerr << "NOTE: no kernel map in the perf.data: /proc/kallsyms hides _text\n";
+    sampler.OnRecord([&out](std::span<const std::byte> r) { out->Add(r); });
   }
   if (a.format == "bcc") Header(a);
   std::signal(SIGINT, OnSignal);
@@ -233,7 +247,17 @@ int Run(const Args& a) {
   sampler.Drain();
   if (a.format == "bcc") std::cout << "\n";
 
-  Print(a, sampler.counts(), sym);
+  if (perf_data) {
+    if (Result<void> w = out->Write(a.output, sampler.ids(), a.argv); !w.ok()) {
+      std::cerr << "perftest profile: -o " << a.output << ": " << w.ToString() << "\n";
+      return 1;
+    }
+    // perf record's closing line, in its words.
+    std::cerr << fmt::format("[ perftest profile: wrote {} ({} samples, {} records) ]\n", a.output, out->samples(),
+                             out->records());
+  } else {
+    Print(a, sampler.counts(), sym);
+  }
   if (sampler.lost()) std::cerr << fmt::format("WARNING: {} samples lost (ring buffer full)\n", sampler.lost());
   if (sampler.malformed()) std::cerr << fmt::format("WARNING: {} malformed records skipped\n", sampler.malformed());
   if (const DwarfUnwinder& u = sampler.unwinder(); u.truncated() != 0 && a.format == "bcc") {
@@ -273,8 +297,10 @@ int main(int argc, char** argv) {
   app.add_option("--call-graph", a.call_graph,
                  "fp (default): the kernel's frame-pointer callchains; dwarf[,SIZE]: user stacks unwound with "
                  "DWARF CFI from SIZE bytes of stack per sample (default 8192), for code without frame pointers");
-  app.add_option("--format", a.format, "bcc (default), folded or svg (a flame graph)")
-      ->check(CLI::IsMember({"bcc", "folded", "svg"}));
+  app.add_option("--format", a.format,
+                 "bcc (default), folded, svg (a flame graph) or perf.data (a file perf report reads; -o)")
+      ->check(CLI::IsMember({"bcc", "folded", "svg", "perf.data"}));
+  app.add_option("-o,--output", a.output, "with --format=perf.data: the file to write (default perf.data)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -290,6 +316,17 @@ int main(int argc, char** argv) {
     }
     a.format = "folded";
   }
+  a.argv.assign(argv, argv + argc);
+  if (a.format == "perf.data" && (a.backend == "mock" || a.mode == "bpf")) {
+    std::cerr << "perftest profile: --format=perf.data needs --backend=kernel and --mode=ring (it writes the records "
+                 "read from the ring buffers)\n";
+    return 2;
+  }
+  if (!a.output.empty() && a.format != "perf.data") {
+    std::cerr << "perftest profile: -o applies to --format=perf.data only\n";
+    return 2;
+  }
+  if (a.format == "perf.data" && a.output.empty()) a.output = "perf.data";
   if (std::string why = ParseCallGraph(a.call_graph, &a); !why.empty()) {
     std::cerr << "perftest profile: " << why << "\n";
     return 2;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <linux/perf_event.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,6 +19,9 @@
 #include "tools/profile/dwarf_unwinder.h"
 #include "tools/profile/flamegraph.h"
 #include "tools/profile/output.h"
+#include "tools/profile/perf_data_output.h"
+#include "harness/perf_data/features.h"
+#include "harness/perf_data/writer.h"
 #include "tools/profile/ring_sampler.h"
 #include "tools/profile/stack_counts.h"
 #include "tools/profile/symbolizer.h"
@@ -285,6 +289,57 @@ TEST(DwarfUnwinder, UnwindsACopiedStackThroughItsCallers) {
   EXPECT_LT(u.Unwind(getpid(), tid, regs, short_stack).size(), 3u);
 }
 #endif
+
+// --- --format=perf.data: what the file holds, read back with harness/perf_data ---
+
+TEST(PerfDataOutput, RecordsAndSynthesizedSideBandReadBack) {
+  SamplerOptions o;
+  o.sideband = true;
+  const perf_event_attr attr = RingSampler::Attr(o);
+  ASSERT_TRUE(attr.sample_type & PERF_SAMPLE_TIME) << "perf orders records by time";
+  ASSERT_TRUE(attr.mmap2 && attr.task && attr.sample_id_all);
+  PerfDataOutput out(attr, "cpu-clock");
+  out.SynthesizeProcess(getpid());
+  const SampleLayout layout = SampleLayout::FromAttr(attr);
+  SampleRecord s{.ip = 0x401000, .pid = 7, .tid = 8, .time = 5000, .cpu = 1, .res = 0,
+                 .callchain = std::vector<uint64_t>{kUserMarker, 0x401000, 0x402000}};
+  std::vector<std::byte> bytes;
+  EncodeSample(layout, PERF_RECORD_MISC_USER, s, &bytes);
+  out.Add(bytes);
+  EXPECT_EQ(out.samples(), 1u);
+
+  const std::vector<std::byte> file = perf_data::WritePerfData(out.Build({42, 43}, {"perftest_profile", "-F", "99"}));
+  Result<perf_data::PerfData> d = perf_data::ReadPerfData(file);
+  ASSERT_TRUE(d.ok()) << d.ToString();
+  ASSERT_EQ(d->attrs.size(), 1u);
+  EXPECT_EQ(d->attrs[0].ids, (std::vector<uint64_t>{42, 43}));
+  EXPECT_EQ(d->attrs[0].attr.sample_type, attr.sample_type);
+  perf_data::RecordParser parser(*d);
+  bool comm = false, exe = false, sample = false;
+  char self[4096] = {};
+  ASSERT_GT(readlink("/proc/self/exe", self, sizeof self - 1), 0);
+  for (const perf_data::DataRecord& r : d->records) {
+    Result<perf_data::ParsedRecord> p = parser.Parse(r);
+    ASSERT_TRUE(p.ok()) << p.ToString();
+    const Record& k = std::get<Record>(*p);
+    if (const auto* c = std::get_if<CommRecord>(&k.body)) {
+      comm |= c->pid == static_cast<uint32_t>(getpid());
+      ASSERT_TRUE(k.sample_id.has_value());
+      EXPECT_EQ(k.sample_id->time, 0u) << "synthesized records sort before every sample";
+    }
+    if (const auto* m = std::get_if<Mmap2Record>(&k.body)) exe |= m->filename == self && (m->prot & PROT_EXEC);
+    if (const auto* x = std::get_if<SampleRecord>(&k.body)) sample = *x->callchain == *s.callchain && *x->tid == 8;
+  }
+  EXPECT_TRUE(comm) << "PERF_RECORD_COMM of this process";
+  EXPECT_TRUE(exe) << "PERF_RECORD_MMAP2 of " << self;
+  EXPECT_TRUE(sample);
+  Result<std::vector<perf_data::EventDesc>> desc = perf_data::ParseEventDesc(d->features.at(perf_data::HEADER_EVENT_DESC));
+  ASSERT_TRUE(desc.ok()) << desc.ToString();
+  EXPECT_EQ(desc->at(0).name, "cpu-clock");
+  Result<std::vector<std::string>> cmd = perf_data::ParseStringListFeature(d->features.at(perf_data::HEADER_CMDLINE));
+  ASSERT_TRUE(cmd.ok());
+  EXPECT_EQ(cmd->size(), 3u);
+}
 
 TEST(SimulatedSymbols, SortedAndDisjoint) {
   auto syms = mock::SimulatedSymbols();

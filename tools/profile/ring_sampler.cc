@@ -71,6 +71,13 @@ perf_event_attr RingSampler::Attr(const SamplerOptions& o) {
     a.sample_stack_user = o.stack_dump_size;
     a.exclude_callchain_user = 1;
   }
+  if (o.sideband) {
+    a.sample_type |= PERF_SAMPLE_TIME;
+    a.mmap = 1;
+    a.mmap2 = 1;
+    a.task = 1;
+    a.mmap_data = o.dwarf ? 1 : 0;  // the files' read-only segments, for perf's unwinder (perf_data_output.h)
+  }
   return a;
 }
 
@@ -78,6 +85,7 @@ Result<void> RingSampler::Open() {
   perf_event_attr attr = Attr(opt_);
   attr.wakeup_watermark = static_cast<uint32_t>(opt_.data_pages * backend_.Machine().page_size / 4);
   layout_ = SampleLayout::FromAttr(attr);
+  attr_ = attr;
   Result<std::vector<std::pair<pid_t, int>>> targets = EventTargets(backend_, opt_);
   if (!targets.ok()) return Result<void>::Failure(targets.error(), targets.call());
   for (auto [pid, cpu] : *targets) {
@@ -128,9 +136,10 @@ void RingSampler::Drain() {
         continue;
       }
       if (v->is_sample()) {
-        HandleSample(v->sample);
+        if (HandleSample(v->sample) && on_record_) on_record_(v->bytes);
         continue;
       }
+      if (on_record_) on_record_(v->bytes);
       if (v->header.type != PERF_RECORD_COMM && v->header.type != PERF_RECORD_LOST) continue;
       Result<Record> rec = ParseRecord(layout_, v->bytes);
       if (!rec.ok()) {
@@ -154,21 +163,30 @@ std::string RingSampler::Comm(pid_t pid, pid_t tid, uint32_t cpu) {
   return c;
 }
 
-void RingSampler::HandleSample(const SampleView& s) {
+std::vector<uint64_t> RingSampler::ids() {
+  std::vector<uint64_t> out;
+  for (Event& e : events_) {
+    if (Result<uint64_t> id = e.Id(); id.ok()) out.push_back(*id);
+  }
+  return out;
+}
+
+bool RingSampler::HandleSample(const SampleView& s) {
   ++samples_;
   const pid_t pid = static_cast<pid_t>(s.pid);
   const pid_t tid = static_cast<pid_t>(s.tid);
   if (opt_.user_threads_only || opt_.kernel_threads_only) {
     auto it = kthreads_.find(pid);
     if (it == kthreads_.end()) it = kthreads_.emplace(pid, pid == 0 || is_kthread_(pid)).first;
-    if (opt_.user_threads_only && it->second) return;
-    if (opt_.kernel_threads_only && !it->second) return;
+    if (opt_.user_threads_only && it->second) return false;
+    if (opt_.kernel_threads_only && !it->second) return false;
   }
   if (on_new_process_ && pid > 0 && seen_.emplace(pid, true).second) on_new_process_(pid);
   SplitStack st = SplitCallchain(s.callchain);
   if (opt_.dwarf && !opt_.kernel_stacks_only) st.user = unwinder_.Unwind(pid, tid, s.regs_user, s.stack_user, opt_.max_stack);
   counts_.Add(pid, Comm(pid, tid, s.cpu), st.user, st.kernel, !opt_.kernel_stacks_only,
               !opt_.user_stacks_only);
+  return true;
 }
 
 }  // namespace perftest::profile

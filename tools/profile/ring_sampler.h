@@ -53,6 +53,10 @@ struct SamplerOptions {
   // kernel's frame-pointer walk; the kernel part stays PERF_SAMPLE_CALLCHAIN.
   bool dwarf = false;
   uint32_t stack_dump_size = 8192;   // perf record's default
+  // --format=perf.data: also PERF_SAMPLE_TIME (perf orders records by it) and
+  // the side-band a perf.data reader needs, attr.mmap + mmap2 (PERF_RECORD_MMAP2
+  // of new executable mappings) and attr.task (FORK/EXIT).
+  bool sideband = false;
 };
 
 // The comm of a task: the backend's answer (kernel: /proc; mock: its tasks).
@@ -84,9 +88,18 @@ class RingSampler {
   // Called with each process id the first time a sample names it (the
   // symbolizer reads its maps then, while it runs).
   void OnNewProcess(std::function<void(pid_t)> fn) { on_new_process_ = std::move(fn); }
+  // Called with the bytes of every record read (header included) that is
+  // not a sample, and of every sample counted (-u/-k leave some out), in the
+  // order read; after OnNewProcess for a process's first sample.
+  void OnRecord(std::function<void(std::span<const std::byte>)> fn) { on_record_ = std::move(fn); }
+  // The attr the events were opened with, and their ids (PERF_EVENT_IOC_ID),
+  // once Open() succeeded.
+  const perf_event_attr& attr() const { return attr_; }
+  std::vector<uint64_t> ids();
 
  private:
-  void HandleSample(const SampleView& s);
+  // Counts the sample; false when -u/-k leave it out.
+  bool HandleSample(const SampleView& s);
   std::string Comm(pid_t pid, pid_t tid, uint32_t cpu);
 
   Backend& backend_;
@@ -100,6 +113,8 @@ class RingSampler {
   std::map<pid_t, std::string> comms_;  // tid -> comm (PERF_RECORD_COMM, then the lookup)
   std::map<pid_t, bool> kthreads_;
   std::function<void(pid_t)> on_new_process_;
+  std::function<void(std::span<const std::byte>)> on_record_;
+  perf_event_attr attr_{};
   DwarfUnwinder unwinder_;
   std::map<pid_t, bool> seen_;
   uint64_t samples_ = 0, lost_ = 0, malformed_ = 0;
