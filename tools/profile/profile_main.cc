@@ -133,7 +133,7 @@ void Print(const Args& a, const StackCounts& counts, Symbolizer& sym) {
   }
   std::cout.flush();
   std::cerr << MissingStacksWarning(counts);
-  if (!sym.kernel_note().empty() && !a.user_stacks) std::cerr << "NOTE: " << sym.kernel_note() << "\n";
+  if (!a.user_stacks && !sym.kernel_note().empty()) std::cerr << "NOTE: " << sym.kernel_note() << "\n";
 }
 
 // bpf mode: the program counts in the kernel; the maps are read at the end.
