@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""perf script as a second reference for `perftest pt decode`.
+
+Records the mock's simulated task with `perftest_pt record --backend=mock`
+(perf.data), decodes it with `perf script --itrace=SPEC --ns` (perf's own
+Intel PT decoder, tools/perf/util/intel-pt-decoder) and with
+`perftest_pt decode --itrace=SPEC`, and compares the two sample by sample:
+the event (instructions / branches), ip, and for branches addr. Decode
+errors: both must report none. `perf report --itrace=i100i --stdio` must
+name the simulated program's functions (the ELF file beside the capture).
+
+Declared difference (counted and printed, not failed on):
+  time  perf stamps a sample with the decoder's sample_timestamp, which
+        intel_pt_decode() updates only in some packet states
+        (intel_pt_sample_time(): not while walking TNT/TIP/FUP), so a sample
+        carries the time of an earlier timing packet; perftest decode stamps
+        it with the latest one. Compared after converting perftest's TSC
+        with the file's TIME_CONV (perf's tsc_to_perf_time()).
+Not compared: the layout of the line (perftest prints its own columns) and
+the flags column (perf's default fields have none).
+
+usage: perf_script_parity_test.py PERFTEST_PT PERFTEST_DATA [--keep DIR]
+Exit: 0 all samples equal; 1 a difference; 77 skip (no perf, or perf
+without Intel PT decoding support), with the reason on stdout.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SPECS = ["i100ibe", "be", "i1000i"]
+
+PERF_LINE = re.compile(
+    r"^\s*\S+\s+\d+\s+(\d+)\.(\d+):\s+\d+\s+(\w+)(?::\w+)?:\s+([0-9a-f]+)\s.*?(?:=>\s+([0-9a-f]+)\s|$)")
+PERF_ERROR = re.compile(r"^\s*instruction trace error")
+MINE_LINE = re.compile(r"^\s*(\d+)\s+(\w+)\s*:\s*(\S*)\s+([0-9a-f]+)(?:\s+=>\s+([0-9a-f]+))?")
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kw)
+
+
+def time_conv(perftest_data, path):
+    out = run([perftest_data, "dump", path]).stdout
+    conv = {}
+    for key, name in (("shift", "Time Shift"), ("mult", "Time Muliplier"), ("zero", "Time Zero")):
+        m = re.search(r"^\.\.\. " + name + r"\s+(\d+)", out, re.M)
+        if not m:
+            raise SystemExit(f"FAIL: no TIME_CONV {name} in perftest_data dump {path}")
+        conv[key] = int(m[1])
+    return conv
+
+
+def tsc_to_perf_time(conv, tsc):
+    quot, rem = tsc >> conv["shift"], tsc & ((1 << conv["shift"]) - 1)
+    return (conv["zero"] + quot * conv["mult"] + ((rem * conv["mult"]) >> conv["shift"])) % (1 << 64)
+
+
+def perf_samples(text):
+    samples, errors, other = [], [], []
+    for line in text.splitlines():
+        m = PERF_LINE.match(line)
+        if m:
+            samples.append((int(m[1]) * 10**9 + int(m[2]), m[3], int(m[4], 16), int(m[5], 16) if m[5] else None))
+        elif PERF_ERROR.match(line):
+            errors.append(line.strip())
+        elif line.strip():
+            other.append(line)
+    return samples, errors, other
+
+
+def perftest_samples(text, conv):
+    samples, errors = [], []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = MINE_LINE.match(line)
+        if m and m[2] in ("instructions", "branches"):
+            samples.append((tsc_to_perf_time(conv, int(m[1])), m[2], int(m[4], 16), int(m[5], 16) if m[5] else None))
+        elif line.strip():
+            errors.append(line.strip())
+    return samples, errors
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("perftest_pt")
+    ap.add_argument("perftest_data")
+    ap.add_argument("--keep", help="record into this directory and keep it")
+    args = ap.parse_args()
+    perf = shutil.which("perf")
+    if perf is None:
+        print("SKIP: perf is not installed (Debian: linux-perf): no second reference")
+        return 77
+    work = args.keep or tempfile.mkdtemp(prefix="pt_perf_parity_")
+    os.makedirs(work, exist_ok=True)
+    try:
+        data = os.path.join(work, "t.data")
+        r = run([args.perftest_pt, "record", "--backend=mock", "-o", data, "--no-truth"])
+        if r.returncode != 0:
+            print(f"FAIL: perftest_pt record exit {r.returncode}: {r.stderr}")
+            return 1
+        conv = time_conv(args.perftest_data, data)
+        failed = False
+        for spec in SPECS:
+            p = run([perf, "script", "-i", data, f"--itrace={spec}", "--ns"])
+            if p.returncode != 0:
+                if "intel_pt" in p.stderr.lower() and "not" in p.stderr.lower():
+                    print(f"SKIP: this perf cannot decode Intel PT: {p.stderr.strip()}")
+                    return 77
+                print(f"FAIL: perf script --itrace={spec} exit {p.returncode}: {p.stderr.strip()[:400]}")
+                return 1
+            ps, perrors, other = perf_samples(p.stdout)
+            t = run([args.perftest_pt, "decode", data, f"--itrace={spec}"])
+            if t.returncode != 0:
+                print(f"FAIL: perftest_pt decode --itrace={spec} exit {t.returncode}: {t.stderr.strip()}")
+                return 1
+            ms, merrors = perftest_samples(t.stdout, conv)
+            same = sum(1 for a, b in zip(ps, ms) if a[1:] == b[1:])
+            time_diff = sum(1 for a, b in zip(ps, ms) if a[1:] == b[1:] and a[0] != b[0])
+            first = next((i for i, (a, b) in enumerate(zip(ps, ms)) if a[1:] != b[1:]), None)
+            ok = len(ps) == len(ms) and same == len(ps) and not perrors and not merrors and not other and ps
+            print(f"--itrace={spec}: perf script {len(ps)} samples, perftest decode {len(ms)}; "
+                  f"{same} equal in event/ip/addr; time differs on {time_diff} (declared); "
+                  f"errors: perf {len(perrors)}, perftest {len(merrors)}")
+            if not ok:
+                failed = True
+                if first is not None:
+                    print(f"  first difference at sample {first}: perf {ps[first]} perftest {ms[first]}")
+                for line in (perrors + merrors + other)[:5]:
+                    print(f"  {line}")
+        rep = run([perf, "report", "-i", data, "--itrace=i100i", "--stdio"])
+        names = sorted(set(re.findall(r"\[\.\]\s+(\S+)", rep.stdout)))
+        print(f"perf report --itrace=i100i: functions {names}")
+        if "mock_task" not in names:
+            print("FAIL: perf report does not name the simulated program's entry function mock_task")
+            failed = True
+        return 1 if failed else 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
