@@ -97,14 +97,14 @@ Result<CaptureTrace> PerfDataTrace(const std::vector<uint8_t>& bytes, const std:
   using R = Result<CaptureTrace>;
   Result<perf_data::PerfData> d = perf_data::ReadPerfData(
       std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
-  if (!d.ok()) return R::Failure(d.error(), fmt::format("{}: {}", path, d.ToString()));
+  if (!d.ok()) return R::Failure(d.error(), fmt::format("{}: {}", path, d.call()));
   Result<perf_data::AuxQueues> q = perf_data::AuxQueuesOf(*d);
-  if (!q.ok()) return R::Failure(q.error(), fmt::format("{}: {}", path, q.ToString()));
+  if (!q.ok()) return R::Failure(q.error(), fmt::format("{}: {}", path, q.call()));
   if (q->queues.empty()) return R::Failure(EINVAL, fmt::format("{}: no AUXTRACE data (not an Intel PT recording)", path));
   CaptureTrace all;
   for (size_t i = 0; i < q->queues.size(); ++i) {
     Result<CaptureTrace> t = data::PtTraceOf(*d, *q, i);
-    if (!t.ok()) return R::Failure(t.error(), fmt::format("{}: {}", path, t.ToString()));
+    if (!t.ok()) return R::Failure(t.error(), fmt::format("{}: {}", path, t.call()));
     if (i == 0) {
       all.timing = t->timing;
       all.image_specs = t->image_specs;
