@@ -93,7 +93,7 @@ bool IsPerfDataFile(std::span<const uint8_t> head) {
   return magic == perf_data::kMagic;
 }
 
-Result<CaptureTrace> PerfDataTrace(const std::vector<uint8_t>& bytes, const std::string& path) {
+Result<CaptureTrace> PerfDataTrace(const std::vector<uint8_t>& bytes, const std::string& path, uint64_t* tsc_hz) {
   using R = Result<CaptureTrace>;
   Result<perf_data::PerfData> d = perf_data::ReadPerfData(
       std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
@@ -101,6 +101,10 @@ Result<CaptureTrace> PerfDataTrace(const std::vector<uint8_t>& bytes, const std:
   Result<perf_data::AuxQueues> q = perf_data::AuxQueuesOf(*d);
   if (!q.ok()) return R::Failure(q.error(), fmt::format("{}: {}", path, q.call()));
   if (q->queues.empty()) return R::Failure(EINVAL, fmt::format("{}: no AUXTRACE data (not an Intel PT recording)", path));
+  if (tsc_hz != nullptr && q->intel_pt && q->intel_pt->time_mult != 0 && q->intel_pt->time_shift < 64) {
+    *tsc_hz = static_cast<uint64_t>((static_cast<unsigned __int128>(1000000000) << q->intel_pt->time_shift) /
+                                    q->intel_pt->time_mult);
+  }
   CaptureTrace all;
   for (size_t i = 0; i < q->queues.size(); ++i) {
     Result<CaptureTrace> t = data::PtTraceOf(*d, *q, i);
@@ -122,7 +126,7 @@ Result<CaptureTrace> PerfDataTrace(const std::vector<uint8_t>& bytes, const std:
 
 bool ReadTraceInput(const std::string& path, std::string_view command, std::vector<uint8_t>* trace,
                     std::vector<std::string>* image_specs, std::string* error, CaptureTiming* timing,
-                    std::vector<uint64_t>* data_lost) {
+                    std::vector<uint64_t>* data_lost, uint64_t* tsc_hz) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     *error = fmt::format("cannot open {}: {}", path, std::strerror(errno));
@@ -135,7 +139,7 @@ bool ReadTraceInput(const std::string& path, std::string_view command, std::vect
   }
   const bool perf_data = IsPerfDataFile(*trace);
   if (!perf_data && !IsCaptureFile(*trace)) return true;
-  Result<CaptureTrace> t = perf_data ? PerfDataTrace(*trace, path) : [&] {
+  Result<CaptureTrace> t = perf_data ? PerfDataTrace(*trace, path, tsc_hz) : [&] {
     Result<Capture> capture = ReadCapture(path);
     return capture.ok() ? CaptureTraceOf(*capture, path) : Result<CaptureTrace>::FailureFrom(capture);
   }();
@@ -172,7 +176,7 @@ void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd) {
   cmd->app->add_option("--image", cmd->images, "object code: ADDR:FILE[:OFFSET[:SIZE]] (repeatable)");
   cmd->app->add_option("--format", cmd->format, "text (perf script style) or json (JSON Lines)")
       ->check(CLI::IsMember({"text", "json"}));
-  cmd->app->add_option("--tsc-hz", cmd->tsc_hz, "TSC frequency, for i periods in ns/us/ms (default 1 GHz)");
+  cmd->app->add_option("--tsc-hz", cmd->tsc_hz, "TSC frequency, for i periods in ns/us/ms (default: a perf.data file's TIME_CONV rate, else 1 GHz)");
   cmd->app->add_option("--max-nonturbo-ratio", cmd->max_nonturbo_ratio,
                        "MSR_PLATFORM_INFO[15:8] (intel_pt sysfs max_nonturbo_ratio): times CYC packets with CBR, and "
                        "counts cycles for IPC from MTC when there is no CYC (default: a capture's)");
@@ -214,11 +218,13 @@ int RunDecode(const DecodeCommand& cmd) {
   CaptureTiming timing;
   timing.mtc_period = 3;  // perf's default; a capture's own replaces it
   std::vector<uint64_t> data_lost;
+  uint64_t file_tsc_hz = 0;
   if (!ReadTraceInput(cmd.file, "decode", &trace, cmd.images.empty() ? &image_specs : nullptr, &error, &timing,
-                      &data_lost)) {
+                      &data_lost, &file_tsc_hz)) {
     fmt::print(stderr, "perftest_pt decode: {}\n", error);
     return kExitBadInput;
   }
+  if (cmd.tsc_hz == 0 && file_tsc_hz != 0) o->tsc_hz = file_tsc_hz;  // a perf.data file's TIME_CONV rate
   // The timing parameters: given, else the capture's.
   if (!cmd.tsc_ctc_ratio.empty()) {
     unsigned n = 0, d = 0;

@@ -462,7 +462,7 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
     Result<MockProfile> p = LoadProfile(o.profile);
     if (!p.ok()) return R::FailureFrom(p);
     // The simulated task's real program, traced by pt_sim (mocks/pt_sim_source.h).
-    MockWithControl m = MakeMockBackendWithControl(std::move(*p), {.pt_trace = mock::PtSimTraceModel()});
+    MockWithControl m = MakeMockBackendWithControl(std::move(*p), {.pt_trace = mock::PtSimTraceModel(/*record_insns=*/o.truth)});
     backend = std::move(m.backend);
     control = m.control;
   } else if (o.backend == "kernel") {

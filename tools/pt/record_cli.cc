@@ -20,7 +20,8 @@ CLI::App* AddRecordSubcommand(CLI::App& app, RecordOptions* o) {
                   "perf.data (perf's format: perf script/report read it; the default) or ptcap (perftest's older format)")
       ->check(CLI::IsMember({"perf.data", "ptcap"}));
   rec->add_flag("!--no-truth", o->truth,
-                "mock: do not write OUTPUT.trace.bin, OUTPUT.trace.truth.json (about 60 bytes per instruction) "
+                "mock: keep no per-instruction ground truth (about 40 bytes an instruction in memory, 60 in "
+                "OUTPUT.trace.truth.json) and write neither it, OUTPUT.trace.bin "
                 "and the image files");
   rec->add_option("--data-pages", o->data_pages, "data buffer pages (power of two)");
   rec->add_option("--aux-pages", o->aux_pages, "AUX area pages (power of two)");
