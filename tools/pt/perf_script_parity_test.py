@@ -16,6 +16,11 @@ Declared difference (counted and printed, not failed on):
         carries the time of an earlier timing packet; perftest decode stamps
         it with the latest one. Compared after converting perftest's TSC
         with the file's TIME_CONV (perf's tsc_to_perf_time()).
+  i with a time period (i10us, the default i100us of --itrace=bi): which
+        instructions are sampled depends on each decoder's estimate of the
+        TSC between timing packets (perf: INTEL_PT_PERIOD_TICKS on its
+        estimated timestamp, intel-pt-decoder.c), so the instruction samples
+        differ (counts printed; the branch samples are compared as above).
 Not compared: the layout of the line (perftest prints its own columns) and
 the flags column (perf's default fields have none).
 
@@ -32,6 +37,7 @@ import sys
 import tempfile
 
 SPECS = ["i100ibe", "be", "i1000i"]
+DECLARED = ["i10usb"]  # compared on branches only; instruction counts printed
 
 PERF_LINE = re.compile(
     r"^\s*\S+\s+\d+\s+(\d+)\.(\d+):\s+\d+\s+(\w+)(?::\w+)?:\s+([0-9a-f]+)\s.*?(?:=>\s+([0-9a-f]+)\s|$)")
@@ -132,6 +138,19 @@ def main():
                     print(f"  first difference at sample {first}: perf {ps[first]} perftest {ms[first]}")
                 for line in (perrors + merrors + other)[:5]:
                     print(f"  {line}")
+        for spec in DECLARED:
+            p = run([perf, "script", "-i", data, f"--itrace={spec}", "--ns"])
+            t = run([args.perftest_pt, "decode", data, f"--itrace={spec}"])
+            ps, perrors, _ = perf_samples(p.stdout)
+            ms, merrors = perftest_samples(t.stdout, conv)
+            pb = [s[1:] for s in ps if s[1] == "branches"]
+            mb = [s[1:] for s in ms if s[1] == "branches"]
+            pi = sum(1 for s in ps if s[1] == "instructions")
+            mi = sum(1 for s in ms if s[1] == "instructions")
+            print(f"--itrace={spec} (declared: time-period i): branches perf {len(pb)}, perftest {len(mb)}, "
+                  f"{'equal' if pb == mb else 'DIFFERENT'}; instruction samples perf {pi}, perftest {mi}")
+            if pb != mb or not pb or perrors or merrors:
+                failed = True
         rep = run([perf, "report", "-i", data, "--itrace=i100i", "--stdio"])
         names = sorted(set(re.findall(r"\[\.\]\s+(\S+)", rep.stdout)))
         print(f"perf report --itrace=i100i: functions {names}")
