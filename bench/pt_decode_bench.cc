@@ -95,6 +95,11 @@ struct Capture {
   double mb = 0;
 };
 
+// The capture's directory, removed at exit (a plain array: it outlives the
+// function-local statics, which are destroyed before atexit handlers
+// registered earlier run).
+char g_dir[64];
+
 const Capture& TheCapture() {
   static const Capture c = [] {
     Capture c;
@@ -106,7 +111,11 @@ const Capture& TheCapture() {
       return c;
     }
     c.dir = tmpl;
-    std::atexit([] { std::filesystem::remove_all(TheCapture().dir); });
+    std::snprintf(g_dir, sizeof g_dir, "%s", tmpl);
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(g_dir, ec);
+    });
     c.file = c.dir + "/bench.data";
     // The mock's default recording writes ~0.2575 bytes of PT per
     // instruction (intel_pt//u on pt_sim's loop program): 4% more for margin.
