@@ -21,6 +21,7 @@ import time
 import unittest
 
 from perftest import layout
+from tests.chromium import CHROMIUM, SKIP_REASON, run_headless
 from tests.png import colours_in
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,7 +31,6 @@ BIN = layout.bin_dir()
 PROFILER = os.path.join(BIN, "perftest_profile")
 HOG = os.path.join(BIN, "profile_cpu_hog")
 PERF = shutil.which("perf")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 HOG_STACK = ["__libc_start_call_main", "main", "hog_loop", "hog_hot"]
 
@@ -275,7 +275,7 @@ class MockProfile(unittest.TestCase):
 
 
 @unittest.skipUnless(os.path.isfile(PROFILER), "%s not built (needs libdw-dev)" % PROFILER)
-@unittest.skipUnless(CHROMIUM, "headless Chromium not installed (apt-get install chromium)")
+@unittest.skipUnless(CHROMIUM, SKIP_REASON)
 class FlameGraphInChromium(unittest.TestCase):
     def test_svg_draws_every_frame_colour(self):
         tmp = tempfile.mkdtemp(prefix="perftest-profile-svg-")
@@ -289,11 +289,8 @@ class FlameGraphInChromium(unittest.TestCase):
             fills = set(re.findall(r'fill="rgb\((\d+),(\d+),(\d+)\)"', r.stdout))
             self.assertGreaterEqual(len(fills), 10, "one colour per distinct frame name expected")
             png = os.path.join(tmp, "shot.png")
-            p = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                                "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                                "--disable-sync", "--user-data-dir=%s" % os.path.join(tmp, "profile"),
-                                "--screenshot=%s" % png, "--window-size=1200,300", "--force-device-scale-factor=1",
-                                "file://" + svg], capture_output=True, text=True, timeout=60)
+            p = run_headless(svg, os.path.join(tmp, "profile"), "--screenshot=%s" % png, "--window-size=1200,300",
+                             "--force-device-scale-factor=1")
             self.assertEqual(p.returncode, 0, p.stderr[-2000:])
             seen = colours_in(png, 0, 300, 0, 1200)
             self.assertIn((0xf8, 0xf8, 0xf0), seen, "background not drawn")
