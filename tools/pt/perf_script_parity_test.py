@@ -21,6 +21,19 @@ Declared difference (counted and printed, not failed on):
         TSC between timing packets (perf: INTEL_PT_PERIOD_TICKS on its
         estimated timestamp, intel-pt-decoder.c), so the instruction samples
         differ (counts printed; the branch samples are compared as above).
+  lost  a recording whose AUX area filled (t2.data: --aux-pages=2, the
+        mock stops the trace, PERF_AUX_FLAG_TRUNCATED): both report each
+        "Lost trace data" error (checked: the same count), but perf places
+        it at the AUX record's time among the samples (intel_pt_lost(),
+        ordered by perf time), perftest at its trace offset. The trace before
+        each loss ends inside a packet: perf still walks the TNT bits it got
+        (a branch more) and reports "Bad packet" (sometimes with "Trace
+        doesn't match instruction"), perftest reports "truncated packet"; and
+        perf keeps counting toward the next i100 sample across the loss
+        where perftest starts over, so the instruction samples after the
+        first loss are other instructions. Branch samples are compared with
+        the errors taken out (differences counted, declared); the counts are
+        printed.
 Not compared: the layout of the line (perftest prints its own columns) and
 the flags column (perf's default fields have none).
 
@@ -151,6 +164,28 @@ def main():
                   f"{'equal' if pb == mb else 'DIFFERENT'}; instruction samples perf {pi}, perftest {mi}")
             if pb != mb or not pb or perrors or merrors:
                 failed = True
+        # Data lost: a full AUX area.
+        lost = os.path.join(work, "t2.data")
+        r = run([args.perftest_pt, "record", "--backend=mock", "-o", lost, "--no-truth", "--aux-pages=2",
+                 "--instructions=400000"])
+        if r.returncode != 0:
+            print(f"FAIL: perftest_pt record --aux-pages=2 exit {r.returncode}: {r.stderr}")
+            return 1
+        conv2 = time_conv(args.perftest_data, lost)
+        p = run([perf, "script", "-i", lost, "--itrace=i100ibe", "--ns"])
+        t = run([args.perftest_pt, "decode", lost, "--itrace=i100ibe"])
+        ps, perrors, other = perf_samples(p.stdout)
+        ms, merrors = perftest_samples(t.stdout, conv2)
+        plost = sum(1 for e in perrors if "Lost trace data" in e)
+        mlost = sum(1 for e in merrors if "Lost trace data" in e)
+        pb = [a[1:] for a in ps if a[1] == "branches"]
+        mb = [b[1:] for b in ms if b[1] == "branches"]
+        print(f"t2.data (AUX area full) --itrace=i100ibe: perf script {len(ps)} samples + {len(perrors)} errors, "
+              f"perftest decode {len(ms)} + {len(merrors)}; branch samples perf {len(pb)}, perftest {len(mb)} "
+              f"({'equal' if pb == mb else 'differ: declared, packets cut at each loss'}); "
+              f"Lost trace data: perf {plost}, perftest {mlost}")
+        if plost == 0 or plost != mlost or other or abs(len(pb) - len(mb)) > 2 * plost:
+            failed = True
         rep = run([perf, "report", "-i", data, "--itrace=i100i", "--stdio"])
         names = sorted(set(re.findall(r"\[\.\]\s+(\S+)", rep.stdout)))
         print(f"perf report --itrace=i100i: functions {names}")
