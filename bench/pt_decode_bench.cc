@@ -122,7 +122,8 @@ const Capture& TheCapture() {
     const auto instructions = static_cast<uint64_t>(want_mb * 1e6 / 0.2575 * 1.04);
     int null_lines = 0;
     auto ignore = [&null_lines](std::string_view) { ++null_lines; };
-    if (Run({BinDir() + "/perftest_pt", "record", "--backend=mock", "--no-truth", "--aux-pages=1024",
+    // A 64 MiB AUX area: up to ~64 MB the mock never fills it (no lost data).
+    if (Run({BinDir() + "/perftest_pt", "record", "--backend=mock", "--no-truth", "--aux-pages=16384",
              "--instructions=" + std::to_string(instructions), "-o", c.file},
             &ignore) < 0) {
       c.error = "perftest_pt record failed (not built?)";
