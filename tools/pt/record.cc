@@ -449,6 +449,241 @@ std::optional<std::string> FindCommand(const std::string& name) {
   return std::nullopt;
 }
 
+// The backend a recording runs on and, on the mock, its controls (the PT
+// ground truth, the simulated TSC).
+struct RecordBackend {
+  std::unique_ptr<Backend> backend;
+  MockControl* control = nullptr;
+};
+
+Result<RecordBackend> OpenRecordBackend(const RecordOptions& o) {
+  RecordBackend rb;
+  if (o.backend == "mock") {
+    Result<MockProfile> p = LoadProfile(o.profile);
+    if (!p.ok()) return Result<RecordBackend>::FailureFrom(p);
+    // The simulated task's real program, traced by pt_sim (mocks/pt_sim_source.h).
+    MockWithControl m = MakeMockBackendWithControl(std::move(*p), {.pt_trace = mock::PtSimTraceModel(/*record_insns=*/o.truth)});
+    rb.backend = std::move(m.backend);
+    rb.control = m.control;
+  } else if (o.backend == "kernel") {
+    if (o.command.empty()) return Fail<RecordBackend>(EINVAL, "the kernel backend needs a command to trace (-- CMD ...)");
+    rb.backend = MakeKernelBackend();
+  } else {
+    return Fail<RecordBackend>(EINVAL, fmt::format("unknown backend '{}' (kernel or mock)", o.backend));
+  }
+  return Result<RecordBackend>::Ok(std::move(rb), "pt record: backend " + o.backend);
+}
+
+// The intel_pt PMU of the backend's machine; ENOENT saying where it was looked for.
+Result<const Pmu*> FindIntelPt(const RecordOptions& o, const std::vector<Pmu>& pmus) {
+  if (const Pmu* pt = FindPmu(pmus, "intel_pt")) return Result<const Pmu*>::Ok(pt, "intel_pt");
+  return Fail<const Pmu*>(
+      ENOENT, o.backend == "kernel"
+                  ? fmt::format("no intel_pt PMU on this machine: {}/intel_pt does not exist (a CPU or kernel "
+                                "without Intel PT, or a VM that does not pass it through); nothing was run",
+                                kSysfsPmuRoot)
+                  : fmt::format("no intel_pt PMU in profile '{}' (its {}/intel_pt does not exist)", o.profile,
+                                kSysfsPmuRoot));
+}
+
+// The two events perf record opens for `-e intel_pt//`: the PT event, and a
+// dummy event for the side-band (MMAP2, COMM, FORK/EXIT, SWITCH).
+struct RecordAttrs {
+  perf_event_attr pt{};
+  perf_event_attr dummy{};
+};
+
+Result<RecordAttrs> MakeRecordAttrs(const RecordOptions& o, const std::vector<Pmu>& pmus) {
+  Result<perf_event_attr> parsed = ParseEventString(o.event, pmus);
+  if (!parsed.ok()) return Result<RecordAttrs>::FailureFrom(parsed);
+  RecordAttrs a;
+  a.pt = *parsed;
+  a.pt.sample_id_all = 1;
+  // perf record's: evsel__config() sets IP and TID on every event (neither
+  // event here samples, so IP changes no record; perf script wants it to
+  // print the samples it synthesizes from the trace).
+  a.pt.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
+  a.dummy = SoftwareAttr(PERF_COUNT_SW_DUMMY);
+  a.dummy.sample_id_all = 1;
+  a.dummy.sample_type = a.pt.sample_type;
+  a.dummy.mmap = a.dummy.mmap2 = a.dummy.comm = a.dummy.task = a.dummy.context_switch = 1;
+  a.dummy.exclude_kernel = a.pt.exclude_kernel;
+  if (o.backend == "kernel") {
+    // The trace starts at the command's exec (CommandChild).
+    a.pt.enable_on_exec = 1;
+    a.dummy.enable_on_exec = 1;
+  }
+  return Result<RecordAttrs>::Ok(a, "pt record: attrs");
+}
+
+// Kernel: the traced command, perf record's way with a workload: a child
+// that waits on a pipe for one byte, then execs the command; the events are
+// opened on it disabled with enable_on_exec, so the trace starts at the exec.
+// Without the byte (we failed before the events were ready: the destructor
+// closes the pipe) the child exits 126. The child is in its own process
+// group, dies with us (PR_SET_PDEATHSIG) and is killed whole and reaped
+// however we leave.
+class CommandChild {
+ public:
+  CommandChild() = default;
+  CommandChild(const CommandChild&) = delete;
+  CommandChild& operator=(const CommandChild&) = delete;
+  ~CommandChild() {
+    ClosePipe();
+    if (pid_ <= 0) return;
+    ::kill(-pid_, SIGKILL);
+    ::waitpid(pid_, &status_, 0);
+  }
+
+  Result<void> Fork(const std::vector<std::string>& command) {
+    const std::optional<std::string> path = FindCommand(command[0]);
+    if (!path) return Fail<void>(ENOENT, fmt::format("command '{}' not found (PATH)", command[0]));
+    int go[2];
+    if (::pipe2(go, O_CLOEXEC) != 0) return Fail<void>(errno, "pipe2");
+    pid_ = ::fork();
+    if (pid_ < 0) {
+      const int err = errno;
+      ::close(go[0]);
+      ::close(go[1]);
+      return Fail<void>(err, "fork");
+    }
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ::close(go[1]);
+      char c;
+      if (::read(go[0], &c, 1) != 1) ::_exit(126);
+      std::vector<char*> argv;
+      for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(path->c_str(), argv.data());
+      ::_exit(127);
+    }
+    ::setpgid(pid_, pid_);
+    ::close(go[0]);
+    go_ = go[1];
+    return Result<void>::Ok();
+  }
+
+  // Lets the child exec its command. False when the byte could not be sent.
+  bool Start() {
+    const char byte = 1;
+    const bool sent = go_ >= 0 && ::write(go_, &byte, 1) == 1;
+    ClosePipe();
+    return sent;
+  }
+
+  // True once the child has exited (and is reaped); its wait status in status().
+  bool Exited() {
+    if (pid_ <= 0 || ::waitpid(pid_, &status_, WNOHANG) != pid_) return false;
+    pid_ = 0;
+    return true;
+  }
+
+  pid_t pid() const { return pid_; }
+  int status() const { return status_; }
+
+ private:
+  void ClosePipe() {
+    if (go_ >= 0) ::close(go_);
+    go_ = -1;
+  }
+  pid_t pid_ = 0;
+  int go_ = -1;
+  int status_ = 0;
+};
+
+// Opens both events on `target` (0: this task), maps their ring buffers and
+// the PT event's AUX area.
+Result<void> OpenSession(Backend& b, const RecordOptions& o, const RecordAttrs& a, pid_t target, Session* s) {
+  s->dummy_layout = SampleLayout::FromAttr(a.dummy);
+  s->pt_layout = SampleLayout::FromAttr(a.pt);
+  Result<Event> pte = Event::Open(b, a.pt, target, -1);
+  if (!pte.ok()) return Result<void>::FailureFrom(pte);
+  s->pt.emplace(std::move(*pte));
+  Result<Event> de = Event::Open(b, a.dummy, target, -1);
+  if (!de.ok()) return Result<void>::FailureFrom(de);
+  s->dummy.emplace(std::move(*de));
+  Result<RingBuffer> prb = RingBuffer::Map(b, s->pt->fd(), o.data_pages);
+  if (!prb.ok()) return Result<void>::FailureFrom(prb);
+  s->pt_rb.emplace(std::move(*prb));
+  Result<RingBuffer> drb = RingBuffer::Map(b, s->dummy->fd(), o.data_pages);
+  if (!drb.ok()) return Result<void>::FailureFrom(drb);
+  s->dummy_rb.emplace(std::move(*drb));
+  Result<AuxBuffer> aux =
+      AuxBuffer::Map(b, s->pt->fd(), *s->pt_rb, o.aux_pages, o.snapshot ? AuxMode::kSnapshot : AuxMode::kFullTrace);
+  if (!aux.ok()) return Result<void>::FailureFrom(aux);
+  s->aux.emplace(std::move(*aux));
+  return Result<void>::Ok();
+}
+
+// Starts the output: the .ptcap writer with its metadata, or the perf.data
+// sink that keeps both events with their ids.
+Result<void> StartOutput(Backend& b, const RecordOptions& o, const Pmu& pt, const RecordAttrs& a,
+                         const CaptureTiming& timing, Session* s) {
+  if (o.format == "ptcap") {
+    s->ptcap.emplace(o.output);
+    if (!s->ptcap->ok()) return Fail<void>(errno == 0 ? EIO : errno, "cannot write " + o.output);
+    WriteMeta(*s->ptcap, o, b, pt, a.pt, s->aux->size(), timing);
+    return Result<void>::Ok();
+  }
+  Result<uint64_t> pt_id = s->pt->Id();
+  if (!pt_id.ok()) return Result<void>::FailureFrom(pt_id);
+  Result<uint64_t> dummy_id = s->dummy->Id();
+  if (!dummy_id.ok()) return Result<void>::FailureFrom(dummy_id);
+  s->perf_data.emplace(PerfDataEvent{a.pt, *pt_id, o.event}, PerfDataEvent{a.dummy, *dummy_id, "dummy:u"});
+  return Result<void>::Ok();
+}
+
+// The mock: the simulated task gets an executable mapping and a name
+// (side-band), then runs the instructions the PT event traces, with a few
+// system calls halfway (TIP.PGD/TIP.PGE in the trace). The instructions run
+// in steps, drained after each: as on the kernel, a TRUNCATED transaction
+// (AUX area full, event stopped) is drained and the event enabled again,
+// leaving a gap in the trace.
+Result<void> RunMock(Backend& b, MockControl& control, const RecordOptions& o, Session& s, CaptureSummary* sum) {
+  if (Result<void> r = s.dummy->Enable(); !r.ok()) return r;
+  if (Result<void> r = s.pt->Enable(); !r.ok()) return r;
+  std::vector<Workload> steps = {Workload::MmapExec(4), Workload::SetComm("perftest-pt")};
+  auto instructions = [&](uint64_t n) {
+    for (uint64_t done = 0; done < n; done += kMockDrainEvery)
+      steps.push_back(Workload::Instructions(std::min(kMockDrainEvery, n - done)));
+  };
+  instructions(o.instructions / 2);
+  steps.push_back(Workload::Syscalls(kMockSyscalls));
+  instructions(o.instructions - o.instructions / 2);
+  for (const Workload& wl : steps) {
+    Result<WorkloadResult> r = b.RunWorkload(wl);
+    if (!r.ok()) return Result<void>::FailureFrom(r);
+    const uint64_t truncated = sum->truncated;
+    Drain(s, sum);
+    if (sum->truncated != truncated && !o.snapshot) (void)s.pt->Enable();
+  }
+  (void)s.pt->Disable();
+  (void)s.dummy->Disable();
+  Drain(s, sum);
+  if (o.truth) return WriteMockTruth(control, s, o.output, sum);
+  return Result<void>::Ok();
+}
+
+// The kernel: starts the command and drains both buffers until it exits.
+Result<void> RunKernel(Backend& b, CommandChild& child, const RecordOptions& o, Session& s, CaptureSummary* sum) {
+  if (!child.Start()) return Fail<void>(EIO, "cannot start the command (pipe write)");
+  for (;;) {
+    std::array<pollfd, 2> fds = {pollfd{s.pt->fd(), POLLIN, 0}, pollfd{s.dummy->fd(), POLLIN, 0}};
+    (void)b.Poll(fds, 100);
+    const uint64_t truncated = sum->truncated;
+    Drain(s, sum);
+    // A full AUX area disabled the event (TRUNCATED, perf_aux_output_end());
+    // the drain freed the space: trace on, with a gap.
+    if (sum->truncated != truncated && !o.snapshot) (void)s.pt->Enable();
+    if (child.Exited()) break;
+  }
+  Drain(s, sum);
+  sum->exit_status = child.status();
+  return WriteKernelTrace(s, o.output, sum);
+}
+
 }  // namespace
 
 Result<CaptureSummary> Record(const RecordOptions& o) {
@@ -456,197 +691,39 @@ Result<CaptureSummary> Record(const RecordOptions& o) {
   if (!std::has_single_bit(o.data_pages) || !std::has_single_bit(o.aux_pages)) {
     return Fail<CaptureSummary>(EINVAL, "--data-pages and --aux-pages must be powers of two");
   }
-  std::unique_ptr<Backend> backend;
-  MockControl* control = nullptr;  // the mock's controls: its PT ground truth
-  if (o.backend == "mock") {
-    Result<MockProfile> p = LoadProfile(o.profile);
-    if (!p.ok()) return R::FailureFrom(p);
-    // The simulated task's real program, traced by pt_sim (mocks/pt_sim_source.h).
-    MockWithControl m = MakeMockBackendWithControl(std::move(*p), {.pt_trace = mock::PtSimTraceModel(/*record_insns=*/o.truth)});
-    backend = std::move(m.backend);
-    control = m.control;
-  } else if (o.backend == "kernel") {
-    if (o.command.empty()) return Fail<CaptureSummary>(EINVAL, "the kernel backend needs a command to trace (-- CMD ...)");
-    backend = MakeKernelBackend();
-  } else {
-    return Fail<CaptureSummary>(EINVAL, fmt::format("unknown backend '{}' (kernel or mock)", o.backend));
-  }
-  Backend& b = *backend;
-  const std::vector<Pmu>& pmus = b.Machine().pmus;
-  const Pmu* pt = FindPmu(pmus, "intel_pt");
-  if (pt == nullptr) {
-    return Fail<CaptureSummary>(
-        ENOENT, o.backend == "kernel"
-                    ? fmt::format("no intel_pt PMU on this machine: {}/intel_pt does not exist (a CPU or kernel "
-                                  "without Intel PT, or a VM that does not pass it through); nothing was run",
-                                  kSysfsPmuRoot)
-                    : fmt::format("no intel_pt PMU in profile '{}' (its {}/intel_pt does not exist)", o.profile,
-                                  kSysfsPmuRoot));
-  }
-  Result<perf_event_attr> parsed = ParseEventString(o.event, pmus);
-  if (!parsed.ok()) return R::FailureFrom(parsed);
-  perf_event_attr attr = *parsed;
-  attr.sample_id_all = 1;
-  // perf record's: evsel__config() sets IP and TID on every event (neither
-  // event here samples, so IP changes no record; perf script wants it to
-  // print the samples it synthesizes from the trace).
-  attr.sample_type =
-      PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
-  perf_event_attr dummy = SoftwareAttr(PERF_COUNT_SW_DUMMY);
-  dummy.sample_id_all = 1;
-  dummy.sample_type = attr.sample_type;
-  dummy.mmap = dummy.mmap2 = dummy.comm = dummy.task = dummy.context_switch = 1;
-  dummy.exclude_kernel = attr.exclude_kernel;
+  Result<RecordBackend> rb = OpenRecordBackend(o);
+  if (!rb.ok()) return R::FailureFrom(rb);
+  Backend& b = *rb->backend;
+  MockControl* control = rb->control;
+  Result<const Pmu*> pt = FindIntelPt(o, b.Machine().pmus);
+  if (!pt.ok()) return R::FailureFrom(pt);
+  Result<RecordAttrs> attrs = MakeRecordAttrs(o, b.Machine().pmus);
+  if (!attrs.ok()) return R::FailureFrom(attrs);
 
-  // Kernel: a child that waits on a pipe for one byte, then execs the
-  // command; the events are opened on it disabled with enable_on_exec, so
-  // the trace starts at the exec (perf record's way with a workload). Without
-  // the byte (we failed before the events were ready) the child exits 126.
-  pid_t child = 0;
-  int go[2] = {-1, -1};
+  CommandChild child;  // declared before the session: its events close first
   if (o.backend == "kernel") {
-    const std::optional<std::string> path = FindCommand(o.command[0]);
-    if (!path) return Fail<CaptureSummary>(ENOENT, fmt::format("command '{}' not found (PATH)", o.command[0]));
-    if (::pipe2(go, O_CLOEXEC) != 0) return Fail<CaptureSummary>(errno, "pipe2");
-    child = ::fork();
-    if (child < 0) return Fail<CaptureSummary>(errno, "fork");
-    if (child == 0) {
-      ::setpgid(0, 0);
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      ::close(go[1]);
-      char c;
-      if (::read(go[0], &c, 1) != 1) ::_exit(126);
-      std::vector<char*> argv;
-      for (const std::string& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(path->c_str(), argv.data());
-      ::_exit(127);
-    }
-    ::setpgid(child, child);
-    ::close(go[0]);
-    attr.enable_on_exec = 1;
-    dummy.enable_on_exec = 1;
+    if (Result<void> r = child.Fork(o.command); !r.ok()) return R::FailureFrom(r);
   }
-  // Reaps the child however we leave (its own process group: killed whole).
-  struct Reaper {
-    pid_t pid;
-    int* status;
-    ~Reaper() {
-      if (pid <= 0) return;
-      ::kill(-pid, SIGKILL);
-      ::waitpid(pid, status, 0);
-    }
-  };
-  int status = 0;
-  Reaper reaper{child, &status};
-  auto close_go = [&]() {
-    if (go[1] >= 0) ::close(go[1]);
-    go[1] = -1;
-  };
-
-  auto start_child = [&]() {
-    const char byte = 1;
-    const bool sent = ::write(go[1], &byte, 1) == 1;
-    close_go();
-    return sent;
-  };
-
   Session s;
   s.control = control;
-  s.dummy_layout = SampleLayout::FromAttr(dummy);
-  const pid_t target = child;  // 0: this (simulated) task
-  Result<Event> pte = Event::Open(b, attr, target, -1);
-  if (!pte.ok()) return close_go(), R::FailureFrom(pte);
-  s.pt.emplace(std::move(*pte));
-  Result<Event> de = Event::Open(b, dummy, target, -1);
-  if (!de.ok()) return close_go(), R::FailureFrom(de);
-  s.dummy.emplace(std::move(*de));
-  Result<RingBuffer> prb = RingBuffer::Map(b, s.pt->fd(), o.data_pages);
-  if (!prb.ok()) return close_go(), R::FailureFrom(prb);
-  s.pt_rb.emplace(std::move(*prb));
-  Result<RingBuffer> drb = RingBuffer::Map(b, s.dummy->fd(), o.data_pages);
-  if (!drb.ok()) return close_go(), R::FailureFrom(drb);
-  s.dummy_rb.emplace(std::move(*drb));
-  Result<AuxBuffer> aux =
-      AuxBuffer::Map(b, s.pt->fd(), *s.pt_rb, o.aux_pages, o.snapshot ? AuxMode::kSnapshot : AuxMode::kFullTrace);
-  if (!aux.ok()) return close_go(), R::FailureFrom(aux);
-  s.aux.emplace(std::move(*aux));
-
-  const CaptureTiming timing = Timing(control, *pt, attr, s.pt->fd());
-  if (o.format == "ptcap") {
-    s.ptcap.emplace(o.output);
-    if (!s.ptcap->ok()) return close_go(), Fail<CaptureSummary>(errno == 0 ? EIO : errno, "cannot write " + o.output);
-    WriteMeta(*s.ptcap, o, b, *pt, attr, s.aux->size(), timing);
-  } else {
-    Result<uint64_t> pt_id = s.pt->Id();
-    if (!pt_id.ok()) return close_go(), R::FailureFrom(pt_id);
-    Result<uint64_t> dummy_id = s.dummy->Id();
-    if (!dummy_id.ok()) return close_go(), R::FailureFrom(dummy_id);
-    s.perf_data.emplace(PerfDataEvent{attr, *pt_id, o.event}, PerfDataEvent{dummy, *dummy_id, "dummy:u"});
-  }
-  s.pt_layout = SampleLayout::FromAttr(attr);
+  const pid_t kernel_pid = child.pid();
+  if (Result<void> r = OpenSession(b, o, *attrs, kernel_pid, &s); !r.ok()) return R::FailureFrom(r);
+  const CaptureTiming timing = Timing(control, **pt, attrs->pt, s.pt->fd());
+  if (Result<void> r = StartOutput(b, o, **pt, *attrs, timing, &s); !r.ok()) return R::FailureFrom(r);
 
   CaptureSummary sum;
-  if (o.backend == "mock") {
-    // The simulated task: an executable mapping and a name (side-band), then
-    // the instructions the PT event traces, with a few system calls halfway
-    // (TIP.PGD/TIP.PGE in the trace).
-    if (Result<void> r = s.dummy->Enable(); !r.ok()) return R::FailureFrom(r);
-    if (Result<void> r = s.pt->Enable(); !r.ok()) return R::FailureFrom(r);
-    // The instructions in steps, drained after each: as on the kernel, a
-    // TRUNCATED transaction (AUX area full, event stopped) is drained and
-    // the event enabled again, leaving a gap in the trace.
-    std::vector<Workload> steps = {Workload::MmapExec(4), Workload::SetComm("perftest-pt")};
-    auto instructions = [&](uint64_t n) {
-      for (uint64_t done = 0; done < n; done += kMockDrainEvery)
-        steps.push_back(Workload::Instructions(std::min(kMockDrainEvery, n - done)));
-    };
-    instructions(o.instructions / 2);
-    steps.push_back(Workload::Syscalls(kMockSyscalls));
-    instructions(o.instructions - o.instructions / 2);
-    for (const Workload& wl : steps) {
-      Result<WorkloadResult> r = b.RunWorkload(wl);
-      if (!r.ok()) return R::FailureFrom(r);
-      const uint64_t truncated = sum.truncated;
-      Drain(s, &sum);
-      if (sum.truncated != truncated && !o.snapshot) (void)s.pt->Enable();
-    }
-    (void)s.pt->Disable();
-    (void)s.dummy->Disable();
-    Drain(s, &sum);
-    if (o.truth) {
-      if (Result<void> r = WriteMockTruth(*control, s, o.output, &sum); !r.ok()) return R::FailureFrom(r);
-    }
-  } else {
-    if (!start_child()) return Fail<CaptureSummary>(EIO, "cannot start the command (pipe write)");
-    for (;;) {
-      std::array<pollfd, 2> fds = {pollfd{s.pt->fd(), POLLIN, 0}, pollfd{s.dummy->fd(), POLLIN, 0}};
-      (void)b.Poll(fds, 100);
-      const uint64_t truncated = sum.truncated;
-      Drain(s, &sum);
-      // A full AUX area disabled the event (TRUNCATED, perf_aux_output_end());
-      // the drain freed the space: trace on, with a gap.
-      if (sum.truncated != truncated && o.snapshot == false) (void)s.pt->Enable();
-      const pid_t done = ::waitpid(child, &status, WNOHANG);
-      if (done == child) {
-        reaper.pid = 0;
-        break;
-      }
-    }
-    Drain(s, &sum);
-    sum.exit_status = status;
-    if (Result<void> r = WriteKernelTrace(s, o.output, &sum); !r.ok()) return R::FailureFrom(r);
-  }
+  Result<void> ran = control != nullptr ? RunMock(b, *control, o, s, &sum) : RunKernel(b, child, o, s, &sum);
+  if (!ran.ok()) return R::FailureFrom(ran);
   if (s.ptcap && !s.ptcap->ok()) return Fail<CaptureSummary>(EIO, "write " + o.output);
   if (s.perf_data) {
     PerfDataInfo info;
-    info.intel_pt = PtInfoOf(*pt, attr, dummy, o, timing);
+    info.intel_pt = PtInfoOf(**pt, attrs->pt, attrs->dummy, o, timing);
     info.nr_cpus = static_cast<uint32_t>(std::max(1, b.Machine().ncpus));
     info.cmdline = o.cmdline;
     if (control != nullptr) {
       if (Result<void> r = SynthesizeMockTask(*control, s, o.output, &info, &sum); !r.ok()) return R::FailureFrom(r);
     } else {
-      KernelSideband(s, child, &info);
+      KernelSideband(s, kernel_pid, &info);
     }
     if (Result<void> r = s.perf_data->Write(o.output, info); !r.ok()) return R::FailureFrom(r);
   }
