@@ -46,6 +46,9 @@ std::string_view FlowEventName(FlowEvent::Type type) {
     case T::kCbr: return "cbr";
     case T::kMnt: return "mnt";
     case T::kTsc: return "tsc";
+    case T::kCfe: return "cfe";
+    case T::kEvd: return "evd";
+    case T::kTrig: return "trig";
   }
   return "unknown";
 }
@@ -55,6 +58,7 @@ std::string ToString(const FlowEvent& e) {
   if (e.type == FlowEvent::Type::kAsyncBranch || e.type == FlowEvent::Type::kAsyncDisabled)
     s += fmt::format(" from={:#x}", e.from);
   s += e.ip_suppressed ? std::string(" ip=suppressed") : fmt::format(" ip={:#x}", e.ip);
+  if (e.type == FlowEvent::Type::kEvd) s += fmt::format(" type={:#x}", e.evd_type);
   if (e.payload != 0) s += fmt::format(" payload={:#x}", e.payload);
   return s;
 }

@@ -130,10 +130,15 @@ struct FlowEvent {
     kCbr,            // CBR: payload = ratio
     kMnt,            // MNT: payload
     kTsc,            // TSC (a new reference time)
+    // Event Trace and Trigger Tracing (SDM §33.4.2.29-30, "TRIG Packet"):
+    kCfe,            // CFE: payload = Type | Vector << 8; `ip` the FUP's with the IP bit, else suppressed
+    kEvd,            // EVD: payload = the event data, evd_type its Type (0 CR2, 1 VMX exit qualification, 2 reason)
+    kTrig,           // TRIG: payload = TRBV | ICNT << 8 | MULT << 24 | ICNTV << 25; `ip` the FUP's with the IP bit
   };
   Type type = Type::kEnabled;
   bool ip_suppressed = false;
   uint8_t payload_bytes = 0;
+  uint8_t evd_type = 0;  // kEvd: the EVD Type field
   ExecMode mode = ExecMode::k64Bit;
   uint64_t ip = 0;
   uint64_t from = 0;
@@ -143,7 +148,7 @@ struct FlowEvent {
 };
 // "enabled", "disabled", "async-disabled", "async-branch", "overflow",
 // "exec-mode", "tsx", "paging", "vmcs", "stop", "ptwrite", "exstop", "mwait",
-// "pwre", "pwrx", "cbr", "mnt", "tsc".
+// "pwre", "pwrx", "cbr", "mnt", "tsc", "cfe", "evd", "trig".
 std::string_view FlowEventName(FlowEvent::Type type);
 std::string ToString(const FlowEvent& event);
 
@@ -496,6 +501,7 @@ class FlowDecoder {
   int FailPacket(int err);
   void Queue(const FlowEvent& e);  // at time_
   bool TakeFupHeld(const Packet& fup);
+  int TakeEventTracePacket(const Packet& p);
   void ApplyPendingMode(bool ip_suppressed = false);
   void Timing(const Packet& p);
   int TakeTma(const Packet& p, bool tsc_before);

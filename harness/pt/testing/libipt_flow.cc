@@ -144,7 +144,7 @@ FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image) {
 
 FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image) {
   FlowLog log;
-  FlowDecoder dec(trace, &image, FlowDecoder::Options{.packets = {.block_packets = false}});
+  FlowDecoder dec(trace, &image, FlowDecoder::Options{.packets = PacketDecoder::Options::Libipt205()});
   for (;;) {
     Result<uint64_t> s = dec.SyncForward();
     if (!s.ok()) {
