@@ -120,7 +120,37 @@ int FlowDecoder::TakeBoundAtIp() {
 // everything else), in a small function that touches the block once; then
 // turns the walk on (walk_gen_) when Next() may take the following steps on
 // the TNT bits left itself (WalkReady(), WalkInline()).
+bool FlowDecoder::AtEndOfTrace() const {
+  if (!enabled_ || !synced_ || tnt_count_ != 0 || ctl_ != Ctl::kNone || !events_.empty() || bound_pending_ ||
+      have_unread_ || deferred_error_ != 0 || sticky_error_ != 0 || !fup_held_.empty() || fup_pending_ ||
+      mode_pending_)
+    return false;
+  PacketDecoder ahead = packets_;
+  Packet p;
+  int err;
+  while ((err = ahead.Next(p)) == 0) {
+    switch (p.type) {
+      case PacketType::kPad: case PacketType::kTsc: case PacketType::kMtc: case PacketType::kTma:
+      case PacketType::kCyc:
+        continue;
+      default:
+        return false;
+    }
+  }
+  return err == ENODATA;
+}
+
+__attribute__((noinline, cold)) int FlowDecoder::EndOfTrace() {
+  end_of_trace_ = true;
+  synced_ = false;
+  error_offset_ = packets_.trace().size();
+  error_ip_ = ip_;
+  error_message_ = fmt::format("end of trace: the flow used up the trace at {:#x}", ip_);
+  return ENODATA;
+}
+
 int FlowDecoder::NextFill(FlowStep* step) {
+  if (options_.stop_at_end && AtEndOfTrace()) [[unlikely]] return EndOfTrace();
   walk_gen_ = kNoWalk;
   // (Events pending: NextSlow() empties events_ when it hands out the last.)
   if (!enabled_ || !synced_ || deferred_error_ != 0 || !events_.empty() || bound_pending_) [[unlikely]] {
@@ -376,6 +406,7 @@ __attribute__((noinline)) int FlowDecoder::WalkStepAt(FlowStep* step, uint32_t h
 // still WalkReady(), the walk goes on (Next()'s step); else NextFillBlock()
 // goes on from there.
 int FlowDecoder::WalkRefill(FlowStep* step) {
+  if (options_.stop_at_end && AtEndOfTrace()) [[unlikely]] return EndOfTrace();
   walk_gen_ = kNoWalk;
   if (ctl_ != Ctl::kNone) return NextFillHeld(step);  // (NextFillBlock()'s move for a held control packet)
   if (sticky_error_ != 0) return NextSlow(step);      // (and for a held error)

@@ -259,6 +259,24 @@ class FlowDecoder {
     // several CPUs' traces, or decoding the same trace again); null: the
     // decoder has its own. Must outlive the decoder.
     BlockCache* cache = nullptr;
+    // Stop at the end of the trace as libipt's query decoder reports it
+    // (pts_eos) and ptxed stops there: once the TNT bits and control packets
+    // are used up and only PAD and timing packets (TSC, MTC, TMA, CYC) are
+    // left, Next() returns ENODATA with end_of_trace() set, instead of
+    // walking on to the next instruction that needs a packet (instructions
+    // the trace does not prove, and the spurious errors past them, such as
+    // ENXIO where the walk leaves the image). Off by default: libipt's
+    // pt_insn_next() itself walks on, and the libipt differential follows it.
+    bool stop_at_end = false;
+    // A packet that cannot be decoded right after a PSB+ (an unknown opcode,
+    // a bad payload) with at most one PSB+ event: true fails the
+    // synchronization with it, as libipt 2.0.5's pt_insn_sync_forward()
+    // does (its read-ahead past the PSB+ meets it; the libipt differential
+    // sets this); false (the default) synchronizes — the PSB+ itself is
+    // sound — and the first Next() returns the error, with the sync point
+    // known (libipt 2.1+'s event decoder: the error comes with the next
+    // event).
+    bool sync_fails_on_packet_error = false;
   };
 
   FlowDecoder(std::span<const uint8_t> trace, const Image* image) : FlowDecoder(trace, image, Options{}) {}
@@ -297,6 +315,10 @@ class FlowDecoder {
   uint64_t error_ip() const { return error_ip_; }
   // A sentence about the last error ("no object code at 0x401000", ...).
   const std::string& error_message() const { return error_message_; }
+  // After Next() returned ENODATA: the flow reached the end of the trace
+  // with nothing left to walk on (Options::stop_at_end), as opposed to an
+  // instruction that needed a packet the trace does not have.
+  bool end_of_trace() const { return end_of_trace_; }
 
   bool enabled() const { return enabled_; }
   // The IP of the next instruction (of the next block to hand out).
@@ -461,6 +483,10 @@ class FlowDecoder {
   int NextFillBlock(FlowStep* step);
   int NextFillHeld(FlowStep* step);
   int WalkRefill(FlowStep* step);
+  // Options::stop_at_end: the flow has used up the trace (nothing held, only
+  // PAD and timing packets ahead). EndOfTrace() makes Next()'s ENODATA.
+  bool AtEndOfTrace() const;
+  int EndOfTrace();
   int Enable(FlowStep* step);
   // After a fast step: whether the steps NextFill() would take next while
   // they need no packet — conditional branches and compressed returns on the
@@ -502,6 +528,7 @@ class FlowDecoder {
   void Queue(const FlowEvent& e);  // at time_
   bool TakeFupHeld(const Packet& fup);
   int TakeEventTracePacket(const Packet& p);
+  void QueueEventTraceHeld();
   void ApplyPendingMode(bool ip_suppressed = false);
   void Timing(const Packet& p);
   int TakeTma(const Packet& p, bool tsc_before);
@@ -594,6 +621,13 @@ class FlowDecoder {
   // (not a PSB+'s) gives each its IP (TakeFupHeld); an OVF or a sync drops
   // them.
   std::vector<FlowEvent> fup_held_;
+  // Event Trace (TakeEventTracePacket()): the EVDs read since the last CFE
+  // (they add data to the CFE that follows them; their events go with it),
+  // and a CFE with its IP bit whose FUP, read, is an asynchronous one: its
+  // events (after its EVDs) go right before that FUP's asynchronous branch
+  // or disable, where the flow gets to the FUP's IP (QueueEventTraceHeld()).
+  std::vector<FlowEvent> evd_held_;
+  std::vector<FlowEvent> cfe_held_;
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool fup_cut_ = false;  // the packet after an asynchronous FUP failed to decode (CondJumpPacketError)
@@ -697,6 +731,7 @@ class FlowDecoder {
   uint64_t last_mtc_ctc_ = 0;
   bool have_tma_ = false;
 
+  bool end_of_trace_ = false;
   uint64_t error_offset_ = 0;
   uint64_t error_ip_ = 0;
   std::string error_message_;

@@ -729,7 +729,7 @@ TEST(FlowDecoder, PsbPlusReadAheadAsLibipt) {
         EXPECT_EQ(ref.entries[libipt_synced ? 1 : 0].kind, testing::FlowEntry::kError);
         EXPECT_EQ(ref.entries[libipt_synced ? 1 : 0].code, -pte_bad_opc);
       }
-      FlowDecoder dec(trace, &image);
+      FlowDecoder dec(trace, &image, FlowDecoder::Options{.sync_fails_on_packet_error = true});
       Result<uint64_t> s = dec.SyncForward();
       EXPECT_EQ(s.ok(), libipt_synced) << s.ToString();
       if (!s.ok()) {

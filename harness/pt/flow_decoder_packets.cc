@@ -88,6 +88,12 @@ bool FlowDecoder::TakeFupHeld(const Packet& fup) {
   for (FlowEvent e : fup_held_) {
     e.ip_suppressed = !bound;
     e.ip = bound ? last_ip_.raw() : 0;
+    if (e.type == FlowEvent::Type::kCfe || e.type == FlowEvent::Type::kEvd) {
+      // (Its FUP is an asynchronous one: the event goes with its branch.)
+      if (e.type == FlowEvent::Type::kEvd) e.ip_suppressed = true, e.ip = 0;
+      cfe_held_.push_back(e);
+      continue;
+    }
     if (e.type == FlowEvent::Type::kPtwrite) {
       // Held until the flow gets to the PTWRITE at its IP — without an
       // IP, to the next PTWRITE (pt_insn_check_insn_event).
@@ -110,8 +116,12 @@ bool FlowDecoder::TakeFupHeld(const Packet& fup) {
 // fup_held_ for it (TakeFupHeld()). The CFE's FUP goes on to be the FUP of
 // the control transfer it announces (an interrupt's FUP+TIP; libipt 2.1+
 // binds the CFE event to that FUP and still makes the asynchronous branch of
-// it), the TRIG's is its own (the anchor its ICNT counts from). Any other is an event where it is read, as PWRE. EVD precedes the
-// CFE it adds data to and is its own event here.
+// it): the CFE's event goes right before that branch (cfe_held_), at the
+// instruction the interrupt stopped. The TRIG's FUP is its own (the anchor
+// its ICNT counts from). An EVD adds data to the CFE that follows it (libipt
+// 2.1+ merges them into one event; here it is its own event, right before
+// the CFE's): it waits for it (evd_held_). Any other is an event where it is
+// read, as PWRE.
 int FlowDecoder::TakeEventTracePacket(const Packet& p) {
   FlowEvent e{.ip_suppressed = true, .offset = p.offset};
   bool want_ip = false;
@@ -123,11 +133,25 @@ int FlowDecoder::TakeEventTracePacket(const Packet& p) {
     e.type = FlowEvent::Type::kEvd;
     e.payload = p.evd_payload();
     e.evd_type = p.evd_type();
+    evd_held_.push_back(e);
+    return 0;
   } else {
     e.type = FlowEvent::Type::kTrig;
     e.payload = p.trig_trbv() | (uint64_t{p.trig_icnt()} << 8) | (uint64_t{p.trig_mult()} << 24) |
                 (uint64_t{p.trig_icntv()} << 25);
     want_ip = p.trig_ip();
+  }
+  if (e.type == FlowEvent::Type::kCfe) {
+    // Its EVDs first, wherever it goes.
+    if (want_ip) {
+      fup_held_.insert(fup_held_.end(), evd_held_.begin(), evd_held_.end());
+    } else {
+      for (const FlowEvent& d : evd_held_) {
+        NoteEvent(false, 0);
+        Queue(d);
+      }
+    }
+    evd_held_.clear();
   }
   if (want_ip) {
     fup_held_.push_back(e);
@@ -136,6 +160,14 @@ int FlowDecoder::TakeEventTracePacket(const Packet& p) {
   NoteEvent(false, 0);
   Queue(e);
   return 0;
+}
+
+// The CFE events held for an asynchronous FUP (and the EVDs before them),
+// now that the flow is at its IP: queued before its branch's event.
+void FlowDecoder::QueueEventTraceHeld() {
+  if (cfe_held_.empty()) [[likely]] return;
+  for (const FlowEvent& e : cfe_held_) Queue(e);
+  cfe_held_.clear();
 }
 
 // CYC (Timing() for the most frequent timing packet, inline).

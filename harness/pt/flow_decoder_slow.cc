@@ -173,6 +173,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           return err;
         }
         if (mode_pending_ && mode_at_ == 0) ApplyPendingMode(ctl_ == Ctl::kAsyncDisable);  // (BranchPastAsync)
+        QueueEventTraceHeld();  // (a CFE with this FUP, and its EVDs: right before)
         if (ctl_ == Ctl::kAsyncDisable) {
           Queue(FlowEvent{.type = FlowEvent::Type::kAsyncDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
                           .from = ip_, .offset = ctl_offset_});

@@ -125,6 +125,7 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
 
 Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   synced_ = false;
+  end_of_trace_ = false;
   enabled_ = false;
   ret_top_ = ret_count_ = 0;
   tnt_count_ = 0;
@@ -141,6 +142,8 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   bound_.clear();
   bound_pending_ = bound_wall_ = false;
   fup_held_.clear();
+  evd_held_.clear();
+  cfe_held_.clear();
   tma_tsc_ = tsc_base_;  // (libipt's time starts afresh at a sync, pt_qry_reset: no TMA until a TSC)
   events_.clear();
   event_head_ = 0;
@@ -182,7 +185,8 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
 //   - An unknown opcode or a bad timing packet: with at most one PSB+ event
 //     the synchronization fails with it (the next SyncForward() goes on past
 //     it); with more, the fetch of the last one fails: the error comes after
-//     the PSB+'s events, before any instruction.
+//     the PSB+'s events, before any instruction. (The former only with
+//     Options::sync_fails_on_packet_error; else as the latter.)
 int FlowDecoder::ReadAheadAfterSync() {
   uint64_t at = 0;
   if (have_unread_ && unread_.type == PacketType::kOvf) {
@@ -207,7 +211,7 @@ int FlowDecoder::ReadAheadAfterSync() {
                                           context ? std::string(PacketName(q.type)) : PacketDecoder::ErrorDescription(e),
                                           unread_.offset));
       error_offset_ = unread_.offset;
-      if (psb_events_ == 0) return err;
+      if (psb_events_ == 0 && options_.sync_fails_on_packet_error) return err;
       deferred_error_ = err;
       return 0;
     }
@@ -227,7 +231,7 @@ int FlowDecoder::ReadAheadAfterSync() {
       const int err = Fail(e, fmt::format("{} at offset {:#x} after the PSB+ (an event packet, queried at once)",
                                           PacketDecoder::ErrorDescription(e), ahead.offset()));
       error_offset_ = ahead.offset();
-      if (psb_events_ == 0) return err;
+      if (psb_events_ == 0 && options_.sync_fails_on_packet_error) return err;
       deferred_error_ = err;
       return 0;
     }
@@ -263,7 +267,7 @@ int FlowDecoder::ReadAheadAfterSync() {
   if (end == ENODATA) return Fail(ENODATA, "only PAD and timing packets follow the PSB+");
   const int err = Fail(end, fmt::format("{} at offset {:#x} after the PSB+", PacketDecoder::ErrorDescription(end), at));
   error_offset_ = at;
-  if (psb_events_ <= 1) return err;
+  if (psb_events_ <= 1 && options_.sync_fails_on_packet_error) return err;
   deferred_error_ = err;
   return 0;
 }

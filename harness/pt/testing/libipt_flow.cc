@@ -144,7 +144,8 @@ FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image) {
 
 FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image) {
   FlowLog log;
-  FlowDecoder dec(trace, &image, FlowDecoder::Options{.packets = PacketDecoder::Options::Libipt205()});
+  FlowDecoder dec(trace, &image,
+                  FlowDecoder::Options{.packets = PacketDecoder::Options::Libipt205(), .sync_fails_on_packet_error = true});
   for (;;) {
     Result<uint64_t> s = dec.SyncForward();
     if (!s.ok()) {
