@@ -268,15 +268,21 @@ class FlowDecoder {
     // ENXIO where the walk leaves the image). Off by default: libipt's
     // pt_insn_next() itself walks on, and the libipt differential follows it.
     bool stop_at_end = false;
-    // A packet that cannot be decoded right after a PSB+ (an unknown opcode,
-    // a bad payload) with at most one PSB+ event: true fails the
-    // synchronization with it, as libipt 2.0.5's pt_insn_sync_forward()
-    // does (its read-ahead past the PSB+ meets it; the libipt differential
-    // sets this); false (the default) synchronizes — the PSB+ itself is
-    // sound — and the first Next() returns the error, with the sync point
-    // known (libipt 2.1+'s event decoder: the error comes with the next
-    // event).
-    bool sync_fails_on_packet_error = false;
+    // Packet errors reported where libipt 2.0.5 reports them (the libipt
+    // differential and the libipt-rule tests set this):
+    //  - a packet that cannot be decoded right after a PSB+ (an unknown
+    //    opcode, a bad payload) with at most one PSB+ event fails the
+    //    synchronization, as pt_insn_sync_forward() does (its read-ahead past
+    //    the PSB+ meets it);
+    //  - an event whose packet is followed right away by one that cannot be
+    //    decoded is not reported: libipt's event query fetches the next
+    //    packet with the event and fails instead (pt_qry_event ->
+    //    pt_df_fetch / the next decode).
+    // false (the default): the sync succeeds — the PSB+ itself is sound —
+    // and every event the packets before the bad one make comes out, then
+    // the error (libipt 2.1+'s event decoder reports an error with the next
+    // event, too).
+    bool libipt_errors = false;
   };
 
   FlowDecoder(std::span<const uint8_t> trace, const Image* image) : FlowDecoder(trace, image, Options{}) {}
@@ -487,6 +493,10 @@ class FlowDecoder {
   // PAD and timing packets ahead). EndOfTrace() makes Next()'s ENODATA.
   bool AtEndOfTrace() const;
   int EndOfTrace();
+  void DropEventsEndingAt(uint64_t at);
+  void DropPsbEventsForError();
+  bool EventPacketBefore(uint64_t offset, uint64_t at) const;
+  uint64_t error_at_ = 0;  // DropEventsEndingAt(): the bad packet's offset
   int Enable(FlowStep* step);
   // After a fast step: whether the steps NextFill() would take next while
   // they need no packet — conditional branches and compressed returns on the
@@ -494,7 +504,7 @@ class FlowDecoder {
   // Next() and WalkStep() with no more than the block's own tests (NextFill()'s
   // conditions for a fast step that do not change while no packet is read).
   bool WalkReady() const {
-    return events_.empty() && !bound_pending_ && deferred_error_ == 0 && (ctl_ == Ctl::kNone || ctl_ == Ctl::kTip) &&
+    return events_.empty() && later_.empty() && !bound_pending_ && deferred_error_ == 0 && (ctl_ == Ctl::kNone || ctl_ == Ctl::kTip) &&
            enabled_ && synced_;
   }
   int WalkStep(FlowStep* step);
@@ -525,7 +535,14 @@ class FlowDecoder {
   int DisabledControl();
   int Fail(int err, std::string message);
   int FailPacket(int err);
-  void Queue(const FlowEvent& e);  // at time_
+  void Queue(const FlowEvent& e);  // at time_ (behind later_, if it holds any)
+  // An event bound to `ip` (libipt pt_insn_check_ip_event: it reports the
+  // event when its instruction decoder gets to that IP, and takes no
+  // further event meanwhile): it and every event queued after it wait in
+  // later_ until the flow is at later_ip_ (blocks are cut there), or
+  // tracing is disabled.
+  void QueueAt(const FlowEvent& e, uint64_t ip);
+  void ReleaseLater();
   bool TakeFupHeld(const Packet& fup);
   int TakeEventTracePacket(const Packet& p);
   void QueueEventTraceHeld();
@@ -662,6 +679,8 @@ class FlowDecoder {
 
   std::vector<FlowEvent> events_;
   size_t event_head_ = 0;
+  std::vector<FlowEvent> later_;  // QueueAt()
+  uint64_t later_ip_ = 0;
   int deferred_error_ = 0;
   int sticky_error_ = 0;  // a packet error met while reading ahead: reported when a packet is needed
   // The last FetchControl() error is libipt's event query failing (an event

@@ -71,8 +71,28 @@ Packet CutPacket(std::span<const uint8_t> trace, uint64_t at) {
 }  // namespace
 
 void FlowDecoder::Queue(const FlowEvent& e) {
-  events_.push_back(e);
-  events_.back().time = time_;
+  // (Options::libipt_errors: an event whose packet the bad one follows is lost.)
+  if (sticky_error_ != 0 && options_.libipt_errors && EventPacketBefore(e.offset, error_at_)) [[unlikely]] return;
+  std::vector<FlowEvent>& q = later_.empty() ? events_ : later_;
+  q.push_back(e);
+  q.back().time = time_;
+}
+
+void FlowDecoder::QueueAt(const FlowEvent& e, uint64_t ip) {
+  if (later_.empty()) {
+    if (!enabled_ || ip == ip_) {  // (nothing to wait for)
+      Queue(e);
+      return;
+    }
+    later_ip_ = ip;
+  }
+  later_.push_back(e);
+  later_.back().time = time_;
+}
+
+void FlowDecoder::ReleaseLater() {
+  events_.insert(events_.end(), later_.begin(), later_.end());
+  later_.clear();
 }
 
 // The FUP `fup` (last_ip_ updated by it) for the events held for the next
@@ -104,7 +124,11 @@ bool FlowDecoder::TakeFupHeld(const Packet& fup) {
     // (A TSX abort's FUP, and a CFE's, is also the FUP of the asynchronous
     // branch that follows.)
     consumed |= !((e.type == FlowEvent::Type::kTsx && (e.payload & 2) != 0) || e.type == FlowEvent::Type::kCfe);
-    Queue(e);
+    if (bound && e.type != FlowEvent::Type::kPtwrite) {
+      QueueAt(e, e.ip);  // (reported where the flow gets to its IP)
+    } else {
+      Queue(e);
+    }
   }
   fup_held_.clear();
   return consumed;

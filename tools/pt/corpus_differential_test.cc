@@ -345,8 +345,8 @@ void CheckCase(const Case& k) {
 
   // Clean: packets, flow against libipt, flow against the truth.
   EXPECT_EQ(testing::DiffAgainstLibipt(t->bytes), "");
-  const testing::FlowLog ours = testing::OurInsnFlow(t->bytes, image);
-  const testing::FlowLog ref = testing::LibiptInsnFlow(t->bytes, image);
+  const testing::FlowLog ours = testing::OurInsnFlow(t->bytes, image, /*events=*/true);
+  const testing::FlowLog ref = testing::LibiptInsnFlow(t->bytes, image, /*events=*/true);
   ASSERT_EQ(testing::DiffFlow(ours, ref), "");
   ASSERT_EQ(ours.errors, 1u) << "a clean trace ends at the end of the trace only";
   const std::vector<uint64_t> truth = t->truth.TracedIps();
@@ -365,8 +365,8 @@ void CheckCase(const Case& k) {
     const std::vector<uint8_t> bad = Corrupt(t->bytes, seed, kind);
     SCOPED_TRACE(fmt::format("corruption {} (seed {}, kind {})", i, seed, kind));
     EXPECT_EQ(testing::DiffAgainstLibipt(bad), "");
-    const testing::FlowLog o = testing::OurInsnFlow(bad, image);
-    const testing::FlowLog r = testing::LibiptInsnFlow(bad, image);
+    const testing::FlowLog o = testing::OurInsnFlow(bad, image, /*events=*/true);
+    const testing::FlowLog r = testing::LibiptInsnFlow(bad, image, /*events=*/true);
     int64_t lead = 0;
     const std::string diff = testing::DiffFlowThroughFirstError(o, r, &lead);
     EXPECT_EQ(diff, "");
