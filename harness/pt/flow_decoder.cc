@@ -170,7 +170,7 @@ bool FlowDecoder::EventPacketBefore(uint64_t offset, uint64_t at) const {
 
 void FlowDecoder::DropEventsEndingAt(uint64_t at) {
   error_at_ = at;
-  while (!later_.empty() && EventPacketBefore(later_.back().offset, at)) later_.pop_back();
+  while (!later_.empty() && EventPacketBefore(later_.back().event.offset, at)) later_.pop_back();
   if (!later_.empty()) return;
   while (events_.size() > event_head_ && EventPacketBefore(events_.back().offset, at)) events_.pop_back();
   if (event_head_ == events_.size()) {

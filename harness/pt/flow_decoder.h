@@ -542,7 +542,10 @@ class FlowDecoder {
   // later_ until the flow is at later_ip_ (blocks are cut there), or
   // tracing is disabled.
   void QueueAt(const FlowEvent& e, uint64_t ip);
-  void ReleaseLater();
+  // Hands on the waiting events whose binding the flow has reached (all of
+  // them with `all`: tracing disabled, a sync).
+  void ReleaseLater(bool all = false);
+  bool HoldPtwEvent(const FlowEvent& e);
   bool TakeFupHeld(const Packet& fup);
   int TakeEventTracePacket(const Packet& p);
   void QueueEventTraceHeld();
@@ -679,8 +682,21 @@ class FlowDecoder {
 
   std::vector<FlowEvent> events_;
   size_t event_head_ = 0;
-  std::vector<FlowEvent> later_;  // QueueAt()
-  uint64_t later_ip_ = 0;
+  // later_: events waiting, in order, each for what it binds to (`at`):
+  // an IP (QueueAt()), a PTWRITE (kAtPtwrite: a PTW's event, which libipt
+  // binds to the PTWRITE its instruction decoder meets next — at the PTW's
+  // IP, if it has one — and reports after that instruction with its IP,
+  // pt_insn_check_insn_event; ReachBound() finds it: ptw_ready_), or nothing
+  // (kAtNone: an event queued behind a waiting one). NextSlow() hands them
+  // on (ReleaseLater()) as the flow gets there; blocks are cut at the IP
+  // the first waits for.
+  static constexpr uint64_t kAtNone = 0, kAtPtwrite = 1;
+  struct Later {
+    uint64_t at;
+    FlowEvent event;
+  };
+  std::vector<Later> later_;
+  std::vector<uint64_t> ptw_ready_;  // the PTWRITEs ReachBound() bound held PTW events to, in order
   int deferred_error_ = 0;
   int sticky_error_ = 0;  // a packet error met while reading ahead: reported when a packet is needed
   // The last FetchControl() error is libipt's event query failing (an event

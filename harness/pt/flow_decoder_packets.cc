@@ -73,26 +73,50 @@ Packet CutPacket(std::span<const uint8_t> trace, uint64_t at) {
 void FlowDecoder::Queue(const FlowEvent& e) {
   // (Options::libipt_errors: an event whose packet the bad one follows is lost.)
   if (sticky_error_ != 0 && options_.libipt_errors && EventPacketBefore(e.offset, error_at_)) [[unlikely]] return;
-  std::vector<FlowEvent>& q = later_.empty() ? events_ : later_;
-  q.push_back(e);
-  q.back().time = time_;
+  if (!later_.empty()) [[unlikely]] {
+    later_.push_back({kAtNone, e});
+    later_.back().event.time = time_;
+    return;
+  }
+  events_.push_back(e);
+  events_.back().time = time_;
 }
 
 void FlowDecoder::QueueAt(const FlowEvent& e, uint64_t ip) {
-  if (later_.empty()) {
-    if (!enabled_ || ip == ip_) {  // (nothing to wait for)
-      Queue(e);
-      return;
-    }
-    later_ip_ = ip;
+  if (later_.empty() && (!enabled_ || ip == ip_)) {  // (nothing to wait for)
+    Queue(e);
+    return;
   }
-  later_.push_back(e);
-  later_.back().time = time_;
+  later_.push_back({ip, e});
+  later_.back().event.time = time_;
 }
 
-void FlowDecoder::ReleaseLater() {
-  events_.insert(events_.end(), later_.begin(), later_.end());
-  later_.clear();
+// A PTW's event, its PTWRITE held for (NoteEventHeld): it waits in later_
+// for that instruction, and goes right after it (libipt reports the PTWRITE,
+// then the event with its IP). Returns false if it is not held (tracing
+// disabled): then it is queued as it is.
+bool FlowDecoder::HoldPtwEvent(const FlowEvent& e) {
+  if (!enabled_ || bound_.empty() || !bound_.back().ptwrite) return false;
+  later_.push_back({kAtPtwrite, e});
+  later_.back().event.time = time_;
+  return true;
+}
+
+void FlowDecoder::ReleaseLater(bool all) {
+  size_t n = 0, ready = 0;
+  for (; n < later_.size(); ++n) {
+    Later& l = later_[n];
+    if (all || l.at == kAtNone || l.at == ip_) continue;
+    if (l.at == kAtPtwrite && ready < ptw_ready_.size()) {
+      l.event.ip = ptw_ready_[ready++];
+      l.event.ip_suppressed = false;
+      continue;
+    }
+    break;
+  }
+  for (size_t k = 0; k < n; ++k) events_.push_back(later_[k].event);
+  later_.erase(later_.begin(), later_.begin() + static_cast<long>(n));
+  ptw_ready_.erase(ptw_ready_.begin(), ptw_ready_.begin() + static_cast<long>(all ? ptw_ready_.size() : ready));
 }
 
 // The FUP `fup` (last_ip_ updated by it) for the events held for the next
@@ -118,6 +142,10 @@ bool FlowDecoder::TakeFupHeld(const Packet& fup) {
       // Held until the flow gets to the PTWRITE at its IP — without an
       // IP, to the next PTWRITE (pt_insn_check_insn_event).
       NoteEventHeld(bound, e.ip, true);
+      if (HoldPtwEvent(e)) {
+        consumed = true;  // (a PTW's FUP is its own)
+        continue;
+      }
     } else {
       NoteEvent(bound, e.ip);
     }
@@ -484,6 +512,7 @@ int FlowDecoder::FetchControlRest() {
         if (e.type == FlowEvent::Type::kPtwrite) {
           // Held until the flow gets to the next PTWRITE (pt_insn_check_insn_event).
           NoteEventHeld(false, 0, true);
+          if (HoldPtwEvent(e)) break;
         } else {
           NoteEvent(false, 0);
         }

@@ -44,7 +44,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
                                       PacketDecoder::ErrorDescription(EMSGSIZE), at, ctl_offset_));
   };
   for (;;) {
-    if (!later_.empty() && (ip_ == later_ip_ || !enabled_ || !synced_)) ReleaseLater();
+    if (!later_.empty()) [[unlikely]] ReleaseLater(!enabled_ || !synced_);
     if (TakeQueuedEvent(step)) return 0;
     if (deferred_error_ != 0) {
       const int err = deferred_error_;
@@ -321,14 +321,15 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     out.lengths = cache_->lengths(*b);
     out.time = time_;
 
-    if (!later_.empty() && later_ip_ > b->ip && later_ip_ < b->end() &&
+    if (const uint64_t later_ip = later_.empty() ? kAtNone : later_.front().at;
+        later_ip > b->ip && later_ip < b->end() &&
         !((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && !async_blocked && AsyncBindIp() > b->ip &&
-          AsyncBindIp() < later_ip_)) {
+          AsyncBindIp() < later_ip)) {
       // Events wait for an IP inside this block: run up to it.
       uint64_t x = b->ip;
       uint32_t i = 0;
-      while (x < later_ip_) x += out.lengths[i++];
-      if (x == later_ip_) {
+      while (x < later_ip) x += out.lengths[i++];
+      if (x == later_ip) {
         out.ninsn = i;
         out.end_ip = x;
         out.truncated = true;
@@ -756,6 +757,7 @@ uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from, uint32_t stop) {
     if (i == stop) break;
     if (fail_at == kNoFail && i < b.ninsn() && head < bound_.size() && bound_[head].ptwrite &&
         (bound_[head].ip == x || (bound_[head].ip == kUnbound && BindsHeld(b, i, x, bound_[head].binds)))) {
+      if (bound_[head].binds == 0 && !later_.empty()) ptw_ready_.push_back(x);  // (a held PTW event's PTWRITE)
       ++head;
       bound_from_ = i + 1;
     }

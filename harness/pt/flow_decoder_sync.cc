@@ -177,6 +177,7 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   events_.clear();
   event_head_ = 0;
   later_.clear();
+  ptw_ready_.clear();
   deferred_error_ = 0;
   sticky_error_ = 0;
   event_query_failed_ = false;
@@ -314,6 +315,7 @@ void FlowDecoder::DropPsbEventsForError() {
   events_.clear();
   event_head_ = 0;
   later_.clear();
+  ptw_ready_.clear();
 }
 
 Result<uint64_t> FlowDecoder::SyncForward() { return Start(packets_.SyncForward()); }
