@@ -6,6 +6,10 @@
 // outlasts Google Benchmark's minimum time) (symbolization and output included, as a
 // user pays them).
 //
+// BM_PerfRecordThenScript adds `perf script` over perf record's file: what
+// perf spends for the same result (symbolized stacks), since perf record
+// alone symbolizes nothing.
+//
 // Reported per benchmark: cpu_ms (the child's CPU time) and items_per_second
 // = 1 / CPU seconds, so the runner's ratio against BM_Baseline_PerfRecord is
 // perf's CPU time / the profiler's (> 1: the profiler is cheaper than perf).
@@ -18,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -95,6 +100,36 @@ void BM_Baseline_PerfRecord(benchmark::State& state) {
   std::filesystem::remove(std::string(tmpl) + ".old");
 }
 
+// perf record as above, then `perf script` over its file: perf's cost of the
+// same result (symbolized stacks), next to the profiler's, which symbolizes
+// and prints within its own run.
+void BM_PerfRecordThenScript(benchmark::State& state) {
+  const std::string perf = Which("perf");
+  if (perf.empty()) {
+    state.SkipWithError("perf not installed (Debian: linux-perf)");
+    return;
+  }
+  char tmpl[] = "/tmp/perftest-bench-profile-XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd >= 0) close(fd);
+  double total = 0;
+  for (auto _ : state) {
+    const double record = ChildCpuSeconds({perf, "record", "-q", "-F", "999", "-a", "-g", "-o", tmpl, "--", "sleep",
+                                           kSeconds});
+    const double script = record < 0 ? -1 : ChildCpuSeconds({perf, "script", "-i", tmpl, "-F", "comm,ip,sym"});
+    if (script < 0) {
+      state.SkipWithError("perf record or perf script failed");
+      break;
+    }
+    total += record + script;
+  }
+  unlink(tmpl);
+  std::filesystem::remove(std::string(tmpl) + ".old");
+  const double per_run = total / static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1));
+  state.counters["cpu_ms"] = per_run * 1e3;
+  state.counters["items_per_second"] = per_run > 0 ? 1.0 / per_run : 0;
+}
+
 void BM_Profile(benchmark::State& state, const std::string& mode) {
   Measure(state, {BinDir() + "/perftest_profile", "--mode=" + mode, "-F", "999", "-f", kSeconds});
 }
@@ -102,6 +137,7 @@ void BM_Profile(benchmark::State& state, const std::string& mode) {
 }  // namespace
 
 BENCHMARK(BM_Baseline_PerfRecord)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PerfRecordThenScript)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Profile, ring, std::string("ring"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Profile, bpf, std::string("bpf"))->Unit(benchmark::kMillisecond);
 

@@ -7,58 +7,12 @@
 #include <string_view>
 
 #include "harness/attr.h"
+#include "harness/internal/byte_cursor.h"
 
 namespace perftest {
 namespace {
 
-// Reads u32/u64 fields from a byte span, remembering the first failure.
-class Cursor {
- public:
-  explicit Cursor(std::span<const std::byte> bytes) : bytes_(bytes) {}
-
-  template <typename T>
-  bool Get(T* out, std::string_view field) {
-    if (!Need(sizeof(T), field)) return false;
-    std::memcpy(out, bytes_.data() + off_, sizeof(T));
-    off_ += sizeof(T);
-    return true;
-  }
-  template <typename T>
-  bool Get(std::optional<T>* out, std::string_view field) {
-    T v;
-    if (!Get(&v, field)) return false;
-    *out = v;
-    return true;
-  }
-  bool Bytes(size_t n, std::vector<std::byte>* out, std::string_view field) {
-    if (!Need(n, field)) return false;
-    out->assign(bytes_.begin() + off_, bytes_.begin() + off_ + n);
-    off_ += n;
-    return true;
-  }
-  bool Skip(size_t n, std::string_view field) {
-    if (!Need(n, field)) return false;
-    off_ += n;
-    return true;
-  }
-  std::span<const std::byte> Rest() const { return bytes_.subspan(off_); }
-  size_t offset() const { return off_; }
-  size_t remaining() const { return bytes_.size() - off_; }
-  const std::string& error() const { return error_; }
-
- private:
-  bool Need(size_t n, std::string_view field) {
-    if (n <= remaining()) return true;
-    if (error_.empty()) {
-      error_ = fmt::format("field {} needs {} bytes at offset {}, {} left", field, n, off_, remaining());
-    }
-    return false;
-  }
-
-  std::span<const std::byte> bytes_;
-  size_t off_ = 0;
-  std::string error_;
-};
+using internal::ByteCursor;
 
 class Writer {
  public:
@@ -96,14 +50,18 @@ Result<T> Malformed(std::string_view what, const std::string& detail) {
   return Result<T>::Failure(EBADMSG, fmt::format("parse {}: {}", what, detail));
 }
 
-bool ParseRegs(Cursor& c, uint64_t mask, SampleRecord::Regs* regs, std::string_view field) {
-  if (!c.Get(&regs->abi, field)) return false;
+bool ParseRegs(ByteCursor& c, uint64_t mask, SampleView::Regs* regs, std::string_view abi_field,
+               std::string_view regs_field) {
+  if (!c.Get(&regs->abi, abi_field)) return false;
   if (regs->abi == PERF_SAMPLE_REGS_ABI_NONE) return true;
-  regs->regs.resize(std::popcount(mask));
-  for (uint64_t& r : regs->regs) {
-    if (!c.Get(&r, field)) return false;
-  }
+  std::span<const std::byte> values;
+  if (!c.Span(8 * static_cast<size_t>(std::popcount(mask)), &values, regs_field)) return false;
+  regs->regs = U64Array(values);
   return true;
+}
+
+std::optional<SampleRecord::Regs> OwnedRegs(const SampleView::Regs& v) {
+  return SampleRecord::Regs{v.abi, v.regs.ToVector()};
 }
 
 void PutRegs(Writer& w, const SampleRecord::Regs& regs, uint64_t mask) {
@@ -140,7 +98,7 @@ size_t SampleLayout::SampleIdSize() const {
 }
 
 Result<SampleId> ParseSampleId(const SampleLayout& layout, std::span<const std::byte> trailer) {
-  Cursor c(trailer);
+  ByteCursor c(trailer);
   SampleId id;
   const uint64_t st = layout.sample_type;
   bool ok = true;
@@ -154,84 +112,85 @@ Result<SampleId> ParseSampleId(const SampleLayout& layout, std::span<const std::
   return Result<SampleId>::Ok(std::move(id));
 }
 
-Result<SampleRecord> ParseSample(const SampleLayout& layout, std::span<const std::byte> body) {
-  Cursor c(body);
-  SampleRecord s;
-  const uint64_t st = layout.sample_type;
-  auto fail = [&] { return Malformed<SampleRecord>("PERF_RECORD_SAMPLE", c.error()); };
+BranchEntry SampleView::BranchStack::operator[](size_t i) const {
+  BranchEntry e;
+  const std::byte* p = entries.data() + i * sizeof(perf_branch_entry);
+  std::memcpy(&e.from, p, 8);
+  std::memcpy(&e.to, p + 8, 8);
+  std::memcpy(&e.flags, p + 16, 8);
+  return e;
+}
 
-  if ((st & PERF_SAMPLE_IDENTIFIER) && !c.Get(&s.identifier, "identifier")) return fail();
-  if ((st & PERF_SAMPLE_IP) && !c.Get(&s.ip, "ip")) return fail();
-  if ((st & PERF_SAMPLE_TID) && !(c.Get(&s.pid, "pid") && c.Get(&s.tid, "tid"))) return fail();
-  if ((st & PERF_SAMPLE_TIME) && !c.Get(&s.time, "time")) return fail();
-  if ((st & PERF_SAMPLE_ADDR) && !c.Get(&s.addr, "addr")) return fail();
-  if ((st & PERF_SAMPLE_ID) && !c.Get(&s.id, "id")) return fail();
-  if ((st & PERF_SAMPLE_STREAM_ID) && !c.Get(&s.stream_id, "stream_id")) return fail();
-  if ((st & PERF_SAMPLE_CPU) && !(c.Get(&s.cpu, "cpu") && c.Get(&s.res, "res"))) return fail();
-  if ((st & PERF_SAMPLE_PERIOD) && !c.Get(&s.period, "period")) return fail();
-  if (st & PERF_SAMPLE_READ) {
-    Result<ReadValues> rv = DecodeReadFormat(layout.read_format, c.Rest());
-    if (!rv.ok()) return Malformed<SampleRecord>("PERF_RECORD_SAMPLE", fmt::format("read: {}", rv.ToString()));
-    // The size decoded is the size of the layout for the counters found.
-    const size_t n = ReadFormatSize(layout.read_format, rv->counters.size());
-    c.Skip(n, "read");
-    s.read = std::move(*rv);
-  }
-  if (st & PERF_SAMPLE_CALLCHAIN) {
-    uint64_t nr;
-    if (!c.Get(&nr, "callchain.nr")) return fail();
-    if (nr > c.remaining() / 8) {
-      return Malformed<SampleRecord>("PERF_RECORD_SAMPLE",
-                                     fmt::format("callchain.nr={} exceeds the {} bytes left", nr, c.remaining()));
-    }
-    s.callchain.emplace(nr);
-    for (uint64_t& ip : *s.callchain) c.Get(&ip, "callchain.ips");
-  }
+namespace {
+
+// The fixed-size fields before PERF_SAMPLE_READ, in UAPI order:
+// `get(&field, name)` reads one and says whether it fitted.
+template <typename Get>
+bool HeadFields(uint64_t st, SampleView& s, Get&& get) {
+  return (!(st & PERF_SAMPLE_IDENTIFIER) || get(&s.identifier, "identifier")) &&
+         (!(st & PERF_SAMPLE_IP) || get(&s.ip, "ip")) &&
+         (!(st & PERF_SAMPLE_TID) || (get(&s.pid, "pid") && get(&s.tid, "tid"))) &&
+         (!(st & PERF_SAMPLE_TIME) || get(&s.time, "time")) &&
+         (!(st & PERF_SAMPLE_ADDR) || get(&s.addr, "addr")) &&
+         (!(st & PERF_SAMPLE_ID) || get(&s.id, "id")) &&
+         (!(st & PERF_SAMPLE_STREAM_ID) || get(&s.stream_id, "stream_id")) &&
+         (!(st & PERF_SAMPLE_CPU) || (get(&s.cpu, "cpu") && get(&s.res, "res"))) &&
+         (!(st & PERF_SAMPLE_PERIOD) || get(&s.period, "period"));
+}
+
+constexpr uint64_t kHeadBits = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+                               PERF_SAMPLE_ADDR | PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU |
+                               PERF_SAMPLE_PERIOD;
+// The fields after PERF_SAMPLE_CALLCHAIN: rare in profiles, parsed apart.
+constexpr uint64_t kTailBits = PERF_SAMPLE_RAW | PERF_SAMPLE_BRANCH_STACK | PERF_SAMPLE_REGS_USER |
+                               PERF_SAMPLE_STACK_USER | PERF_SAMPLE_WEIGHT_TYPE | PERF_SAMPLE_DATA_SRC |
+                               PERF_SAMPLE_TRANSACTION | PERF_SAMPLE_REGS_INTR | PERF_SAMPLE_PHYS_ADDR |
+                               PERF_SAMPLE_CGROUP | PERF_SAMPLE_DATA_PAGE_SIZE | PERF_SAMPLE_CODE_PAGE_SIZE |
+                               PERF_SAMPLE_AUX;
+
+// Bytes of the fixed head: each field a u64 or a pair of u32s.
+size_t HeadBytes(uint64_t sample_type) { return 8 * static_cast<size_t>(std::popcount(sample_type & kHeadBits)); }
+
+bool Bad(std::string* error, std::string detail) {
+  *error = std::move(detail);
+  return false;
+}
+
+// PERF_SAMPLE_RAW .. PERF_SAMPLE_AUX.
+bool ParseSampleTail(ByteCursor& c, const SampleLayout& layout, SampleView& s, std::string* error) {
+  const uint64_t st = layout.sample_type;
+  auto fail = [&] { return Bad(error, c.error()); };
   if (st & PERF_SAMPLE_RAW) {
     uint32_t size;
-    std::vector<std::byte> data;
-    if (!c.Get(&size, "raw.size") || !c.Bytes(size, &data, "raw.data")) return fail();
-    s.raw = std::move(data);
+    if (!c.Get(&size, "raw.size") || !c.Span(size, &s.raw, "raw.data")) return fail();
   }
   if (st & PERF_SAMPLE_BRANCH_STACK) {
-    SampleRecord::BranchStack bs;
     uint64_t nr;
     if (!c.Get(&nr, "branch_stack.nr")) return fail();
-    if ((layout.branch_sample_type & PERF_SAMPLE_BRANCH_HW_INDEX) && !c.Get(&bs.hw_idx, "branch_stack.hw_idx")) {
+    if ((layout.branch_sample_type & PERF_SAMPLE_BRANCH_HW_INDEX) &&
+        !c.Get(&s.branch_stack.hw_idx, "branch_stack.hw_idx")) {
       return fail();
     }
-    if (nr > c.remaining() / sizeof(perf_branch_entry)) {
-      return Malformed<SampleRecord>("PERF_RECORD_SAMPLE", fmt::format("branch_stack.nr={} too large", nr));
-    }
-    bs.entries.resize(nr);
-    for (BranchEntry& e : bs.entries) {
-      c.Get(&e.from, "branch.from");
-      c.Get(&e.to, "branch.to");
-      c.Get(&e.flags, "branch.flags");
-    }
-    s.branch_stack = std::move(bs);
+    if (nr > c.remaining() / sizeof(perf_branch_entry)) return Bad(error, fmt::format("branch_stack.nr={} too large", nr));
+    c.Span(nr * sizeof(perf_branch_entry), &s.branch_stack.entries, "branch_stack.entries");
   }
-  if (st & PERF_SAMPLE_REGS_USER) {
-    SampleRecord::Regs regs;
-    if (!ParseRegs(c, layout.sample_regs_user, &regs, "regs_user")) return fail();
-    s.regs_user = std::move(regs);
+  if ((st & PERF_SAMPLE_REGS_USER) &&
+      !ParseRegs(c, layout.sample_regs_user, &s.regs_user, "regs_user.abi", "regs_user.regs")) {
+    return fail();
   }
   if (st & PERF_SAMPLE_STACK_USER) {
-    SampleRecord::StackUser su;
     uint64_t size;
     if (!c.Get(&size, "stack_user.size")) return fail();
-    if (size > c.remaining()) return Malformed<SampleRecord>("PERF_RECORD_SAMPLE", "stack_user.size too large");
-    c.Bytes(size, &su.data, "stack_user.data");
-    if (size != 0 && !c.Get(&su.dyn_size, "stack_user.dyn_size")) return fail();
-    s.stack_user = std::move(su);
+    if (size > c.remaining()) return Bad(error, "stack_user.size too large");
+    c.Span(size, &s.stack_user.data, "stack_user.data");
+    if (size != 0 && !c.Get(&s.stack_user.dyn_size, "stack_user.dyn_size")) return fail();
   }
   if ((st & PERF_SAMPLE_WEIGHT_TYPE) && !c.Get(&s.weight, "weight")) return fail();
   if ((st & PERF_SAMPLE_DATA_SRC) && !c.Get(&s.data_src, "data_src")) return fail();
   if ((st & PERF_SAMPLE_TRANSACTION) && !c.Get(&s.transaction, "transaction")) return fail();
-  if (st & PERF_SAMPLE_REGS_INTR) {
-    SampleRecord::Regs regs;
-    if (!ParseRegs(c, layout.sample_regs_intr, &regs, "regs_intr")) return fail();
-    s.regs_intr = std::move(regs);
+  if ((st & PERF_SAMPLE_REGS_INTR) &&
+      !ParseRegs(c, layout.sample_regs_intr, &s.regs_intr, "regs_intr.abi", "regs_intr.regs")) {
+    return fail();
   }
   if ((st & PERF_SAMPLE_PHYS_ADDR) && !c.Get(&s.phys_addr, "phys_addr")) return fail();
   if ((st & PERF_SAMPLE_CGROUP) && !c.Get(&s.cgroup, "cgroup")) return fail();
@@ -239,20 +198,203 @@ Result<SampleRecord> ParseSample(const SampleLayout& layout, std::span<const std
   if ((st & PERF_SAMPLE_CODE_PAGE_SIZE) && !c.Get(&s.code_page_size, "code_page_size")) return fail();
   if (st & PERF_SAMPLE_AUX) {
     uint64_t size;
-    std::vector<std::byte> data;
-    if (!c.Get(&size, "aux.size")) return fail();
-    if (!c.Bytes(size, &data, "aux.data")) return fail();
-    s.aux = std::move(data);
+    if (!c.Get(&size, "aux.size") || !c.Span(size, &s.aux, "aux.data")) return fail();
   }
-  if (!c.error().empty()) return fail();
-  if (c.remaining() != 0) {
+  return true;
+}
+
+// ParseSampleInto for any layout, field by field with a cursor.
+bool ParseSampleGeneral(const SampleLayout& layout, size_t head, std::span<const std::byte> body, SampleView& s,
+                        std::string* error) {
+  ByteCursor c(body);
+  const uint64_t st = layout.sample_type;
+  s.sample_type = st;
+  auto fail = [&] { return Bad(error, c.error()); };
+
+  // The fixed head (u64s and u32 pairs): one bounds check when it fits; the
+  // field-by-field checks only to say which field did not.
+  if (head <= body.size()) [[likely]] {
+    const std::byte* p = body.data();
+    HeadFields(st, s, [&p](auto* field, std::string_view) {
+      std::memcpy(field, p, sizeof *field);
+      p += sizeof *field;
+      return true;
+    });
+    c.Skip(head, "head");
+  } else if (!HeadFields(st, s, [&c](auto* field, std::string_view name) { return c.Get(field, name); })) {
+    return fail();
+  }
+  if (st & PERF_SAMPLE_READ) {
+    // With PERF_FORMAT_GROUP the first u64 is nr, the number of counters.
+    size_t size = ReadFormatSize(layout.read_format);
+    if (layout.read_format & PERF_FORMAT_GROUP) {
+      uint64_t nr = 0;
+      if (c.remaining() >= 8) std::memcpy(&nr, c.Rest().data(), 8);
+      if (nr > c.remaining() / 8) {
+        return Bad(error, fmt::format("read: nr={} exceeds the {} bytes left", nr, c.remaining()));
+      }
+      size = ReadFormatSize(layout.read_format, nr);
+    }
+    if (size > c.remaining()) {
+      return Bad(error, fmt::format("read: read_format {:#x} needs {} bytes, {} left", layout.read_format, size,
+                                    c.remaining()));
+    }
+    c.Span(size, &s.read, "read");
+  }
+  if (st & PERF_SAMPLE_CALLCHAIN) {
+    uint64_t nr;
+    if (!c.Get(&nr, "callchain.nr")) return fail();
+    if (nr > c.remaining() / 8) [[unlikely]] {
+      return Bad(error, fmt::format("callchain.nr={} exceeds the {} bytes left", nr, c.remaining()));
+    }
+    std::span<const std::byte> ips;
+    c.Span(nr * 8, &ips, "callchain.ips");
+    s.callchain = U64Array(ips);
+  }
+  if ((st & kTailBits) && !ParseSampleTail(c, layout, s, error)) return false;
+  if (c.remaining() != 0) [[unlikely]] {
     // The kernel writes exactly the fields sample_type asks for: extra bytes
     // mean the layout (sample_type, read_format, register masks) is not the
     // one the record was written with.
-    return Malformed<SampleRecord>("PERF_RECORD_SAMPLE",
-                                   fmt::format("{} bytes left after the last field at offset {}", c.remaining(), c.offset()));
+    return Bad(error, fmt::format("{} bytes left after the last field at offset {}", c.remaining(), c.offset()));
   }
-  return Result<SampleRecord>::Ok(std::move(s));
+  return true;
+}
+
+// ParseSampleView's work, in place: fills the fields of `s` that
+// layout.sample_type names (others are left as they are). False, with the
+// detail in *error, when the body is malformed. `head` is
+// HeadBytes(layout.sample_type).
+//
+// A profiler's layout (head fields and PERF_SAMPLE_CALLCHAIN, nothing else)
+// whose body fits it exactly is read here without a cursor; anything else,
+// and every malformed body, goes through ParseSampleGeneral, which also
+// words the errors. Both fill the same fields (records_test.cc compares).
+bool ParseSampleInto(const SampleLayout& layout, size_t head, std::span<const std::byte> body, SampleView& s,
+                     std::string* error) {
+  const uint64_t st = layout.sample_type;
+  if ((st & ~(kHeadBits | PERF_SAMPLE_CALLCHAIN)) == 0 && head <= body.size()) [[likely]] {
+    const std::byte* p = body.data();
+    const size_t rest = body.size() - head;
+    bool fits = false;
+    uint64_t nr = 0;
+    if (!(st & PERF_SAMPLE_CALLCHAIN)) {
+      fits = rest == 0;
+    } else if (rest >= 8) {
+      std::memcpy(&nr, p + head, sizeof nr);
+      fits = nr == (rest - 8) / 8 && rest % 8 == 0;
+    }
+    if (fits) [[likely]] {
+      s.sample_type = st;
+      HeadFields(st, s, [&p](auto* field, std::string_view) {
+        std::memcpy(field, p, sizeof *field);
+        p += sizeof *field;
+        return true;
+      });
+      if (st & PERF_SAMPLE_CALLCHAIN) s.callchain = U64Array(body.subspan(head + 8, nr * 8));
+      return true;
+    }
+  }
+  return ParseSampleGeneral(layout, head, body, s, error);
+}
+
+}  // namespace
+
+Result<SampleView> ParseSampleView(const SampleLayout& layout, std::span<const std::byte> body) {
+  Result<SampleView> out = Result<SampleView>::Ok(SampleView{});
+  std::string error;
+  if (!ParseSampleInto(layout, HeadBytes(layout.sample_type), body, *out, &error)) return Malformed<SampleView>("PERF_RECORD_SAMPLE", error);
+  return out;
+}
+
+Result<SampleRecord> SampleView::ToRecord(const SampleLayout& layout) const {
+  SampleRecord r;
+  const uint64_t st = sample_type;
+  auto bytes = [](std::span<const std::byte> b) { return std::vector<std::byte>(b.begin(), b.end()); };
+  if (st & PERF_SAMPLE_IDENTIFIER) r.identifier = identifier;
+  if (st & PERF_SAMPLE_IP) r.ip = ip;
+  if (st & PERF_SAMPLE_TID) { r.pid = pid; r.tid = tid; }
+  if (st & PERF_SAMPLE_TIME) r.time = time;
+  if (st & PERF_SAMPLE_ADDR) r.addr = addr;
+  if (st & PERF_SAMPLE_ID) r.id = id;
+  if (st & PERF_SAMPLE_STREAM_ID) r.stream_id = stream_id;
+  if (st & PERF_SAMPLE_CPU) { r.cpu = cpu; r.res = res; }
+  if (st & PERF_SAMPLE_PERIOD) r.period = period;
+  if (st & PERF_SAMPLE_READ) {
+    Result<ReadValues> rv = DecodeReadFormat(layout.read_format, read);
+    if (!rv.ok()) return Malformed<SampleRecord>("PERF_RECORD_SAMPLE", fmt::format("read: {}", rv.ToString()));
+    r.read = std::move(*rv);
+  }
+  if (st & PERF_SAMPLE_CALLCHAIN) r.callchain = callchain.ToVector();
+  if (st & PERF_SAMPLE_RAW) r.raw = bytes(raw);
+  if (st & PERF_SAMPLE_BRANCH_STACK) {
+    SampleRecord::BranchStack bs;
+    bs.hw_idx = branch_stack.hw_idx;
+    bs.entries.reserve(branch_stack.size());
+    for (size_t i = 0; i < branch_stack.size(); ++i) bs.entries.push_back(branch_stack[i]);
+    r.branch_stack = std::move(bs);
+  }
+  if (st & PERF_SAMPLE_REGS_USER) r.regs_user = OwnedRegs(regs_user);
+  if (st & PERF_SAMPLE_STACK_USER) r.stack_user = SampleRecord::StackUser{bytes(stack_user.data), stack_user.dyn_size};
+  if (st & PERF_SAMPLE_WEIGHT_TYPE) r.weight = weight;
+  if (st & PERF_SAMPLE_DATA_SRC) r.data_src = data_src;
+  if (st & PERF_SAMPLE_TRANSACTION) r.transaction = transaction;
+  if (st & PERF_SAMPLE_REGS_INTR) r.regs_intr = OwnedRegs(regs_intr);
+  if (st & PERF_SAMPLE_PHYS_ADDR) r.phys_addr = phys_addr;
+  if (st & PERF_SAMPLE_CGROUP) r.cgroup = cgroup;
+  if (st & PERF_SAMPLE_DATA_PAGE_SIZE) r.data_page_size = data_page_size;
+  if (st & PERF_SAMPLE_CODE_PAGE_SIZE) r.code_page_size = code_page_size;
+  if (st & PERF_SAMPLE_AUX) r.aux = bytes(aux);
+  return Result<SampleRecord>::Ok(std::move(r));
+}
+
+Result<SampleRecord> ParseSample(const SampleLayout& layout, std::span<const std::byte> body) {
+  Result<SampleView> v = ParseSampleView(layout, body);
+  if (!v.ok()) return Result<SampleRecord>::FailureFrom(v);
+  return v->ToRecord(layout);
+}
+
+namespace {
+
+// The header checks shared by ParseRecord and ParseRecordView: nullopt when
+// the header is sound, else the error's detail.
+std::optional<std::string> HeaderProblem(const perf_event_header& h, size_t nbytes) {
+  if (h.size != nbytes) return fmt::format("header.size={} but the record has {} bytes", h.size, nbytes);
+  if (h.size % 8 != 0) return fmt::format("header.size={} is not a multiple of 8", h.size);
+  return std::nullopt;
+}
+
+}  // namespace
+
+RecordViewParser::RecordViewParser(const SampleLayout& layout)
+    : layout_(layout), head_bytes_(HeadBytes(layout.sample_type)) {
+  view_.sample.sample_type = layout.sample_type;
+}
+
+const RecordView* RecordViewParser::Parse(std::span<const std::byte> bytes) {
+  if (bytes.size() < sizeof(perf_event_header)) [[unlikely]] {
+    error_ = fmt::format("parse record: {} bytes is shorter than a header", bytes.size());
+    return nullptr;
+  }
+  std::memcpy(&view_.header, bytes.data(), sizeof view_.header);
+  if (view_.header.size != bytes.size() || view_.header.size % 8 != 0) [[unlikely]] {
+    error_ = fmt::format("parse {}: {}", RecordTypeName(view_.header.type), *HeaderProblem(view_.header, bytes.size()));
+    return nullptr;
+  }
+  view_.bytes = bytes;
+  if (view_.header.type == PERF_RECORD_SAMPLE &&
+      !ParseSampleInto(layout_, head_bytes_, bytes.subspan(sizeof view_.header), view_.sample, &error_)) [[unlikely]] {
+    error_ = fmt::format("parse PERF_RECORD_SAMPLE: {}", error_);
+    return nullptr;
+  }
+  return &view_;
+}
+
+Result<RecordView> ParseRecordView(const SampleLayout& layout, std::span<const std::byte> bytes) {
+  RecordViewParser p(layout);
+  const RecordView* v = p.Parse(bytes);
+  if (v == nullptr) return Result<RecordView>::Failure(EBADMSG, p.error());
+  return Result<RecordView>::Ok(*v);
 }
 
 Result<Record> ParseRecord(const SampleLayout& layout, std::span<const std::byte> bytes) {
@@ -261,13 +403,9 @@ Result<Record> ParseRecord(const SampleLayout& layout, std::span<const std::byte
     return Malformed<Record>("record", fmt::format("{} bytes is shorter than a header", bytes.size()));
   }
   std::memcpy(&r.header, bytes.data(), sizeof r.header);
-  const std::string name = RecordTypeName(r.header.type);
-  if (r.header.size != bytes.size()) {
-    return Malformed<Record>(name, fmt::format("header.size={} but the record has {} bytes", r.header.size, bytes.size()));
-  }
-  if (r.header.size % 8 != 0) {
-    return Malformed<Record>(name, fmt::format("header.size={} is not a multiple of 8", r.header.size));
-  }
+  // The type's name, for messages only (made on failure: no allocation per record).
+  const auto name = [&r] { return RecordTypeName(r.header.type); };
+  if (std::optional<std::string> problem = HeaderProblem(r.header, bytes.size())) return Malformed<Record>(name(), *problem);
   std::span<const std::byte> body = bytes.subspan(sizeof r.header);
 
   if (r.header.type == PERF_RECORD_SAMPLE) {
@@ -287,14 +425,14 @@ Result<Record> ParseRecord(const SampleLayout& layout, std::span<const std::byte
   // Split off the sample_id_all trailer.
   const size_t id_size = layout.SampleIdSize();
   if (id_size > body.size()) {
-    return Malformed<Record>(name, fmt::format("{} bytes cannot hold the {}-byte sample_id trailer", body.size(), id_size));
+    return Malformed<Record>(name(), fmt::format("{} bytes cannot hold the {}-byte sample_id trailer", body.size(), id_size));
   }
   if (id_size != 0) {
     Result<SampleId> id = ParseSampleId(layout, body.subspan(body.size() - id_size));
     if (!id.ok()) return Result<Record>::FailureFrom(id);
     r.sample_id = std::move(*id);
   }
-  Cursor c(body.first(body.size() - id_size));
+  ByteCursor c(body.first(body.size() - id_size));
   bool ok = true;
   switch (r.header.type) {
     case PERF_RECORD_MMAP: {
@@ -365,7 +503,7 @@ Result<Record> ParseRecord(const SampleLayout& layout, std::span<const std::byte
       uint64_t nr = 0;
       ok = c.Get(&n.pid, "pid") && c.Get(&n.tid, "tid") && c.Get(&nr, "nr_namespaces");
       if (ok && nr > c.remaining() / 16) {
-        return Malformed<Record>(name, fmt::format("nr_namespaces={} exceeds the {} bytes left", nr, c.remaining()));
+        return Malformed<Record>(name(), fmt::format("nr_namespaces={} exceeds the {} bytes left", nr, c.remaining()));
       }
       n.namespaces.resize(ok ? nr : 0);
       for (NamespacesRecord::Namespace& ns : n.namespaces) ok = ok && c.Get(&ns.dev, "dev") && c.Get(&ns.ino, "ino");
@@ -373,12 +511,12 @@ Result<Record> ParseRecord(const SampleLayout& layout, std::span<const std::byte
       break;
     }
   }
-  if (!ok) return Malformed<Record>(name, c.error());
+  if (!ok) return Malformed<Record>(name(), c.error());
   // Fixed-layout bodies must use every byte before the trailer (strings are padded).
   const bool fixed = r.header.type != PERF_RECORD_MMAP && r.header.type != PERF_RECORD_MMAP2 &&
                      r.header.type != PERF_RECORD_COMM;
   if (fixed && c.remaining() != 0) {
-    return Malformed<Record>(name, fmt::format("{} bytes left after the last field at offset {}", c.remaining(), c.offset()));
+    return Malformed<Record>(name(), fmt::format("{} bytes left after the last field at offset {}", c.remaining(), c.offset()));
   }
   return Result<Record>::Ok(std::move(r));
 }

@@ -5,6 +5,9 @@
 //   if (auto* s = std::get_if<SampleRecord>(&r->body)) use(s->ip, s->tid);
 //   if (r->sample_id) check(r->sample_id->time);            // sample_id_all trailer
 //
+//   Result<RecordView> v = ParseRecordView(layout, raw.bytes); // zero-copy: views into raw.bytes
+//   if (v->is_sample()) use(v->sample.ip, v->sample.callchain.back());
+//
 // Layouts are those of <linux/perf_event.h> "enum perf_event_type": PERF_RECORD_SAMPLE
 // fields appear in the UAPI order (IDENTIFIER, IP, TID, TIME, ADDR, ID, STREAM_ID,
 // CPU, PERIOD, READ, CALLCHAIN, RAW, BRANCH_STACK, REGS_USER, STACK_USER, WEIGHT,
@@ -19,7 +22,10 @@
 #include <linux/perf_event.h>
 
 #include <cstddef>
+#include <compare>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <string>
@@ -189,6 +195,158 @@ struct Record {
   // The sample_id_all trailer of a non-sample record (nullopt for SAMPLE, for
   // OtherRecord, and when sample_id_all is off).
   std::optional<SampleId> sample_id;
+};
+
+// --- zero-copy views ---
+//
+// The same fields without copying: a view's spans point into the bytes it was
+// parsed from (a RawRecord's, so valid until the ring's next Next()/Begin();
+// RingBuffer copies a record only when it wraps). For readers that look at
+// every sample (profilers): no allocation per record.
+//
+//   while (std::optional<RawRecord> raw = rb.Next()) {
+//     Result<RecordView> v = ParseRecordView(layout, raw->bytes);
+//     if (v.ok() && v->is_sample()) Count(v->sample.pid, v->sample.callchain);  // callchain: U64Array
+//     else if (v.ok()) Result<Record> r = ParseRecord(layout, v->bytes);          // side-band, owned
+//   }
+
+// u64 values where they lie (callchain ips, register values, STACK_USER is
+// bytes): read with memcpy, so any alignment of the underlying bytes is fine.
+class U64Array {
+ public:
+  class iterator {
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = uint64_t;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = uint64_t;
+    iterator() = default;
+    explicit iterator(const std::byte* p) : p_(p) {}
+    uint64_t operator*() const { return Load(p_); }
+    uint64_t operator[](difference_type i) const { return Load(p_ + 8 * i); }
+    iterator& operator++() { p_ += 8; return *this; }
+    iterator operator++(int) { iterator t = *this; p_ += 8; return t; }
+    iterator& operator--() { p_ -= 8; return *this; }
+    iterator operator--(int) { iterator t = *this; p_ -= 8; return t; }
+    iterator& operator+=(difference_type n) { p_ += 8 * n; return *this; }
+    iterator& operator-=(difference_type n) { p_ -= 8 * n; return *this; }
+    friend iterator operator+(iterator it, difference_type n) { return it += n; }
+    friend iterator operator+(difference_type n, iterator it) { return it += n; }
+    friend iterator operator-(iterator it, difference_type n) { return it -= n; }
+    friend difference_type operator-(iterator a, iterator b) { return (a.p_ - b.p_) / 8; }
+    friend bool operator==(iterator a, iterator b) { return a.p_ == b.p_; }
+    friend auto operator<=>(iterator a, iterator b) { return a.p_ <=> b.p_; }
+
+   private:
+    const std::byte* p_ = nullptr;
+  };
+
+  U64Array() = default;
+  // `bytes.size()` should be a multiple of 8; a partial last value is ignored.
+  explicit U64Array(std::span<const std::byte> bytes) : bytes_(bytes.first(bytes.size() / 8 * 8)) {}
+
+  size_t size() const { return bytes_.size() / 8; }
+  bool empty() const { return bytes_.empty(); }
+  uint64_t operator[](size_t i) const { return Load(bytes_.data() + 8 * i); }
+  uint64_t front() const { return (*this)[0]; }
+  uint64_t back() const { return (*this)[size() - 1]; }
+  iterator begin() const { return iterator(bytes_.data()); }
+  iterator end() const { return iterator(bytes_.data() + bytes_.size()); }
+  std::span<const std::byte> bytes() const { return bytes_; }
+  std::vector<uint64_t> ToVector() const { return std::vector<uint64_t>(begin(), end()); }
+
+ private:
+  static uint64_t Load(const std::byte* p) {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  std::span<const std::byte> bytes_;
+};
+
+// PERF_RECORD_SAMPLE's fields in place. A field means something iff its bit
+// is in sample_type (has()); absent ones read 0 / empty. Same UAPI order and
+// rules as SampleRecord.
+struct SampleView {
+  uint64_t sample_type = 0;  // the layout's
+  uint64_t identifier = 0, ip = 0;
+  uint32_t pid = 0, tid = 0;
+  uint64_t time = 0, addr = 0, id = 0, stream_id = 0;
+  uint32_t cpu = 0, res = 0;
+  uint64_t period = 0;
+  std::span<const std::byte> read;  // PERF_SAMPLE_READ: the read_format bytes (DecodeReadFormat)
+  U64Array callchain;               // ips, including PERF_CONTEXT_* markers
+  std::span<const std::byte> raw;   // PERF_SAMPLE_RAW data after the u32 size (padding kept)
+  struct BranchStack {
+    std::optional<uint64_t> hw_idx;     // PERF_SAMPLE_BRANCH_HW_INDEX
+    std::span<const std::byte> entries; // nr struct perf_branch_entry
+    size_t size() const { return entries.size() / sizeof(perf_branch_entry); }
+    BranchEntry operator[](size_t i) const;
+  } branch_stack;
+  struct Regs {
+    uint64_t abi = 0;  // PERF_SAMPLE_REGS_ABI_*; regs empty when NONE
+    U64Array regs;     // one per bit of the mask, lowest bit first
+  } regs_user, regs_intr;
+  struct StackUser {
+    std::span<const std::byte> data;  // `size` bytes, of which dyn_size were filled
+    uint64_t dyn_size = 0;
+  } stack_user;
+  uint64_t weight = 0, data_src = 0, transaction = 0, phys_addr = 0, cgroup = 0;
+  uint64_t data_page_size = 0, code_page_size = 0;
+  std::span<const std::byte> aux;  // PERF_SAMPLE_AUX data
+
+  bool has(uint64_t sample_bit) const { return (sample_type & sample_bit) != 0; }
+  // An owned copy, the fields of sample_type set. Errors: EBADMSG when `read`
+  // does not decode per layout.read_format (not when the view came from
+  // ParseSampleView with the same layout: it checked).
+  Result<SampleRecord> ToRecord(const SampleLayout& layout) const;
+};
+
+// A record in place: its header and bytes, and for PERF_RECORD_SAMPLE the
+// sample's fields. Other types are framed only; ParseRecord(layout, bytes)
+// gives their typed, owned form.
+struct RecordView {
+  perf_event_header header{};
+  std::span<const std::byte> bytes;  // header.size bytes, header included
+  SampleView sample;                 // PERF_RECORD_SAMPLE only
+  bool is_sample() const { return header.type == PERF_RECORD_SAMPLE; }
+};
+
+// Parses the body of a PERF_RECORD_SAMPLE (the bytes after the header) into
+// views over `body`. Errors: EBADMSG as ParseSample (same checks, same messages).
+Result<SampleView> ParseSampleView(const SampleLayout& layout, std::span<const std::byte> body);
+
+// Frames one whole record (the header checks of ParseRecord) and, for a
+// sample, parses it as ParseSampleView does. Errors: EBADMSG as ParseRecord
+// for the header and for samples; other types' bodies are not looked at.
+Result<RecordView> ParseRecordView(const SampleLayout& layout, std::span<const std::byte> bytes);
+
+// ParseRecordView for a reader's loop: one view, reused, so a record costs
+// no copy of the view and no allocation (bench/ringbuffer_bench.cc).
+//
+//   RecordViewParser parser(layout);
+//   while (std::optional<RawRecord> raw = rb.Next()) {
+//     const RecordView* v = parser.Parse(raw->bytes);
+//     if (v == nullptr) { warn(parser.error()); continue; }
+//     if (v->is_sample()) use(v->sample.tid, v->sample.callchain);
+//   }
+class RecordViewParser {
+ public:
+  explicit RecordViewParser(const SampleLayout& layout);
+  // The record in `bytes` as a view (valid until the next Parse() and while
+  // `bytes` is), or nullptr when it is malformed: error() then says what, as
+  // ParseRecordView's EBADMSG message does. A sample's fields absent from the
+  // layout stay 0/empty.
+  const RecordView* Parse(std::span<const std::byte> bytes);
+  const std::string& error() const { return error_; }
+  const SampleLayout& layout() const { return layout_; }
+
+ private:
+  SampleLayout layout_;
+  size_t head_bytes_ = 0;  // the fixed fields before PERF_SAMPLE_READ
+  RecordView view_;
+  std::string error_;
 };
 
 // Parses one whole record (header included). Errors: EBADMSG when header.size

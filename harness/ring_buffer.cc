@@ -115,18 +115,23 @@ std::vector<std::byte> RingBuffer::CopyOut(uint64_t pos, size_t len) const {
   return out;
 }
 
-std::optional<RawRecord> RingBuffer::Next() {
+std::optional<RawRecord> RingBuffer::NextSlow() {
   if (end_ - pos_ < sizeof(perf_event_header) || data_size_ == 0) return std::nullopt;
   const size_t off = pos_ & (data_size_ - 1);
-  RawRecord r;
+  std::optional<RawRecord> out(std::in_place);
+  RawRecord& r = *out;
   // Records are 8-byte aligned and data_size is a multiple of 8: a header never wraps.
   std::memcpy(&r.header, data_ + off, sizeof r.header);
   const bool overwrite_backward = mode_ == RingMode::kOverwrite && backward_;
-  if (r.header.size == 0 && overwrite_backward) return std::nullopt;  // never written
+  if (r.header.size == 0 && overwrite_backward) {  // never written
+    out.reset();
+    return out;
+  }
   if (r.header.size < sizeof(perf_event_header) || r.header.size % 8 != 0 || r.header.size > data_size_) {
     error_ = fmt::format("malformed record header at position {} (offset {}): type={} size={}", pos_, off,
                          r.header.type, r.header.size);
-    return std::nullopt;
+    out.reset();
+    return out;
   }
   if (r.header.size > end_ - pos_) {
     // Backward overwrite: the oldest record was partly overwritten; stop quietly.
@@ -134,7 +139,8 @@ std::optional<RawRecord> RingBuffer::Next() {
       error_ = fmt::format("record at position {} has size {} but only {} bytes are published", pos_,
                            r.header.size, end_ - pos_);
     }
-    return std::nullopt;
+    out.reset();
+    return out;
   }
   r.position = pos_;
   if (off + r.header.size <= data_size_) {
@@ -145,7 +151,7 @@ std::optional<RawRecord> RingBuffer::Next() {
     r.wrapped = true;
   }
   pos_ += r.header.size;
-  return r;
+  return out;
 }
 
 void RingBuffer::Consume() {

@@ -26,6 +26,10 @@ uint64_t FlagWord(const perf_event_attr& a) {
 
 // A bit added to perf_event_attr after Linux 4.11, with the release and the
 // commit that added it (include/uapi/linux/perf_event.h, perf_copy_attr()).
+// Each hash and release checked against the tip-bot merge notices and the
+// perf-event-open crate's per-field "Since linux-X" table (2026-11-28):
+// PERF_SAMPLE_PHYS_ADDR landed in 4.14 and PERF_SAMPLE_BRANCH_PRIV_SAVE in
+// 6.1 (tip perf/core, August 2022), not 4.13 and 5.19 as first written.
 // A release before `since` refuses it in perf_copy_attr(): the flag word's
 // bits are __reserved_1, the others "unknown bits" of their field (EINVAL).
 enum class AttrField { kFlags, kSampleType, kReadFormat, kBranchSampleType };
@@ -53,7 +57,7 @@ constexpr AttrBitSince kAttrBitsSince[] = {
      "2e498d0a74e5 \"perf: Add support for event removal on exec\""},
     {AttrField::kFlags, Bit(37), KernelVersion(5, 13), "sigtrap", "97ba62b27867 \"perf: Add support for SIGTRAP on perf events\""},
     // sample_type.
-    {AttrField::kSampleType, Bit(19), KernelVersion(4, 13), "PERF_SAMPLE_PHYS_ADDR",
+    {AttrField::kSampleType, Bit(19), KernelVersion(4, 14), "PERF_SAMPLE_PHYS_ADDR",
      "fc7ce9c74c3a \"perf/core, x86: Add PERF_SAMPLE_PHYS_ADDR\""},
     {AttrField::kSampleType, Bit(20), KernelVersion(5, 5), "PERF_SAMPLE_AUX",
      "a4faf00d994c \"perf/aux: Allow using AUX data in perf samples\""},
@@ -71,7 +75,7 @@ constexpr AttrBitSince kAttrBitsSince[] = {
     // branch_sample_type.
     {AttrField::kBranchSampleType, Bit(17), KernelVersion(5, 7), "PERF_SAMPLE_BRANCH_HW_INDEX",
      "bbfd5e4fab63 \"perf/core: Add new branch sample type for HW index of raw branch records\""},
-    {AttrField::kBranchSampleType, Bit(18), KernelVersion(5, 19), "PERF_SAMPLE_BRANCH_PRIV_SAVE",
+    {AttrField::kBranchSampleType, Bit(18), KernelVersion(6, 1), "PERF_SAMPLE_BRANCH_PRIV_SAVE",
      "5402d25aa571 \"perf: Capture branch privilege information\""},
     {AttrField::kBranchSampleType, Bit(19), KernelVersion(6, 8), "PERF_SAMPLE_BRANCH_COUNTERS",
      "571d91dcadfa \"perf: Add branch stack counters\""},

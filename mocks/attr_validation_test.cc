@@ -206,6 +206,10 @@ TEST(AttrValidation, FlagsAndFormatsFollowTheRelease) {
   a.sample_type = PERF_SAMPLE_WEIGHT_STRUCT;  // 5.12
   EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(5, 12))), 0);
   EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(5, 11))), EINVAL);
+  a = SoftwareAttr(PERF_COUNT_SW_PAGE_FAULTS);
+  a.sample_type = PERF_SAMPLE_PHYS_ADDR;  // 4.14, fc7ce9c74c3a
+  EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(4, 14))), 0);
+  EXPECT_EQ(Copy(&a, ForRelease(KernelVersion(4, 13))), EINVAL);
   EXPECT_FALSE(AttrBitsFor(KernelVersion(6, 12)).aux_action);
   EXPECT_TRUE(AttrBitsFor(KernelVersion(6, 13)).aux_action);
 }

@@ -198,6 +198,67 @@ def aggregate(case, runs):
                       chosen.skip_class, reason, mean, chosen.log, extra)
 
 
+def run_record(args, command, *, backend, backend_reason, profile, suites, started, t0,
+               interrupted, build_dir, expected, env):
+    """The report's ``run`` block (SCHEMA.md) for host and guest runs alike:
+    what ran, how (the options in ``args``), when, for how long (since the
+    monotonic ``t0``), which expectation lists applied and the environment
+    they were matched against."""
+    return {
+        "backend": backend,
+        "backend_reason": backend_reason,
+        "profile": profile,
+        "suites": list(suites),
+        "started": started,
+        "duration_s": round(time.monotonic() - t0, 3),
+        "perftest_version": __version__,
+        "command": command,
+        "strict": bool(args.strict),
+        "timeout_s": args.timeout,
+        "filter": args.filter,
+        "interrupted": interrupted is not None,
+        "build_dir": build_dir,
+        "jobs": args.jobs,
+        "repeat": args.repeat,
+        "denylists": expected.paths,
+        "expectations": expected.paths,
+        "environment": env.values(),
+    }
+
+
+def finish_run(doc, outdir, args, interrupted, notes=()):
+    """Write the report ``doc`` and its renderings to ``outdir``, print the
+    summary (then ``notes``, one line each) and the paths written; return the
+    run's exit code (README "Exit codes"). UsageError when outdir cannot be
+    written."""
+    try:
+        paths = report.write_report(doc, outdir, RUN_FORMATS)
+    except OSError as e:
+        raise UsageError("cannot write report to %s: %s" % (outdir, e)) from None
+    say("")
+    say(RENDERERS["text"].render(doc), end="")
+    for line in notes:
+        say(line)
+    say("report: %s" % "\n        ".join(paths))
+    if interrupted:
+        return interrupted.exit_code
+    return report.exit_code(doc, strict=args.strict)
+
+
+def fold_case(case, runs, entry, strict):
+    """The reported CaseResult of a finished case: its runs (``--repeat``)
+    folded by :func:`aggregate`, then the expectation entry that matched it
+    (or None) applied: ``xfail`` marked, and ``expectations.judge()``'s
+    verdict (expected/unexpected skip, unexpected pass) under ``strict``.
+    Host runs and guest runs (vmrun.py) both report through this."""
+    r = aggregate(case, runs)
+    if entry is not None and entry.xfail:
+        r.extra = dict(r.extra or {}, xfail=True, denylist_reason=entry.reason,
+                       denylist_entry=entry.source)
+    r.extra = dict(r.extra or {}, **expectations.judge(r, entry, strict))
+    return r
+
+
 def denied_result(case, entry):
     return CaseResult(case.suite, case.test, case.feature, case.spec, "skip", entry.skip_class,
                       "denylisted: %s" % entry.reason, 0.0, None,
@@ -334,26 +395,10 @@ def run_command(args, command):
                 r = CaseResult(case.suite, case.test, case.feature, case.spec,
                                report.NOT_RUN, None, "not run: %s" % interrupted, 0.0)
             final.append(r)
-        run = {
-            "backend": backend,
-            "backend_reason": backend_reason,
-            "profile": profile_name,
-            "suites": suite_names,
-            "started": started,
-            "duration_s": round(time.monotonic() - t0, 3),
-            "perftest_version": __version__,
-            "command": command,
-            "strict": bool(args.strict),
-            "timeout_s": args.timeout,
-            "filter": args.filter,
-            "interrupted": interrupted is not None,
-            "build_dir": layout.build_dir(),
-            "jobs": args.jobs,
-            "repeat": args.repeat,
-            "denylists": expected.paths,
-            "expectations": expected.paths,
-            "environment": env.values(),
-        }
+        run = run_record(args, command, backend=backend, backend_reason=backend_reason,
+                         profile=profile_name, suites=suite_names, started=started, t0=t0,
+                         interrupted=interrupted, build_dir=layout.build_dir(),
+                         expected=expected, env=env)
         if probe is not None:
             run["probe"] = probe
         host = collect_host()
@@ -362,16 +407,7 @@ def run_command(args, command):
         doc = report.build_report(run, host, cases_json,
                                   health=monitor.summary(cases_json, args.taint, args.jobs))
         monitor.close()
-        try:
-            paths = report.write_report(doc, outdir, RUN_FORMATS)
-        except OSError as e:
-            raise UsageError("cannot write report to %s: %s" % (outdir, e)) from None
-        say("")
-        say(RENDERERS["text"].render(doc), end="")
-        say("report: %s" % "\n        ".join(paths))
-        if interrupted:
-            return interrupted.exit_code
-        return report.exit_code(doc, strict=args.strict)
+        return finish_run(doc, outdir, args, interrupted)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -418,12 +454,8 @@ def _run_cases(args, suites, selected, expected, backend, profile_path, outdir, 
         return r
 
     def finish_case(index):
-        case, entry = selected[index], entries[index]
-        r = aggregate(case, [runs[index][k] for k in range(n)])
-        if entry is not None and entry.xfail:
-            r.extra = dict(r.extra or {}, xfail=True, denylist_reason=entry.reason,
-                           denylist_entry=entry.source)
-        r.extra = dict(r.extra or {}, **expectations.judge(r, entry, args.strict))
+        case = selected[index]
+        r = fold_case(case, [runs[index][k] for k in range(n)], entries[index], args.strict)
         results[index] = r
         progress.case_done(case, r)
 

@@ -26,14 +26,13 @@ import tempfile
 import threading
 import time
 
-from . import __version__, expectations, health, layout, report, vmimage, vmkernel, vmqemu
+from . import expectations, health, layout, report, vmimage, vmkernel, vmqemu
 from .errors import HarnessError, Interrupted, UsageError
 from .host import capabilities, cpu_facts, read_int, read_text, tracefs_mount, pmus
 from .procs import ProcessTracker
 from .progress import make_progress
-from .render import RENDERERS, RUN_FORMATS
-from .run import (_SignalsToFlag, _log_path, aggregate, attr_sizes, denied_result, filter_cases,
-                  say, split_list)
+from .run import (_SignalsToFlag, _log_path, attr_sizes, denied_result, filter_cases, finish_run,
+                  fold_case, run_record, say, split_list)
 from .suite import CaseInfo, CaseResult, _first_json_object
 from .vmguest import Guest, GuestSlot, parse_marker
 
@@ -103,6 +102,9 @@ def host_from_facts(facts):
         "uid": read_int(os.path.join(facts, "uid")) or 0,
         "euid": read_int(os.path.join(facts, "uid")) or 0,
     })
+    user_access = read_int(os.path.join(facts, "perf_user_access"))
+    if user_access is not None:        # arm64 (and riscv64) kernels only
+        host["perf_user_access"] = user_access
     host.update(capabilities(text("status")))
     host["tracefs"] = tracefs_mount(text("mounts"))
     return host
@@ -412,48 +414,24 @@ def run_vm(args, command):
         host["vm"] = vm
         host.update(attr_sizes(probe, None) if probe else
                     {"attr_size_uapi": None, "attr_size_kernel": None})
-        run = {
-            "backend": "kernel",
-            "backend_reason": "--vm=%s: the guest's kernel (%s, %s) under QEMU %s" % (
+        run = run_record(
+            args, command, backend="kernel",
+            backend_reason="--vm=%s: the guest's kernel (%s, %s) under QEMU %s" % (
                 args.vm, host["kernel_release"], arch, setup.accel),
-            "profile": None,
-            "suites": list(suites),
-            "started": started,
-            "duration_s": round(time.monotonic() - t0, 3),
-            "perftest_version": __version__,
-            "command": command,
-            "strict": bool(args.strict),
-            "timeout_s": args.timeout,
-            "filter": args.filter,
-            "interrupted": interrupted is not None,
-            "build_dir": os.path.dirname(bin_dir),
-            "jobs": args.jobs,
-            "repeat": args.repeat,
-            "denylists": denied_by.paths,
-            "expectations": denied_by.paths,
-            "environment": env.values(),
-            "vm": {"kernel": args.vm, "arch": arch},
-            "probe": probe,
-        }
+            profile=None, suites=suites, started=started, t0=t0, interrupted=interrupted,
+            build_dir=os.path.dirname(bin_dir), expected=denied_by, env=env)
+        run["vm"] = {"kernel": args.vm, "arch": arch}
+        run["probe"] = probe
         cases_json = [r.to_json(log_base=outdir) for r in final]
         doc = report.build_report(run, host, cases_json,
                                   health=guest_run_health(args, host, cases_json))
-        try:
-            paths = report.write_report(doc, outdir, RUN_FORMATS)
-        except OSError as e:
-            raise UsageError("cannot write report to %s: %s" % (outdir, e)) from None
-        say("")
-        say(RENDERERS["text"].render(doc), end="")
-        say("vm: %s, %d guest boot%s (to init: %ss; later boots to their first case: %s), "
-            "%d restart%s, whole run %.0fs"
-            % (setup.accel, vm["boots"], "" if vm["boots"] == 1 else "s",
-               vm.get("discovery_boot_to_init_s"),
-               "%ss mean" % vm["case_boot_s_mean"] if times else "none",
-               vm["restarts"], "" if vm["restarts"] == 1 else "s", run["duration_s"]))
-        say("report: %s" % "\n        ".join(paths))
-        if interrupted:
-            return interrupted.exit_code
-        return report.exit_code(doc, strict=args.strict)
+        note = ("vm: %s, %d guest boot%s (to init: %ss; later boots to their first case: %s), "
+                "%d restart%s, whole run %.0fs"
+                % (setup.accel, vm["boots"], "" if vm["boots"] == 1 else "s",
+                   vm.get("discovery_boot_to_init_s"),
+                   "%ss mean" % vm["case_boot_s_mean"] if times else "none",
+                   vm["restarts"], "" if vm["restarts"] == 1 else "s", run["duration_s"]))
+        return finish_run(doc, outdir, args, interrupted, notes=[note])
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -523,12 +501,8 @@ def run_cases(args, setup, selected, denied_by, outdir, scratch, tracker, sig, a
         with lock:
             runs[i][k] = r
             if len(runs[i]) == n:
-                agg = aggregate(selected[i], [runs[i][j] for j in range(n)])
-                e = entries.get(i)
-                if e is not None and e.xfail:
-                    agg.extra = dict(agg.extra or {}, xfail=True, denylist_reason=e.reason,
-                                     denylist_entry=e.source)
-                agg.extra = dict(agg.extra or {}, **expectations.judge(agg, e, args.strict))
+                agg = fold_case(selected[i], [runs[i][j] for j in range(n)], entries.get(i),
+                                args.strict)
                 results[i] = agg
                 progress.case_done(selected[i], agg)
 

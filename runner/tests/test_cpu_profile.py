@@ -21,6 +21,7 @@ import time
 import unittest
 
 from perftest import layout
+from tests.chromium import CHROMIUM, SKIP_REASON, run_headless
 from tests.png import colours_in
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -29,8 +30,8 @@ LAUNCHER = os.path.join(REPO, "perftest")
 BIN = layout.bin_dir()
 PROFILER = os.path.join(BIN, "perftest_profile")
 HOG = os.path.join(BIN, "profile_cpu_hog")
+HOG_NOFP = os.path.join(BIN, "profile_cpu_hog_nofp")
 PERF = shutil.which("perf")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 HOG_STACK = ["__libc_start_call_main", "main", "hog_loop", "hog_hot"]
 
@@ -74,8 +75,11 @@ def parse_folded(text):
 class Hog:
     """profile_cpu_hog running (longer than any profile of it), killed at exit."""
 
+    def __init__(self, path=HOG):
+        self.path = path
+
     def __enter__(self):
-        self.proc = subprocess.Popen([HOG, "300"])
+        self.proc = subprocess.Popen([self.path, "300"])
         time.sleep(0.2)
         return self.proc
 
@@ -178,6 +182,40 @@ class KernelProfile(unittest.TestCase):
             print(line.replace(" perf ", " ring ").replace(" perftest ", " bpf "))
         self.assertFalse(compare["bad"], "\n".join(compare["table"]))
 
+    @unittest.skipUnless(os.path.isfile(HOG_NOFP), "%s not built" % HOG_NOFP)
+    def test_dwarf_call_graph_unwinds_code_without_frame_pointers(self):
+        # profile_cpu_hog_nofp: the same program built with -fomit-frame-pointer.
+        # The kernel's frame-pointer walk cannot find hog_hot's callers there;
+        # --call-graph=dwarf unwinds the copied user stack with .eh_frame.
+        with Hog(HOG_NOFP) as hog:
+            dwarf = self.profile("-p", str(hog.pid), "-F", "99", "-f", "--call-graph=dwarf", "4")
+            fp = self.profile("-p", str(hog.pid), "-F", "99", "-f", "2")
+        called = ["__libc_start_call_main", "main", "hog_loop", "hog_hot"]
+
+        def with_callers(stacks):
+            """Samples whose user stack has hog_hot called by hog_loop called by main, of those in hog_hot."""
+            hot = {k: n for k, n in stacks.items() if "hog_hot" in k}
+            ok = sum(n for k, n in hot.items() if any(list(k[i:i + 4]) == called for i in range(len(k))))
+            return ok, sum(hot.values())
+
+        ok, hot = with_callers(self.hog_stacks(dwarf.stdout))
+        print("--call-graph=dwarf: hog_hot with main;hog_loop as callers in %d of %d samples" % (ok, hot))
+        self.assertGreaterEqual(hot, 20, dwarf.stdout[-3000:] + dwarf.stderr[-1000:])
+        self.assertGreaterEqual(ok / hot, 0.90, dwarf.stdout[-3000:])
+        fp_ok, fp_hot = with_callers(self.hog_stacks(fp.stdout))
+        print("frame pointers: hog_hot with its callers in %d of %d samples" % (fp_ok, fp_hot))
+        self.assertGreater(fp_hot, 0, fp.stdout[-3000:])
+        self.assertLess(fp_ok / fp_hot, 0.5, "the test program is meant to have no frame pointers:\n" + fp.stdout)
+
+    def test_dwarf_call_graph_bad_values_exit_2(self):
+        for value in ("dwarf,100", "dwarf,0", "dwarf,65536", "lbr", "dwarfx"):
+            r = _perftest("--call-graph=" + value, "1")
+            self.assertEqual(r.returncode, 2, (value, r.stderr))
+            self.assertIn("--call-graph=" + value, r.stderr)
+        r = _perftest("--call-graph=dwarf", "--backend=mock", "1")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--backend=kernel", r.stderr)
+
     @unittest.skipUnless(PERF, "perf not installed (Debian: linux-perf)")
     def test_top_stacks_agree_with_perf_record(self):
         tmp = tempfile.mkdtemp(prefix="perftest-profile-perf-")
@@ -210,6 +248,92 @@ class KernelProfile(unittest.TestCase):
             self.assertFalse(compare["bad"], "\n".join(compare["table"]))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@unittest.skipIf(KERNEL_UNAVAILABLE, KERNEL_UNAVAILABLE or "")
+@unittest.skipUnless(PERF, "perf not installed (Debian: linux-perf)")
+class PerfDataOutput(unittest.TestCase):
+    """--format=perf.data / -o FILE: a file perf report and perf script read,
+    with the stacks perftest profile itself shows for the same samples."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="perftest-profile-data-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def record(self, hog, data, *extra, seconds="8"):
+        """One run: folded stacks on stdout and the same samples in `data` (-o)."""
+        r = _perftest("-p", str(hog.pid), "-F", "99", "-f", "-o", data, *extra, seconds)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = re.search(r"wrote (\S+) \((\d+) samples, (\d+) records\)", r.stderr)
+        self.assertTrue(m, r.stderr)
+        return int(m.group(2)), parse_folded(r.stdout)
+
+    def perf_script(self, data):
+        r = subprocess.run([PERF, "script", "-i", data, "-F", "comm,ip,sym"], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        return fold_perf_script(r.stdout)
+
+    def test_perf_report_shows_the_same_top_stacks(self):
+        data = os.path.join(self.tmp, "perf.data")
+        with Hog() as hog:
+            samples, mine = self.record(hog, data)
+        self.assertGreaterEqual(samples, 50, "too few samples to compare")
+        theirs = self.perf_script(data)
+        self.assertEqual(sum(theirs.values()), samples, "perf script reads every sample written")
+        self.assertEqual(sum(mine.values()), samples, "the folded output counts the samples written")
+        # The same samples on both sides: what differs is only how perf and
+        # perftest name the frames.
+        compare = top_stacks_agree(mine, theirs, 10)
+        print("perf script on perftest's perf.data: %d samples; perftest profile -f, same run: %d" %
+              (sum(theirs.values()), sum(mine.values())))
+        for line in compare["table"]:
+            print(line.replace(" perf ", " perf.data ").replace(" perftest ", " folded "))
+        self.assertFalse(compare["bad"], "\n".join(compare["table"]))
+        self.assertEqual(max(theirs.items(), key=lambda kv: kv[1])[0], tuple(["profile_cpu_hog"] + HOG_STACK))
+        report = subprocess.run([PERF, "report", "-i", data, "--stdio", "--no-children", "--sort", "comm,sym",
+                                 "-g", "none"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(report.returncode, 0, report.stderr[-2000:])
+        self.assertIn("# Samples: %d  of event 'cpu-clock'" % samples, report.stdout)
+        top = [l for l in report.stdout.splitlines() if l.strip() and not l.startswith("#")][0]
+        print("perf report: " + top.strip())
+        m = re.match(r"\s*([\d.]+)%\s+profile_cpu_hog\s+\[\.\] hog_hot\s*$", top)
+        self.assertTrue(m, report.stdout[:3000])
+        self.assertGreaterEqual(float(m.group(1)), 90.0)
+
+    @unittest.skipUnless(os.path.isfile(HOG_NOFP), "%s not built" % HOG_NOFP)
+    def test_dwarf_samples_unwind_in_perf_too(self):
+        # The stack copies are in the file: perf unwinds them itself (it finds
+        # .eh_frame_hdr through the MMAP_DATA mappings written for it).
+        data = os.path.join(self.tmp, "perf.data")
+        with Hog(HOG_NOFP) as hog:
+            samples, mine = self.record(hog, data, "--call-graph=dwarf", seconds="4")
+        theirs = self.perf_script(data)
+        self.assertEqual(sum(theirs.values()), samples)
+        hot = {k: n for k, n in theirs.items() if k[-1] == "hog_hot"}
+        ok = sum(n for k, n in hot.items() if k[-3:] == ("main", "hog_loop", "hog_hot"))
+        print("perf script on --call-graph=dwarf perf.data: hog_hot with its callers in %d of %d" %
+              (ok, sum(hot.values())))
+        self.assertGreaterEqual(sum(hot.values()), 20, theirs)
+        self.assertGreaterEqual(ok / sum(hot.values()), 0.9, theirs)
+
+    def test_perf_data_arguments(self):
+        for args, needle in ((["--format=perf.data", "--backend=mock", "1"], "--backend=kernel"),
+                             (["-o", os.path.join(self.tmp, "x"), "--mode=bpf", "1"], "--mode=ring")):
+            r = _perftest(*args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertIn(needle, r.stderr)
+
+    def test_format_perf_data_prints_no_stacks(self):
+        data = os.path.join(self.tmp, "only.data")
+        with Hog() as hog:
+            r = _perftest("-p", str(hog.pid), "-F", "99", "--format=perf.data", "-o", data, "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "", "perf.data goes to -o, nothing to stdout")
+        self.assertIn("wrote %s (" % data, r.stderr)
+        self.assertTrue(os.path.getsize(data) > 104)
 
 
 def fold_perf_script(text):
@@ -275,7 +399,7 @@ class MockProfile(unittest.TestCase):
 
 
 @unittest.skipUnless(os.path.isfile(PROFILER), "%s not built (needs libdw-dev)" % PROFILER)
-@unittest.skipUnless(CHROMIUM, "headless Chromium not installed (apt-get install chromium)")
+@unittest.skipUnless(CHROMIUM, SKIP_REASON)
 class FlameGraphInChromium(unittest.TestCase):
     def test_svg_draws_every_frame_colour(self):
         tmp = tempfile.mkdtemp(prefix="perftest-profile-svg-")
@@ -289,11 +413,8 @@ class FlameGraphInChromium(unittest.TestCase):
             fills = set(re.findall(r'fill="rgb\((\d+),(\d+),(\d+)\)"', r.stdout))
             self.assertGreaterEqual(len(fills), 10, "one colour per distinct frame name expected")
             png = os.path.join(tmp, "shot.png")
-            p = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                                "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                                "--disable-sync", "--user-data-dir=%s" % os.path.join(tmp, "profile"),
-                                "--screenshot=%s" % png, "--window-size=1200,300", "--force-device-scale-factor=1",
-                                "file://" + svg], capture_output=True, text=True, timeout=60)
+            p = run_headless(svg, os.path.join(tmp, "profile"), "--screenshot=%s" % png, "--window-size=1200,300",
+                             "--force-device-scale-factor=1")
             self.assertEqual(p.returncode, 0, p.stderr[-2000:])
             seen = colours_in(png, 0, 300, 0, 1200)
             self.assertIn((0xf8, 0xf8, 0xf0), seen, "background not drawn")

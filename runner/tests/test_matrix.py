@@ -15,6 +15,7 @@ from perftest import health, matrix, report
 from perftest.errors import UsageError
 from perftest.render import matrix_html, matrix_md
 
+from .chromium import CHROMIUM, SKIP_REASON, run_headless
 from .png import colours_in
 from .support import LAUNCHER, minimal_report, run_main
 from .test_health import WARN_LINES
@@ -238,15 +239,11 @@ class HtmlTest(unittest.TestCase):
             self.assertIn(needle, text)
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which(
-    "google-chrome")
-
-
 def _rgb(hex_colour):
     return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
 
 
-@unittest.skipUnless(CHROMIUM, "headless Chromium not installed (apt-get install chromium)")
+@unittest.skipUnless(CHROMIUM, SKIP_REASON)
 class HtmlInChromiumTest(unittest.TestCase):
     """The matrix page as a browser shows it: the script runs, the grid is
     drawn in its colours with the kernel health flag visible."""
@@ -263,13 +260,7 @@ class HtmlInChromiumTest(unittest.TestCase):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     def chromium(self, *args):
-        return subprocess.run(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-             "--disable-quic", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync",
-             "--user-data-dir=%s" % os.path.join(self.dir, "profile")] + list(args)
-            + ["file://" + self.page],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        return run_headless(self.page, os.path.join(self.dir, "profile"), *args)
 
     def test_script_runs(self):
         p = self.chromium("--dump-dom")

@@ -15,6 +15,7 @@ from perftest import report
 from perftest.render import RENDERERS, RUN_FORMATS, html as html_render, junit, ktap
 
 from . import ktap_grammar
+from .chromium import CHROMIUM, SKIP_REASON, run_headless
 from .png import colours_in
 from .support import DATA, mixed_report, minimal_report
 
@@ -291,11 +292,7 @@ class HtmlTest(unittest.TestCase):
         self.assertIn("PASSED", "".join(p.text))
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which(
-    "google-chrome")
-
-
-@unittest.skipUnless(CHROMIUM, "headless Chromium not installed (apt-get install chromium)")
+@unittest.skipUnless(CHROMIUM, SKIP_REASON)
 class HtmlInChromiumTest(unittest.TestCase):
     """The page as a browser shows it: the script runs, the summary is drawn."""
 
@@ -311,15 +308,7 @@ class HtmlInChromiumTest(unittest.TestCase):
         shutil.rmtree(cls.dir, ignore_errors=True)
 
     def chromium(self, *args):
-        return subprocess.run(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-             # No network: the machine's closed network refuses Chromium's
-             # background connections.
-             "--disable-quic", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync",
-             "--user-data-dir=%s" % os.path.join(self.dir, "profile")] + list(args)
-            + ["file://" + self.page],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        return run_headless(self.page, os.path.join(self.dir, "profile"), *args)
 
     def test_script_runs(self):
         p = self.chromium("--dump-dom")

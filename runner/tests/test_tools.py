@@ -1,4 +1,6 @@
-"""`perftest pt` and `perftest fidelity` forward to their C++ tools."""
+"""`perftest pt`, `perftest fidelity` and `perftest data` forward to their C++
+tools (build/bin/perftest_pt, perftest_fidelity, perftest_data) and fail
+clearly without them."""
 
 import os
 import stat
@@ -54,6 +56,32 @@ class ToolForwarding(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("perftest_pt", r.stderr)
         self.assertIn("not built", r.stderr)
+
+
+    def test_data_forwards_arguments_and_exit_code(self):
+        path = self._fake("perftest_data", 2)
+        r = _run(["data", "dump", "p.data", "--no-header"], self.build)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stdout.strip(), "%s dump p.data --no-header" % path)
+
+    def test_data_arguments_after_double_dash_and_help_go_to_the_tool(self):
+        path = self._fake("perftest_data", 0)
+        r = _run(["data", "--", "rewrite", "a", "b", "--pipe"], self.build)
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(r.stdout.strip(), "%s rewrite a b --pipe" % path)
+        r = _run(["data", "--help"], self.build)
+        self.assertEqual(r.stdout.strip(), "%s --help" % path)
+
+    def test_data_missing_tool_is_a_usage_error_naming_it(self):
+        r = _run(["data", "dump", "x"], self.build)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("perftest_data", r.stderr)
+        self.assertIn("not built", r.stderr)
+
+    def test_data_listed_in_help(self):
+        r = _run(["--help"], self.build)
+        self.assertIn("data", r.stdout)
+        self.assertIn("perf.data files", r.stdout)
 
 
 if __name__ == "__main__":

@@ -147,6 +147,13 @@ std::optional<SkipClass> UnavailableClass(int err) {
   }
 }
 
+std::string UnavailableReason(std::string_view what, const std::string& error) {
+  std::string reason(what);
+  reason += ": ";
+  reason += error;
+  return reason;
+}
+
 void RecordDivergence(const std::string& id, const std::string& documented, const std::string& actual) {
   ::testing::Test::RecordProperty("divergence_id", id);
   ::testing::Test::RecordProperty("divergence_documented", documented);

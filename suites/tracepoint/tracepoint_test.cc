@@ -24,6 +24,7 @@
 #include "harness/ring_buffer.h"
 #include "harness/syscall_matchers.h"
 #include "suites/common/arch.h"
+#include "suites/common/kernel_version.h"
 #include "suites/common/measure.h"
 #include "suites/common/records_util.h"
 #include "suites/common/suite.h"
@@ -200,14 +201,23 @@ PERFTEST_CASE(Tracepoint, FilterAlsoDropsSamples, "tracepoint.filter_drops_sampl
 PERFTEST_CASE(Tracepoint, InvalidFilterIsEinval, "tracepoint.filter_invalid",
               "kernel/trace/trace_events_filter.c create_filter() -> parse_pred(): unknown field, missing operand, "
               "non-numeric value for a numeric field -> -EINVAL; no field name -> -1 (-EPERM); predicate_parse() "
-              "ignores a trailing '&&'; a refused filter leaves the event unfiltered") {
+              "ignores a trailing '&&' (6.18; refused with -EINVAL by 6.1 and 6.12); a refused filter leaves the event unfiltered") {
   PERFTEST_ASSIGN_OR_SKIP(const uint64_t exit, Exit(), "tracepoint syscalls:sys_exit_getpid");
   {
     ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), MakeAttr(PERF_TYPE_TRACEPOINT, exit)));
     EXPECT_THAT(SetFilter(ev, "== 3"), FailsWithErrno(EPERM)) << "Linux 6.x: parse_pred() returns -1 for no field";
     EXPECT_EQ(Count(ev, Workload::Syscalls(4)), 4u);
   }
-  {
+  if (KernelBefore(backend(), 6, 18)) {
+    // Measured: Debian's 6.1.0-57 and 6.12.117 refuse a trailing '&&'
+    // (predicate_parse(): an operator with no operand after it -> -EINVAL)
+    // and 6.18 takes it; the commit in between is not identified yet, so
+    // every kernel before 6.18 is held to the old rule.
+    ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), MakeAttr(PERF_TYPE_TRACEPOINT, exit)));
+    EXPECT_THAT(SetFilter(ev, "ret == 1 &&"), FailsWithErrno(EINVAL))
+        << "Linux " << RunningKernelVersionString(backend()) << " (before 6.18): a trailing && is refused";
+    EXPECT_EQ(Count(ev, Workload::Syscalls(4)), 4u) << "and the event stays unfiltered";
+  } else {
     ASSERT_OK_AND_ASSIGN(Event ev, Event::Open(backend(), MakeAttr(PERF_TYPE_TRACEPOINT, exit)));
     EXPECT_THAT(SetFilter(ev, "ret == 1 &&"), SucceedsWith(0)) << "a trailing && is accepted";
     EXPECT_EQ(Count(ev, Workload::Syscalls(4)), 0u) << "and the filter is 'ret == 1'";

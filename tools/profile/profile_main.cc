@@ -4,7 +4,12 @@
 //
 //   perftest_profile [-p PID | -u | -k] [-U | -K] [-F HZ] [-d] [-f]
 //                    [--stack-storage-size N] [--backend=kernel|mock [--profile=P]]
-//                    [--mode=ring|bpf] [--format=bcc|folded|svg] [duration]
+//                    [--mode=ring|bpf] [--format=bcc|folded|svg]
+//                    [--call-graph=fp|dwarf[,SIZE]] [-o FILE] [duration]
+//
+// --format=perf.data writes a perf.data file (-o FILE, default perf.data)
+// and prints no stacks; -o FILE with another format writes the same samples
+// to FILE besides printing them.
 //
 // Exit 0 on success; 2 on bad arguments (the message names the argument); 1
 // when the kernel refuses (the failing call and errno are printed).
@@ -23,8 +28,10 @@
 #include "mocks/profile.h"
 #include "mocks/simulated_symbols.h"
 #include "tools/profile/bpf_sampler.h"
+#include "tools/profile/dwarf_unwinder.h"
 #include "tools/profile/flamegraph.h"
 #include "tools/profile/output.h"
+#include "tools/profile/perf_data_output.h"
 #include "tools/profile/ring_sampler.h"
 #include "tools/profile/symbolizer.h"
 
@@ -73,7 +80,34 @@ struct Args {
   size_t stack_storage_size = 16384;
   double duration = kForever;
   std::string backend = "kernel", profile = "software-only", mode = "ring", format = "bcc";
+  std::string call_graph = "fp";
+  std::string output;                // -o: where --format=perf.data goes (default perf.data)
+  std::vector<std::string> argv;     // for perf.data's HEADER_CMDLINE
+  bool dwarf = false;
+  uint32_t stack_dump_size = 8192;
 };
+
+// perf record's --call-graph spelling: "fp", "dwarf" or "dwarf,SIZE" (SIZE
+// bytes of user stack per sample: a multiple of 8, at most 65528, as
+// kernel/events/core.c perf_copy_attr() takes sample_stack_user).
+// "" when `value` is fine, else what is wrong with it.
+std::string ParseCallGraph(const std::string& value, Args* a) {
+  if (value == "fp") return "";
+  if (value.rfind("dwarf", 0) != 0 || (value.size() > 5 && value[5] != ',')) {
+    return "--call-graph=" + value + ": expected fp, dwarf or dwarf,SIZE";
+  }
+  a->dwarf = true;
+  if (value.size() > 5) {
+    const std::string size = value.substr(6);
+    char* end = nullptr;
+    const unsigned long n = std::strtoul(size.c_str(), &end, 0);
+    if (size.empty() || *end != '\0' || n == 0 || n % 8 != 0 || n > 65528) {
+      return "--call-graph=" + value + ": SIZE must be a multiple of 8 from 8 to 65528 (bytes of user stack)";
+    }
+    a->stack_dump_size = static_cast<uint32_t>(n);
+  }
+  return "";
+}
 
 void Header(const Args& a) {
   std::string threads = a.pid > 0 ? fmt::format("PID {}", a.pid)
@@ -103,7 +137,7 @@ void Print(const Args& a, const StackCounts& counts, Symbolizer& sym) {
   }
   std::cout.flush();
   std::cerr << MissingStacksWarning(counts);
-  if (!sym.kernel_note().empty() && !a.user_stacks) std::cerr << "NOTE: " << sym.kernel_note() << "\n";
+  if (!a.user_stacks && !sym.kernel_note().empty()) std::cerr << "NOTE: " << sym.kernel_note() << "\n";
 }
 
 // bpf mode: the program counts in the kernel; the maps are read at the end.
@@ -162,6 +196,10 @@ int Run(const Args& a) {
   so.frequency = a.frequency;
   so.stack_storage_size = a.stack_storage_size;
   so.max_stack = static_cast<uint16_t>(std::min<uint32_t>(backend->Machine().max_stack, 127));
+  so.dwarf = a.dwarf;
+  so.sideband = !a.output.empty();  // set for --format=perf.data, or -o with another format
+  so.stack_dump_size = a.stack_dump_size;
+  if (a.dwarf) so.data_pages = 128;  // each sample carries up to SIZE bytes of stack
   CommLookup comm = mock ? CommLookup([](pid_t pid, pid_t tid, uint32_t cpu) -> std::string {
     if (tid == 0) return fmt::format("swapper/{}", cpu);
     return pid == kMockPid ? kMockComm : "[unknown]";
@@ -169,10 +207,20 @@ int Run(const Args& a) {
   KthreadLookup kthread = mock ? KthreadLookup([](pid_t pid) { return pid == 0; }) : KthreadLookup(HostIsKthread);
   if (a.mode == "bpf") return RunBpf(a, *backend, so, sym);
   RingSampler sampler(*backend, so, comm, kthread);
-  if (!mock && !a.kernel_stacks) sampler.OnNewProcess([&sym](pid_t pid) { sym.NotePid(pid); });
+  const bool perf_data = !a.output.empty();
+  std::optional<PerfDataOutput> out;
+  sampler.OnNewProcess([&](pid_t pid) {
+    if (!mock && !a.kernel_stacks) sym.NotePid(pid);
+    if (out) out->SynthesizeProcess(pid);
+  });
   if (Result<void> r = sampler.Open(); !r.ok()) {
     std::cerr << "perftest profile: " << r.ToString() << "\n";
     return 1;
+  }
+  if (perf_data) {
+    out.emplace(sampler.attr(), "cpu-clock");
+    if (!out->SynthesizeKernel()) std::cerr << "NOTE: no kernel map in the perf.data: /proc/kallsyms hides _text\n";
+    sampler.OnRecord([&out](std::span<const std::byte> r) { out->Add(r); });
   }
   if (a.format == "bcc") Header(a);
   std::signal(SIGINT, OnSignal);
@@ -203,9 +251,22 @@ int Run(const Args& a) {
   sampler.Drain();
   if (a.format == "bcc") std::cout << "\n";
 
-  Print(a, sampler.counts(), sym);
+  if (perf_data) {
+    if (Result<void> w = out->Write(a.output, sampler.ids(), a.argv); !w.ok()) {
+      std::cerr << "perftest profile: -o " << a.output << ": " << w.ToString() << "\n";
+      return 1;
+    }
+    // perf record's closing line, in its words.
+    std::cerr << fmt::format("[ perftest profile: wrote {} ({} samples, {} records) ]\n", a.output, out->samples(),
+                             out->records());
+  }
+  if (a.format != "perf.data") Print(a, sampler.counts(), sym);
   if (sampler.lost()) std::cerr << fmt::format("WARNING: {} samples lost (ring buffer full)\n", sampler.lost());
   if (sampler.malformed()) std::cerr << fmt::format("WARNING: {} malformed records skipped\n", sampler.malformed());
+  if (const DwarfUnwinder& u = sampler.unwinder(); u.truncated() != 0 && a.format == "bcc") {
+    std::cerr << fmt::format("NOTE: {} of {} user stacks unwound with DWARF stopped early (last: {})\n", u.truncated(),
+                             u.unwound(), u.error());
+  }
   return 0;
 }
 
@@ -236,8 +297,15 @@ int main(int argc, char** argv) {
   app.add_option("--profile", a.profile, "mock arch profile (name in fixtures/profiles or a .json path; default software-only)");
   app.add_option("--mode", a.mode, "ring (default): read the ring buffers; bpf: count stacks in the kernel")
       ->check(CLI::IsMember({"ring", "bpf"}));
-  app.add_option("--format", a.format, "bcc (default), folded or svg (a flame graph)")
-      ->check(CLI::IsMember({"bcc", "folded", "svg"}));
+  app.add_option("--call-graph", a.call_graph,
+                 "fp (default): the kernel's frame-pointer callchains; dwarf[,SIZE]: user stacks unwound with "
+                 "DWARF CFI from SIZE bytes of stack per sample (default 8192), for code without frame pointers");
+  app.add_option("--format", a.format,
+                 "bcc (default), folded, svg (a flame graph) or perf.data (a file perf report reads; -o)")
+      ->check(CLI::IsMember({"bcc", "folded", "svg", "perf.data"}));
+  app.add_option("-o,--output", a.output,
+                 "write the samples to this perf.data file (with --format=perf.data: only there, default "
+                 "perf.data; with another format: besides it, the same samples)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -252,6 +320,26 @@ int main(int argc, char** argv) {
       return 2;
     }
     a.format = "folded";
+  }
+  a.argv.assign(argv, argv + argc);
+  if ((a.format == "perf.data" || !a.output.empty()) && (a.backend == "mock" || a.mode == "bpf")) {
+    std::cerr << "perftest profile: --format=perf.data and -o need --backend=kernel and --mode=ring (they write the "
+                 "records read from the ring buffers)\n";
+    return 2;
+  }
+  if (a.format == "perf.data" && a.output.empty()) a.output = "perf.data";
+  if (std::string why = ParseCallGraph(a.call_graph, &a); !why.empty()) {
+    std::cerr << "perftest profile: " << why << "\n";
+    return 2;
+  }
+  if (a.dwarf && (a.backend == "mock" || a.mode == "bpf")) {
+    std::cerr << "perftest profile: --call-graph=dwarf needs --backend=kernel and --mode=ring (the stack copies are "
+                 "read from the ring buffers and unwound here)\n";
+    return 2;
+  }
+  if (a.dwarf && DwarfUnwinder::SampleRegsUser() == 0) {
+    std::cerr << "perftest profile: --call-graph=dwarf is not implemented for " << DwarfUnwinder::Arch() << "\n";
+    return 2;
   }
   if (a.backend == "mock" && a.duration >= kForever) {
     std::cerr << "perftest profile: --backend=mock needs a duration (simulated seconds), e.g. 5\n";

@@ -65,6 +65,19 @@ perf_event_attr RingSampler::Attr(const SamplerOptions& o) {
   a.watermark = 1;
   a.wakeup_watermark = 1;  // refined in Open() to a quarter of the buffer
   a.inherit = o.pid > 0 ? 1 : 0;
+  if (o.dwarf) {
+    a.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    a.sample_regs_user = DwarfUnwinder::SampleRegsUser();
+    a.sample_stack_user = o.stack_dump_size;
+    a.exclude_callchain_user = 1;
+  }
+  if (o.sideband) {
+    a.sample_type |= PERF_SAMPLE_TIME;
+    a.mmap = 1;
+    a.mmap2 = 1;
+    a.task = 1;
+    a.mmap_data = o.dwarf ? 1 : 0;  // the files' read-only segments, for perf's unwinder (perf_data_output.h)
+  }
   return a;
 }
 
@@ -72,6 +85,7 @@ Result<void> RingSampler::Open() {
   perf_event_attr attr = Attr(opt_);
   attr.wakeup_watermark = static_cast<uint32_t>(opt_.data_pages * backend_.Machine().page_size / 4);
   layout_ = SampleLayout::FromAttr(attr);
+  attr_ = attr;
   Result<std::vector<std::pair<pid_t, int>>> targets = EventTargets(backend_, opt_);
   if (!targets.ok()) return Result<void>::Failure(targets.error(), targets.call());
   for (auto [pid, cpu] : *targets) {
@@ -110,16 +124,26 @@ void RingSampler::Wait(int timeout_ms) {
 }
 
 void RingSampler::Drain() {
+  RecordViewParser parser(layout_);
   for (RingBuffer& rb : rings_) {
     rb.Begin();
     while (std::optional<RawRecord> raw = rb.Next()) {
-      Result<Record> rec = ParseRecord(layout_, raw->bytes);
-      if (!rec.ok()) {
+      // Samples are read in place (zero-copy views); the rare side-band
+      // records are parsed into owned records.
+      const RecordView* v = parser.Parse(raw->bytes);
+      if (v == nullptr) {
         ++malformed_;
         continue;
       }
-      if (const auto* s = std::get_if<SampleRecord>(&rec->body)) {
-        HandleSample(*s);
+      if (v->is_sample()) {
+        if (HandleSample(v->sample) && on_record_) on_record_(v->bytes);
+        continue;
+      }
+      if (on_record_) on_record_(v->bytes);
+      if (v->header.type != PERF_RECORD_COMM && v->header.type != PERF_RECORD_LOST) continue;
+      Result<Record> rec = ParseRecord(layout_, v->bytes);
+      if (!rec.ok()) {
+        ++malformed_;
       } else if (const auto* c = std::get_if<CommRecord>(&rec->body)) {
         comms_[static_cast<pid_t>(c->tid)] = c->comm;
       } else if (const auto* l = std::get_if<LostRecord>(&rec->body)) {
@@ -139,20 +163,30 @@ std::string RingSampler::Comm(pid_t pid, pid_t tid, uint32_t cpu) {
   return c;
 }
 
-void RingSampler::HandleSample(const SampleRecord& s) {
+std::vector<uint64_t> RingSampler::ids() {
+  std::vector<uint64_t> out;
+  for (Event& e : events_) {
+    if (Result<uint64_t> id = e.Id(); id.ok()) out.push_back(*id);
+  }
+  return out;
+}
+
+bool RingSampler::HandleSample(const SampleView& s) {
   ++samples_;
-  const pid_t pid = static_cast<pid_t>(s.pid.value_or(0));
-  const pid_t tid = static_cast<pid_t>(s.tid.value_or(0));
+  const pid_t pid = static_cast<pid_t>(s.pid);
+  const pid_t tid = static_cast<pid_t>(s.tid);
   if (opt_.user_threads_only || opt_.kernel_threads_only) {
     auto it = kthreads_.find(pid);
     if (it == kthreads_.end()) it = kthreads_.emplace(pid, pid == 0 || is_kthread_(pid)).first;
-    if (opt_.user_threads_only && it->second) return;
-    if (opt_.kernel_threads_only && !it->second) return;
+    if (opt_.user_threads_only && it->second) return false;
+    if (opt_.kernel_threads_only && !it->second) return false;
   }
   if (on_new_process_ && pid > 0 && seen_.emplace(pid, true).second) on_new_process_(pid);
-  SplitStack st = SplitCallchain(s.callchain ? std::span<const uint64_t>(*s.callchain) : std::span<const uint64_t>());
-  counts_.Add(pid, Comm(pid, tid, s.cpu.value_or(0)), st.user, st.kernel, !opt_.kernel_stacks_only,
+  SplitStack st = SplitCallchain(s.callchain);
+  if (opt_.dwarf && !opt_.kernel_stacks_only) st.user = unwinder_.Unwind(pid, tid, s.regs_user, s.stack_user, opt_.max_stack);
+  counts_.Add(pid, Comm(pid, tid, s.cpu), st.user, st.kernel, !opt_.kernel_stacks_only,
               !opt_.user_stacks_only);
+  return true;
 }
 
 }  // namespace perftest::profile

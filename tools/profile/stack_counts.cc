@@ -8,7 +8,10 @@ namespace perftest::profile {
 
 bool IsContextMarker(uint64_t ip) { return ip >= static_cast<uint64_t>(PERF_CONTEXT_MAX); }
 
-SplitStack SplitCallchain(std::span<const uint64_t> callchain) {
+namespace {
+
+template <typename Ips>
+SplitStack Split(const Ips& callchain) {
   SplitStack s;
   enum { kNone, kKernel, kUser, kOther } part = kNone;
   for (uint64_t ip : callchain) {
@@ -34,6 +37,11 @@ SplitStack SplitCallchain(std::span<const uint64_t> callchain) {
   }
   return s;
 }
+
+}  // namespace
+
+SplitStack SplitCallchain(std::span<const uint64_t> callchain) { return Split(callchain); }
+SplitStack SplitCallchain(const U64Array& callchain) { return Split(callchain); }
 
 bool StackCounts::Store(const std::vector<uint64_t>& stack) {
   if (stored_.count(stack)) return true;

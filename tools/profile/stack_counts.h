@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "harness/records.h"
+
 namespace perftest::profile {
 
 struct SplitStack {
@@ -36,6 +38,8 @@ struct SplitStack {
 // Splits a callchain at its PERF_CONTEXT_* markers. Ips before any marker are
 // taken as kernel ips when they are kernel addresses (top bit set), else user.
 SplitStack SplitCallchain(std::span<const uint64_t> callchain);
+// The same over a sample view's callchain, in place in the ring buffer.
+SplitStack SplitCallchain(const U64Array& callchain);
 
 // True for the PERF_CONTEXT_* marker values (>= PERF_CONTEXT_MAX as u64).
 bool IsContextMarker(uint64_t ip);

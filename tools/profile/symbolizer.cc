@@ -66,11 +66,13 @@ Symbolizer::FileModule::~FileModule() {
   if (dwfl) dwfl_end(dwfl);
 }
 
-Symbolizer::Symbolizer() { LoadKallsyms(); }
+Symbolizer::Symbolizer() = default;
 Symbolizer::Symbolizer(Table table) : host_(false), table_(std::move(table)) {}
 Symbolizer::~Symbolizer() = default;
 
-void Symbolizer::LoadKallsyms() {
+void Symbolizer::LoadKallsyms() const {
+  if (kallsyms_loaded_) return;
+  kallsyms_loaded_ = true;
   std::ifstream in("/proc/kallsyms");
   if (!in) {
     kernel_note_ = "kernel frames are [unknown]: /proc/kallsyms cannot be read";
@@ -101,7 +103,18 @@ void Symbolizer::LoadKallsyms() {
   }
 }
 
+const std::string& Symbolizer::kernel_note() const {
+  if (host_) LoadKallsyms();
+  return kernel_note_;
+}
+
+size_t Symbolizer::kallsyms_size() const {
+  if (host_) LoadKallsyms();
+  return kallsyms_.size();
+}
+
 Frame Symbolizer::Kernel(uint64_t ip) const {
+  if (host_) LoadKallsyms();
   if (table_) return table_(ip).value_or(Frame{"[unknown]", 0, "", "", false});
   Frame f;
   auto it = kallsyms_.upper_bound(ip);

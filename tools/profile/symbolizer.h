@@ -64,8 +64,10 @@ class Symbolizer {
   // frame), looked up at ip-1 so a call at a function's end stays in it.
   std::vector<Frame> User(pid_t pid, uint64_t ip, bool return_address);
   // Why kernel frames are "[unknown]", or "" when /proc/kallsyms gave addresses.
-  const std::string& kernel_note() const { return kernel_note_; }
-  size_t kallsyms_size() const { return kallsyms_.size(); }
+  // /proc/kallsyms is read on the first call of these three (a -U profile
+  // never pays for it).
+  const std::string& kernel_note() const;
+  size_t kallsyms_size() const;
   // Reads /proc/PID/maps now (once per pid), so the process's user frames can
   // be named from its files after it has exited. Cheap: call it on the first
   // sample of each process.
@@ -96,14 +98,15 @@ class Symbolizer {
     std::vector<Sym> syms;
     ~FileModule();
   };
-  void LoadKallsyms();
+  void LoadKallsyms() const;
   Process& ForPid(pid_t pid);
   FileModule* ForFile(const std::string& path);
   std::vector<Frame> FramesAt(Dwfl_Module* mod, uint64_t addr, uint64_t ret_adjust,
                               const std::vector<Sym>* syms = nullptr);
 
-  std::map<uint64_t, std::string> kallsyms_;  // start address -> name
-  std::string kernel_note_;
+  mutable bool kallsyms_loaded_ = false;
+  mutable std::map<uint64_t, std::string> kallsyms_;  // start address -> name
+  mutable std::string kernel_note_;
   bool host_ = true;
   Table table_;
   std::map<pid_t, std::unique_ptr<Process>> processes_;
