@@ -46,6 +46,14 @@
 // past each TNT (which fails a branch at a bad packet) is one compare: the
 // packets ahead are checked once, a stretch at a time (CleanAhead()).
 //
+// Events come out where libipt's instruction decoder reports them: an
+// event bound to an IP (a mid-flow PSB+'s MODE.Exec, PIP, VMCS; MWAIT,
+// EXSTOP, MODE.TSX with a FUP) when the flow gets there, a PTW's after its
+// PTWRITE, and the events behind a waiting one after it. CFE, EVD and TRIG
+// (Event Trace, Trigger Tracing) are events too; a CFE with a FUP goes right
+// before that FUP's asynchronous branch. Options::stop_at_end ends the flow
+// where the trace runs out (end_of_trace()).
+//
 // Errors (Next returns them; the decoder then needs a SyncForward()):
 //   ENOTCONN  not synchronized (no SyncForward/SyncSet succeeded)
 //   ENODATA   end of the trace (also: a branch needs a packet beyond a held
