@@ -251,7 +251,7 @@ struct FlowStats {
 uint64_t OurFlowInsns(const FlowInput& in, BlockCache* cache, bool per_insn, uint64_t* checksum,
                       FlowStats* stats = nullptr) {
   FlowDecoder decoder(in.trace.trace, &in.image,
-                      FlowDecoder::Options{.packets = {.block_packets = false}, .cache = cache});
+                      FlowDecoder::Options{.packets = PacketDecoder::Options::Libipt205(), .cache = cache});
   uint64_t insns = 0, sum = 0;
   FlowStats st;
   while (decoder.SyncForward().ok()) {

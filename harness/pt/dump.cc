@@ -76,6 +76,18 @@ void AppendJsonFields(fmt::memory_buffer& out, const Packet& p) {
       break;
     case PacketType::kBbp: fmt::format_to(it, ",\"item_bytes\":{},\"type\":{}", p.bbp_item_bytes(), p.bbp_type()); break;
     case PacketType::kBip: fmt::format_to(it, ",\"id\":{},\"value\":\"{:#x}\"", p.bip_id(), p.bip_value()); break;
+    case PacketType::kCfe:
+      fmt::format_to(it, ",\"type\":{},\"type_name\":\"{}\",\"vector\":{},\"ip\":{}", p.cfe_type(),
+                     CfeTypeName(p.cfe_type()), p.cfe_vector(), p.cfe_ip() ? 1 : 0);
+      break;
+    case PacketType::kEvd:
+      fmt::format_to(it, ",\"type\":{},\"type_name\":\"{}\",\"payload\":\"{:#x}\"", p.evd_type(),
+                     EvdTypeName(p.evd_type()), p.evd_payload());
+      break;
+    case PacketType::kTrig:
+      fmt::format_to(it, ",\"trbv\":{},\"icntv\":{},\"icnt\":{},\"mult\":{},\"ip\":{}", p.trig_trbv(),
+                     p.trig_icntv() ? 1 : 0, p.trig_icnt(), p.trig_mult() ? 1 : 0, p.trig_ip() ? 1 : 0);
+      break;
     default: break;
   }
 }

@@ -85,7 +85,7 @@ TEST_P(Fixture, LibiptAgrees) {
   Spec("pt.fixture.libipt", "libipt 2.0.5 pt_pkt_next on the fixture");
   const std::string bin = ReadText(std::string(PERFTEST_PT_FIXTURE_DIR) + "/" + GetParam() + ".bin");
   const std::vector<uint8_t> trace(bin.begin(), bin.end());
-  PacketDecoder ours(trace, PacketDecoder::Options{.block_packets = false});
+  PacketDecoder ours(trace, PacketDecoder::Options::Libipt205());
   testing::LibiptDecoder ref(trace);
   ASSERT_OK(ours.SyncSet(0));
   ASSERT_EQ(ref.SyncSet(0), 0);

@@ -46,6 +46,9 @@ std::string_view FlowEventName(FlowEvent::Type type) {
     case T::kCbr: return "cbr";
     case T::kMnt: return "mnt";
     case T::kTsc: return "tsc";
+    case T::kCfe: return "cfe";
+    case T::kEvd: return "evd";
+    case T::kTrig: return "trig";
   }
   return "unknown";
 }
@@ -55,6 +58,7 @@ std::string ToString(const FlowEvent& e) {
   if (e.type == FlowEvent::Type::kAsyncBranch || e.type == FlowEvent::Type::kAsyncDisabled)
     s += fmt::format(" from={:#x}", e.from);
   s += e.ip_suppressed ? std::string(" ip=suppressed") : fmt::format(" ip={:#x}", e.ip);
+  if (e.type == FlowEvent::Type::kEvd) s += fmt::format(" type={:#x}", e.evd_type);
   if (e.payload != 0) s += fmt::format(" payload={:#x}", e.payload);
   return s;
 }
@@ -73,6 +77,7 @@ FlowDecoder::FlowDecoder(std::span<const uint8_t> trace, const Image* image, Opt
 // A packet error at the decoder's position (out of line: ReadPacket is inlined).
 __attribute__((noinline, cold)) int FlowDecoder::FailPacket(int err) {
   error_offset_ = packets_.offset();
+  if (options_.libipt_errors && err != ENODATA) DropEventsEndingAt(error_offset_);
   error_ip_ = ip_;
   error_message_ = fmt::format("{} at offset {:#x}", PacketDecoder::ErrorDescription(err), error_offset_);
   return err;
@@ -116,10 +121,70 @@ int FlowDecoder::TakeBoundAtIp() {
 // everything else), in a small function that touches the block once; then
 // turns the walk on (walk_gen_) when Next() may take the following steps on
 // the TNT bits left itself (WalkReady(), WalkInline()).
+bool FlowDecoder::AtEndOfTrace() const {
+  if (!enabled_ || !synced_ || tnt_count_ != 0 || ctl_ != Ctl::kNone || !events_.empty() || !later_.empty() ||
+      bound_pending_ ||
+      have_unread_ || deferred_error_ != 0 || sticky_error_ != 0 || !fup_held_.empty() || fup_pending_ ||
+      mode_pending_)
+    return false;
+  PacketDecoder ahead = packets_;
+  Packet p;
+  int err;
+  while ((err = ahead.Next(p)) == 0) {
+    switch (p.type) {
+      case PacketType::kPad: case PacketType::kTsc: case PacketType::kMtc: case PacketType::kTma:
+      case PacketType::kCyc:
+        continue;
+      default:
+        return false;
+    }
+  }
+  return err == ENODATA;
+}
+
+__attribute__((noinline, cold)) int FlowDecoder::EndOfTrace() {
+  end_of_trace_ = true;
+  synced_ = false;
+  error_offset_ = packets_.trace().size();
+  error_ip_ = ip_;
+  error_message_ = fmt::format("end of trace: the flow used up the trace at {:#x}", ip_);
+  return ENODATA;
+}
+
+// Options::libipt_errors: the events not yet handed out whose packet the
+// packet at `at`, which could not be decoded, follows (past PAD, timing
+// packets and a MODE.Exec, which libipt's query for the event reads on
+// through) are dropped: libipt loses them with its failing event query.
+bool FlowDecoder::EventPacketBefore(uint64_t offset, uint64_t at) const {
+  if (offset >= at) return false;
+  PacketDecoder d(packets_.trace(), options_.packets);
+  if (!d.SyncSet(offset).ok()) return false;
+  Packet p;
+  if (d.Next(p) != 0) return false;
+  while (d.offset() < at) {
+    if (d.Next(p) != 0) return false;
+    if (!internal::IsReadAheadStatus(p.type) && p.type != PacketType::kModeExec) return false;
+  }
+  return d.offset() == at;
+}
+
+void FlowDecoder::DropEventsEndingAt(uint64_t at) {
+  error_at_ = at;
+  while (!later_.empty() && EventPacketBefore(later_.back().event.offset, at)) later_.pop_back();
+  if (!later_.empty()) return;
+  while (events_.size() > event_head_ && EventPacketBefore(events_.back().offset, at)) events_.pop_back();
+  if (event_head_ == events_.size()) {
+    events_.clear();
+    event_head_ = 0;
+  }
+}
+
 int FlowDecoder::NextFill(FlowStep* step) {
+  if (options_.stop_at_end && AtEndOfTrace()) [[unlikely]] return EndOfTrace();
   walk_gen_ = kNoWalk;
   // (Events pending: NextSlow() empties events_ when it hands out the last.)
-  if (!enabled_ || !synced_ || deferred_error_ != 0 || !events_.empty() || bound_pending_) [[unlikely]] {
+  if (!enabled_ || !synced_ || deferred_error_ != 0 || !events_.empty() || !later_.empty() || bound_pending_)
+      [[unlikely]] {
     if (TakeQueuedEvent(step)) return 0;  // NextSlow()'s first move, here (about one step in ten)
     if (!enabled_ && synced_ && deferred_error_ == 0 && events_.empty() && !bound_pending_) return Enable(step);
     return NextSlow(step);
@@ -226,7 +291,8 @@ inline __attribute__((always_inline)) int FlowDecoder::NextFillHeld(FlowStep* st
                              .ip = d.ctl_ip_, .offset = d.ctl_offset_, .time = d.time_};
           }
         };
-        events_.emplace_back(Disabled{*this});
+        if (!(sticky_error_ != 0 && options_.libipt_errors && EventPacketBefore(ctl_offset_, error_at_))) [[likely]]
+          events_.emplace_back(Disabled{*this});
         enabled_ = false;
         if (!ctl_suppressed_) ip_ = ctl_ip_;
         ctl_ = Ctl::kNone;
@@ -288,7 +354,7 @@ __attribute__((noinline)) int FlowDecoder::NextFillBlock(FlowStep* step) {
       if (err != ENODATA) sticky_error_ = err;
       return NextSlow(step);
     }
-    if (!events_.empty() || bound_pending_) return NextSlow(step);  // (as on entry: a PSB+ read may hold one)
+    if (!events_.empty() || !later_.empty() || bound_pending_) return NextSlow(step);  // (as on entry: a PSB+ read may hold one)
   }
   return NextFillHeld(step);
 }
@@ -372,6 +438,7 @@ __attribute__((noinline)) int FlowDecoder::WalkStepAt(FlowStep* step, uint32_t h
 // still WalkReady(), the walk goes on (Next()'s step); else NextFillBlock()
 // goes on from there.
 int FlowDecoder::WalkRefill(FlowStep* step) {
+  if (options_.stop_at_end && AtEndOfTrace()) [[unlikely]] return EndOfTrace();
   walk_gen_ = kNoWalk;
   if (ctl_ != Ctl::kNone) return NextFillHeld(step);  // (NextFillBlock()'s move for a held control packet)
   if (sticky_error_ != 0) return NextSlow(step);      // (and for a held error)
@@ -380,7 +447,7 @@ int FlowDecoder::WalkRefill(FlowStep* step) {
     if (err != ENODATA) sticky_error_ = err;
     return NextSlow(step);
   }
-  if (!events_.empty() || bound_pending_) return NextSlow(step);
+  if (!events_.empty() || !later_.empty() || bound_pending_) return NextSlow(step);
   if (tnt_count_ == 0 || !WalkReady()) [[unlikely]] return NextFillHeld(step);
   SetWalk(true);
   return WalkInline(step);

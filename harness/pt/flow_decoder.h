@@ -46,6 +46,14 @@
 // past each TNT (which fails a branch at a bad packet) is one compare: the
 // packets ahead are checked once, a stretch at a time (CleanAhead()).
 //
+// Events come out where libipt's instruction decoder reports them: an
+// event bound to an IP (a mid-flow PSB+'s MODE.Exec, PIP, VMCS; MWAIT,
+// EXSTOP, MODE.TSX with a FUP) when the flow gets there, a PTW's after its
+// PTWRITE, and the events behind a waiting one after it. CFE, EVD and TRIG
+// (Event Trace, Trigger Tracing) are events too; a CFE with a FUP goes right
+// before that FUP's asynchronous branch. Options::stop_at_end ends the flow
+// where the trace runs out (end_of_trace()).
+//
 // Errors (Next returns them; the decoder then needs a SyncForward()):
 //   ENOTCONN  not synchronized (no SyncForward/SyncSet succeeded)
 //   ENODATA   end of the trace (also: a branch needs a packet beyond a held
@@ -130,10 +138,15 @@ struct FlowEvent {
     kCbr,            // CBR: payload = ratio
     kMnt,            // MNT: payload
     kTsc,            // TSC (a new reference time)
+    // Event Trace and Trigger Tracing (SDM §33.4.2.29-30, "TRIG Packet"):
+    kCfe,            // CFE: payload = Type | Vector << 8; `ip` the FUP's with the IP bit, else suppressed
+    kEvd,            // EVD: payload = the event data, evd_type its Type (0 CR2, 1 VMX exit qualification, 2 reason)
+    kTrig,           // TRIG: payload = TRBV | ICNT << 8 | MULT << 24 | ICNTV << 25; `ip` the FUP's with the IP bit
   };
   Type type = Type::kEnabled;
   bool ip_suppressed = false;
   uint8_t payload_bytes = 0;
+  uint8_t evd_type = 0;  // kEvd: the EVD Type field
   ExecMode mode = ExecMode::k64Bit;
   uint64_t ip = 0;
   uint64_t from = 0;
@@ -143,7 +156,7 @@ struct FlowEvent {
 };
 // "enabled", "disabled", "async-disabled", "async-branch", "overflow",
 // "exec-mode", "tsx", "paging", "vmcs", "stop", "ptwrite", "exstop", "mwait",
-// "pwre", "pwrx", "cbr", "mnt", "tsc".
+// "pwre", "pwrx", "cbr", "mnt", "tsc", "cfe", "evd", "trig".
 std::string_view FlowEventName(FlowEvent::Type type);
 std::string ToString(const FlowEvent& event);
 
@@ -254,6 +267,30 @@ class FlowDecoder {
     // several CPUs' traces, or decoding the same trace again); null: the
     // decoder has its own. Must outlive the decoder.
     BlockCache* cache = nullptr;
+    // Stop at the end of the trace as libipt's query decoder reports it
+    // (pts_eos) and ptxed stops there: once the TNT bits and control packets
+    // are used up and only PAD and timing packets (TSC, MTC, TMA, CYC) are
+    // left, Next() returns ENODATA with end_of_trace() set, instead of
+    // walking on to the next instruction that needs a packet (instructions
+    // the trace does not prove, and the spurious errors past them, such as
+    // ENXIO where the walk leaves the image). Off by default: libipt's
+    // pt_insn_next() itself walks on, and the libipt differential follows it.
+    bool stop_at_end = false;
+    // Packet errors reported where libipt 2.0.5 reports them (the libipt
+    // differential and the libipt-rule tests set this):
+    //  - a packet that cannot be decoded right after a PSB+ (an unknown
+    //    opcode, a bad payload) with at most one PSB+ event fails the
+    //    synchronization, as pt_insn_sync_forward() does (its read-ahead past
+    //    the PSB+ meets it);
+    //  - an event whose packet is followed right away by one that cannot be
+    //    decoded is not reported: libipt's event query fetches the next
+    //    packet with the event and fails instead (pt_qry_event ->
+    //    pt_df_fetch / the next decode).
+    // false (the default): the sync succeeds — the PSB+ itself is sound —
+    // and every event the packets before the bad one make comes out, then
+    // the error (libipt 2.1+'s event decoder reports an error with the next
+    // event, too).
+    bool libipt_errors = false;
   };
 
   FlowDecoder(std::span<const uint8_t> trace, const Image* image) : FlowDecoder(trace, image, Options{}) {}
@@ -292,6 +329,10 @@ class FlowDecoder {
   uint64_t error_ip() const { return error_ip_; }
   // A sentence about the last error ("no object code at 0x401000", ...).
   const std::string& error_message() const { return error_message_; }
+  // After Next() returned ENODATA: the flow reached the end of the trace
+  // with nothing left to walk on (Options::stop_at_end), as opposed to an
+  // instruction that needed a packet the trace does not have.
+  bool end_of_trace() const { return end_of_trace_; }
 
   bool enabled() const { return enabled_; }
   // The IP of the next instruction (of the next block to hand out).
@@ -456,6 +497,14 @@ class FlowDecoder {
   int NextFillBlock(FlowStep* step);
   int NextFillHeld(FlowStep* step);
   int WalkRefill(FlowStep* step);
+  // Options::stop_at_end: the flow has used up the trace (nothing held, only
+  // PAD and timing packets ahead). EndOfTrace() makes Next()'s ENODATA.
+  bool AtEndOfTrace() const;
+  int EndOfTrace();
+  void DropEventsEndingAt(uint64_t at);
+  void DropPsbEventsForError();
+  bool EventPacketBefore(uint64_t offset, uint64_t at) const;
+  uint64_t error_at_ = 0;  // DropEventsEndingAt(): the bad packet's offset
   int Enable(FlowStep* step);
   // After a fast step: whether the steps NextFill() would take next while
   // they need no packet — conditional branches and compressed returns on the
@@ -463,7 +512,7 @@ class FlowDecoder {
   // Next() and WalkStep() with no more than the block's own tests (NextFill()'s
   // conditions for a fast step that do not change while no packet is read).
   bool WalkReady() const {
-    return events_.empty() && !bound_pending_ && deferred_error_ == 0 && (ctl_ == Ctl::kNone || ctl_ == Ctl::kTip) &&
+    return events_.empty() && later_.empty() && !bound_pending_ && deferred_error_ == 0 && (ctl_ == Ctl::kNone || ctl_ == Ctl::kTip) &&
            enabled_ && synced_;
   }
   int WalkStep(FlowStep* step);
@@ -494,8 +543,20 @@ class FlowDecoder {
   int DisabledControl();
   int Fail(int err, std::string message);
   int FailPacket(int err);
-  void Queue(const FlowEvent& e);  // at time_
+  void Queue(const FlowEvent& e);  // at time_ (behind later_, if it holds any)
+  // An event bound to `ip` (libipt pt_insn_check_ip_event: it reports the
+  // event when its instruction decoder gets to that IP, and takes no
+  // further event meanwhile): it and every event queued after it wait in
+  // later_ until the flow is at later_ip_ (blocks are cut there), or
+  // tracing is disabled.
+  void QueueAt(const FlowEvent& e, uint64_t ip);
+  // Hands on the waiting events whose binding the flow has reached (all of
+  // them with `all`: tracing disabled, a sync).
+  void ReleaseLater(bool all = false);
+  bool HoldPtwEvent(const FlowEvent& e);
   bool TakeFupHeld(const Packet& fup);
+  int TakeEventTracePacket(const Packet& p);
+  void QueueEventTraceHeld();
   void ApplyPendingMode(bool ip_suppressed = false);
   void Timing(const Packet& p);
   int TakeTma(const Packet& p, bool tsc_before);
@@ -588,6 +649,13 @@ class FlowDecoder {
   // (not a PSB+'s) gives each its IP (TakeFupHeld); an OVF or a sync drops
   // them.
   std::vector<FlowEvent> fup_held_;
+  // Event Trace (TakeEventTracePacket()): the EVDs read since the last CFE
+  // (they add data to the CFE that follows them; their events go with it),
+  // and a CFE with its IP bit whose FUP, read, is an asynchronous one: its
+  // events (after its EVDs) go right before that FUP's asynchronous branch
+  // or disable, where the flow gets to the FUP's IP (QueueEventTraceHeld()).
+  std::vector<FlowEvent> evd_held_;
+  std::vector<FlowEvent> cfe_held_;
 
   bool fup_pending_ = false;  // an asynchronous FUP read, its TIP/TIP.PGD not yet (ctl_from_ holds its IP)
   bool fup_cut_ = false;  // the packet after an asynchronous FUP failed to decode (CondJumpPacketError)
@@ -622,6 +690,21 @@ class FlowDecoder {
 
   std::vector<FlowEvent> events_;
   size_t event_head_ = 0;
+  // later_: events waiting, in order, each for what it binds to (`at`):
+  // an IP (QueueAt()), a PTWRITE (kAtPtwrite: a PTW's event, which libipt
+  // binds to the PTWRITE its instruction decoder meets next — at the PTW's
+  // IP, if it has one — and reports after that instruction with its IP,
+  // pt_insn_check_insn_event; ReachBound() finds it: ptw_ready_), or nothing
+  // (kAtNone: an event queued behind a waiting one). NextSlow() hands them
+  // on (ReleaseLater()) as the flow gets there; blocks are cut at the IP
+  // the first waits for.
+  static constexpr uint64_t kAtNone = 0, kAtPtwrite = 1;
+  struct Later {
+    uint64_t at;
+    FlowEvent event;
+  };
+  std::vector<Later> later_;
+  std::vector<uint64_t> ptw_ready_;  // the PTWRITEs ReachBound() bound held PTW events to, in order
   int deferred_error_ = 0;
   int sticky_error_ = 0;  // a packet error met while reading ahead: reported when a packet is needed
   // The last FetchControl() error is libipt's event query failing (an event
@@ -691,6 +774,7 @@ class FlowDecoder {
   uint64_t last_mtc_ctc_ = 0;
   bool have_tma_ = false;
 
+  bool end_of_trace_ = false;
   uint64_t error_offset_ = 0;
   uint64_t error_ip_ = 0;
   std::string error_message_;

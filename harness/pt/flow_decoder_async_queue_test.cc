@@ -92,9 +92,7 @@ Image TwoBlocks() {
 // The flow (instructions, errors) is pt_insn_next's, and the asynchronous
 // branch, async-disabled, exec-mode, paging and VMCS events come in
 // libipt's order.
-// (libipt also reports the PSB+'s MODE.Exec, and one that does not change
-// the mode; we report a change only: the test's MODE.Exec is the only one
-// that changes it.)
+// (Both report the PSB+'s MODE.Exec, and one that does not change the mode.)
 // (status_events false: not the paging and VMCS events — we report a
 // standalone one when we read it, libipt when the flow gets to its
 // instruction.)
@@ -104,20 +102,16 @@ void ExpectAsLibipt(const std::vector<uint8_t>& trace, const Image& image, bool 
   EXPECT_EQ(testing::DiffFlowThroughFirstError(ours, ref), "");
   EXPECT_EQ(testing::DiffFlow(ours, ref), "");
   using T = FlowEvent::Type;
-  auto names = [status_events](const std::vector<T>& v, bool skip_psb_mode) {
+  auto names = [status_events](const std::vector<T>& v) {
     std::vector<std::string> out;
     for (T t : v) {
-      if (t == T::kExecMode && skip_psb_mode) {
-        skip_psb_mode = false;
-        continue;
-      }
       if (t == T::kAsyncBranch || t == T::kAsyncDisabled || t == T::kExecMode ||
           (status_events && (t == T::kPaging || t == T::kVmcs)))
         out.emplace_back(FlowEventName(t));
     }
     return out;
   };
-  EXPECT_EQ(names(flow_test::Decode(trace, image).events, false), names(flow_test::LibiptEvents(trace, image), true));
+  EXPECT_EQ(names(flow_test::Decode(trace, image).events), names(flow_test::LibiptEvents(trace, image)));
 }
 
 // ExpectAsLibipt() for each of `cases` before a TIP (to kBase and to

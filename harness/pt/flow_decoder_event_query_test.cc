@@ -525,7 +525,7 @@ TEST(FlowDecoder, BadEventPacketAfterThePsbPlusFailsTheSync) {
     std::vector<uint8_t> trace = enc.bytes();
     trace.insert(trace.end(), {0x99, 0x40, 0x00, 0x00});  // MODE, leaf 010b (reserved)
     ExpectSameFlowAsLibipt(trace, image, -pte_bad_packet);
-    FlowDecoder dec(trace, &image);
+    FlowDecoder dec(trace, &image, FlowDecoder::Options{.libipt_errors = true});
     const Result<uint64_t> s = dec.SyncForward();
     EXPECT_EQ(s.ok(), pip);
     if (!pip) {
@@ -702,7 +702,7 @@ TEST(FlowDecoder, OverflowEndingThePsbPlusLooksForItsFupInTheSync) {
       ExpectFailsAsLibipt(trace, image, -pte_bad_insn, EILSEQ, {});  // (no MODE.Exec: no execution mode)
     } else {
       ExpectSameFlowAsLibipt(trace, image, v == 1 ? -pte_bad_opc : -pte_bad_context);
-      FlowDecoder dec(trace, &image);
+      FlowDecoder dec(trace, &image, FlowDecoder::Options{.libipt_errors = true});
       const Result<uint64_t> sync = dec.SyncForward();
       ASSERT_FALSE(sync.ok());
       EXPECT_EQ(sync.error(), v == 1 ? EILSEQ : EBADMSG);

@@ -478,9 +478,14 @@ TEST(FlowDecoder, BadPacketAfterTipPgeComesBeforeTheEnabledEvent) {
     std::vector<uint8_t> trace = enc.bytes();
     trace.insert(trace.end(), {0x09, 0x00, 0x00, 0x00});
     const Walk w = ExpectFailsAsLibipt(trace, image, -pte_bad_opc, EILSEQ, {0x401000});
-    std::vector<FlowEvent::Type> want = {FlowEvent::Type::kDisabled};
+    // (The PSB+'s MODE.Exec is an event too: libipt's status update.)
+    std::vector<FlowEvent::Type> want = {FlowEvent::Type::kExecMode, FlowEvent::Type::kDisabled};
     if (pip == 1) want.push_back(FlowEvent::Type::kPaging);
     EXPECT_EQ(w.events, want);
+    // (libipt loses the disabled event too — its query for the TIP.PGD
+    // reads on past the TIP.PGE to the bad packet — which ours still
+    // reports: an event divergence left on corrupted traces, where the bad
+    // packet is an event packet further on, pt.libipt.event_before_bad_packet.)
   }
 }
 
@@ -729,7 +734,7 @@ TEST(FlowDecoder, PsbPlusReadAheadAsLibipt) {
         EXPECT_EQ(ref.entries[libipt_synced ? 1 : 0].kind, testing::FlowEntry::kError);
         EXPECT_EQ(ref.entries[libipt_synced ? 1 : 0].code, -pte_bad_opc);
       }
-      FlowDecoder dec(trace, &image);
+      FlowDecoder dec(trace, &image, FlowDecoder::Options{.libipt_errors = true});
       Result<uint64_t> s = dec.SyncForward();
       EXPECT_EQ(s.ok(), libipt_synced) << s.ToString();
       if (!s.ok()) {

@@ -691,6 +691,7 @@ __attribute__((noinline, cold)) int FlowDecoder::ReadAheadError(uint64_t start, 
   }
   if (error_offset_ < window_end) return err;
   sticky_error_ = err;
+  if (options_.libipt_errors) DropEventsEndingAt(error_offset_);
   return 0;
 }
 

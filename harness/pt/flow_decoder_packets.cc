@@ -71,8 +71,52 @@ Packet CutPacket(std::span<const uint8_t> trace, uint64_t at) {
 }  // namespace
 
 void FlowDecoder::Queue(const FlowEvent& e) {
+  // (Options::libipt_errors: an event whose packet the bad one follows is lost.)
+  if (sticky_error_ != 0 && options_.libipt_errors && EventPacketBefore(e.offset, error_at_)) [[unlikely]] return;
+  if (!later_.empty()) [[unlikely]] {
+    later_.push_back({kAtNone, e});
+    later_.back().event.time = time_;
+    return;
+  }
   events_.push_back(e);
   events_.back().time = time_;
+}
+
+void FlowDecoder::QueueAt(const FlowEvent& e, uint64_t ip) {
+  if (later_.empty() && (!enabled_ || ip == ip_)) {  // (nothing to wait for)
+    Queue(e);
+    return;
+  }
+  later_.push_back({ip, e});
+  later_.back().event.time = time_;
+}
+
+// A PTW's event, its PTWRITE held for (NoteEventHeld): it waits in later_
+// for that instruction, and goes right after it (libipt reports the PTWRITE,
+// then the event with its IP). Returns false if it is not held (tracing
+// disabled): then it is queued as it is.
+bool FlowDecoder::HoldPtwEvent(const FlowEvent& e) {
+  if (!enabled_ || bound_.empty() || !bound_.back().ptwrite) return false;
+  later_.push_back({kAtPtwrite, e});
+  later_.back().event.time = time_;
+  return true;
+}
+
+void FlowDecoder::ReleaseLater(bool all) {
+  size_t n = 0, ready = 0;
+  for (; n < later_.size(); ++n) {
+    Later& l = later_[n];
+    if (all || l.at == kAtNone || l.at == ip_) continue;
+    if (l.at == kAtPtwrite && ready < ptw_ready_.size()) {
+      l.event.ip = ptw_ready_[ready++];
+      l.event.ip_suppressed = false;
+      continue;
+    }
+    break;
+  }
+  for (size_t k = 0; k < n; ++k) events_.push_back(later_[k].event);
+  later_.erase(later_.begin(), later_.begin() + static_cast<long>(n));
+  ptw_ready_.erase(ptw_ready_.begin(), ptw_ready_.begin() + static_cast<long>(all ? ptw_ready_.size() : ready));
 }
 
 // The FUP `fup` (last_ip_ updated by it) for the events held for the next
@@ -88,18 +132,94 @@ bool FlowDecoder::TakeFupHeld(const Packet& fup) {
   for (FlowEvent e : fup_held_) {
     e.ip_suppressed = !bound;
     e.ip = bound ? last_ip_.raw() : 0;
+    if (e.type == FlowEvent::Type::kCfe || e.type == FlowEvent::Type::kEvd) {
+      // (Its FUP is an asynchronous one: the event goes with its branch.)
+      if (e.type == FlowEvent::Type::kEvd) e.ip_suppressed = true, e.ip = 0;
+      cfe_held_.push_back(e);
+      continue;
+    }
     if (e.type == FlowEvent::Type::kPtwrite) {
       // Held until the flow gets to the PTWRITE at its IP — without an
       // IP, to the next PTWRITE (pt_insn_check_insn_event).
       NoteEventHeld(bound, e.ip, true);
+      if (HoldPtwEvent(e)) {
+        consumed = true;  // (a PTW's FUP is its own)
+        continue;
+      }
     } else {
       NoteEvent(bound, e.ip);
     }
-    consumed |= !(e.type == FlowEvent::Type::kTsx && (e.payload & 2) != 0);
-    Queue(e);
+    // (A TSX abort's FUP, and a CFE's, is also the FUP of the asynchronous
+    // branch that follows.)
+    consumed |= !((e.type == FlowEvent::Type::kTsx && (e.payload & 2) != 0) || e.type == FlowEvent::Type::kCfe);
+    if (bound && e.type != FlowEvent::Type::kPtwrite) {
+      QueueAt(e, e.ip);  // (reported where the flow gets to its IP)
+    } else {
+      Queue(e);
+    }
   }
   fup_held_.clear();
   return consumed;
+}
+
+// CFE, EVD and TRIG (SDM §33.4.2.29 "Control Flow Event (CFE) Packet",
+// §33.4.2.30 "Event Data (EVD) Packet", "TRIG Packet"). A CFE or TRIG with
+// its IP bit set is followed by a FUP with the IP of the event: it waits in
+// fup_held_ for it (TakeFupHeld()). The CFE's FUP goes on to be the FUP of
+// the control transfer it announces (an interrupt's FUP+TIP; libipt 2.1+
+// binds the CFE event to that FUP and still makes the asynchronous branch of
+// it): the CFE's event goes right before that branch (cfe_held_), at the
+// instruction the interrupt stopped. The TRIG's FUP is its own (the anchor
+// its ICNT counts from). An EVD adds data to the CFE that follows it (libipt
+// 2.1+ merges them into one event; here it is its own event, right before
+// the CFE's): it waits for it (evd_held_). Any other is an event where it is
+// read, as PWRE.
+int FlowDecoder::TakeEventTracePacket(const Packet& p) {
+  FlowEvent e{.ip_suppressed = true, .offset = p.offset};
+  bool want_ip = false;
+  if (p.type == PacketType::kCfe) {
+    e.type = FlowEvent::Type::kCfe;
+    e.payload = p.cfe_type() | (uint64_t{p.cfe_vector()} << 8);
+    want_ip = p.cfe_ip();
+  } else if (p.type == PacketType::kEvd) {
+    e.type = FlowEvent::Type::kEvd;
+    e.payload = p.evd_payload();
+    e.evd_type = p.evd_type();
+    evd_held_.push_back(e);
+    return 0;
+  } else {
+    e.type = FlowEvent::Type::kTrig;
+    e.payload = p.trig_trbv() | (uint64_t{p.trig_icnt()} << 8) | (uint64_t{p.trig_mult()} << 24) |
+                (uint64_t{p.trig_icntv()} << 25);
+    want_ip = p.trig_ip();
+  }
+  if (e.type == FlowEvent::Type::kCfe) {
+    // Its EVDs first, wherever it goes.
+    if (want_ip) {
+      fup_held_.insert(fup_held_.end(), evd_held_.begin(), evd_held_.end());
+    } else {
+      for (const FlowEvent& d : evd_held_) {
+        NoteEvent(false, 0);
+        Queue(d);
+      }
+    }
+    evd_held_.clear();
+  }
+  if (want_ip) {
+    fup_held_.push_back(e);
+    return 0;
+  }
+  NoteEvent(false, 0);
+  Queue(e);
+  return 0;
+}
+
+// The CFE events held for an asynchronous FUP (and the EVDs before them),
+// now that the flow is at its IP: queued before its branch's event.
+void FlowDecoder::QueueEventTraceHeld() {
+  if (cfe_held_.empty()) [[likely]] return;
+  for (const FlowEvent& e : cfe_held_) Queue(e);
+  cfe_held_.clear();
 }
 
 // CYC (Timing() for the most frequent timing packet, inline).
@@ -392,6 +512,7 @@ int FlowDecoder::FetchControlRest() {
         if (e.type == FlowEvent::Type::kPtwrite) {
           // Held until the flow gets to the next PTWRITE (pt_insn_check_insn_event).
           NoteEventHeld(false, 0, true);
+          if (HoldPtwEvent(e)) break;
         } else {
           NoteEvent(false, 0);
         }
@@ -495,6 +616,12 @@ int FlowDecoder::FetchControlRest() {
         // sync drops it unreported: pt_qry_decode_ovf resets the queue).
         fup_held_.push_back(FlowEvent{.type = FlowEvent::Type::kMwait, .ip_suppressed = true, .payload = p.payload,
                                       .offset = p.offset});
+        break;
+      case PacketType::kCfe:
+      case PacketType::kEvd:
+      case PacketType::kTrig:
+        // (Not known to libipt 2.0.5: no read-ahead rule of its to follow.)
+        if (const int err = TakeEventTracePacket(p)) return err;
         break;
       case PacketType::kPwre:
         NoteEvent(false, 0);

@@ -44,6 +44,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
                                       PacketDecoder::ErrorDescription(EMSGSIZE), at, ctl_offset_));
   };
   for (;;) {
+    if (!later_.empty()) [[unlikely]] ReleaseLater(!enabled_ || !synced_);
     if (TakeQueuedEvent(step)) return 0;
     if (deferred_error_ != 0) {
       const int err = deferred_error_;
@@ -69,6 +70,13 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           error_offset_ = at;
           return bad;
         }
+        // Events read on the way (CBR, PTW, EXSTOP, ... while disabled:
+        // libipt reports them, standalone) go out before the end.
+        if (event_head_ < events_.size() || !later_.empty()) {
+          deferred_error_ = err;
+          synced_ = true;
+          continue;
+        }
         return err;
       }
       if (tnt_count_ != 0) {
@@ -85,8 +93,11 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           ip_ = ctl_ip_;
           enabled_ = true;
           last_direct_ = false;
+          // (libipt pt_qry_decode_tip_pge: the enabled event, then the
+          // exec-mode event bound to the TIP.PGE.)
+          Queue(FlowEvent{.type = FlowEvent::Type::kEnabled, .mode = pending_mode_ != mode_ && mode_pending_ ? pending_mode_ : mode_,
+                          .ip = ip_, .offset = ctl_offset_});
           ApplyPendingMode();
-          Queue(FlowEvent{.type = FlowEvent::Type::kEnabled, .mode = mode_, .ip = ip_, .offset = ctl_offset_});
           if (const int err = PeekAfterIp()) {
             synced_ = false;
             return err;
@@ -173,6 +184,7 @@ int FlowDecoder::NextSlow(FlowStep* step) {
           return err;
         }
         if (mode_pending_ && mode_at_ == 0) ApplyPendingMode(ctl_ == Ctl::kAsyncDisable);  // (BranchPastAsync)
+        QueueEventTraceHeld();  // (a CFE with this FUP, and its EVDs: right before)
         if (ctl_ == Ctl::kAsyncDisable) {
           Queue(FlowEvent{.type = FlowEvent::Type::kAsyncDisabled, .ip_suppressed = ctl_suppressed_, .ip = ctl_ip_,
                           .from = ip_, .offset = ctl_offset_});
@@ -309,6 +321,24 @@ int FlowDecoder::NextSlow(FlowStep* step) {
     out.lengths = cache_->lengths(*b);
     out.time = time_;
 
+    if (const uint64_t later_ip = later_.empty() ? kAtNone : later_.front().at;
+        later_ip > b->ip && later_ip < b->end() &&
+        !((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && !async_blocked && AsyncBindIp() > b->ip &&
+          AsyncBindIp() < later_ip)) {
+      // Events wait for an IP inside this block: run up to it.
+      uint64_t x = b->ip;
+      uint32_t i = 0;
+      while (x < later_ip) x += out.lengths[i++];
+      if (x == later_ip) {
+        out.ninsn = i;
+        out.end_ip = x;
+        out.truncated = true;
+        out.last = Insn{.ip = x - out.lengths[i - 1], .length = out.lengths[i - 1], .mode = b->mode()};
+        ip_ = x;
+        last_direct_ = false;
+        return 0;
+      }
+    }
     if ((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && !async_blocked && AsyncBindIp() > b->ip &&
         AsyncBindIp() < b->end()) {
       // The event is inside this block: run up to it.
@@ -727,6 +757,7 @@ uint32_t FlowDecoder::ReachBound(const Block& b, uint32_t from, uint32_t stop) {
     if (i == stop) break;
     if (fail_at == kNoFail && i < b.ninsn() && head < bound_.size() && bound_[head].ptwrite &&
         (bound_[head].ip == x || (bound_[head].ip == kUnbound && BindsHeld(b, i, x, bound_[head].binds)))) {
+      if (bound_[head].binds == 0 && !later_.empty()) ptw_ready_.push_back(x);  // (a held PTW event's PTWRITE)
       ++head;
       bound_from_ = i + 1;
     }
@@ -835,7 +866,8 @@ int FlowDecoder::CutAtBoundFailure(FlowStep* step, const Block& b, uint32_t at) 
 void FlowDecoder::ApplyPendingMode(bool ip_suppressed) {
   if (!mode_pending_) return;
   mode_pending_ = false;
-  if (pending_mode_ == mode_) return;
+  // (An event also where the mode stays: libipt reports every MODE.Exec's,
+  // pt_qry_event_tip / _tip_pge / _tip_pgd.)
   mode_ = pending_mode_;
   Queue(FlowEvent{.type = FlowEvent::Type::kExecMode, .ip_suppressed = ip_suppressed, .mode = mode_,
                   .ip = ip_suppressed ? 0 : ip_, .offset = pending_mode_offset_});

@@ -30,6 +30,27 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
     if (nevents < std::size(events)) events[nevents++] = kind;
   };
   bool tsc_for_tma = false;  // a TSC in this PSB+ that has no TMA yet (TakeTma())
+  // The PSB+'s events, queued at its end in order; those that bind to the
+  // FUP (MODE.Exec, MODE.TSX) take its IP then, suppressed without one
+  // (libipt pt_qry_event_psbend -> pt_qry_event_ip: the last IP).
+  std::vector<std::pair<bool, FlowEvent>> psb_evs;
+  auto queue_all = [&] {
+    for (auto& [bound, e] : psb_evs) {
+      if (bound) {
+        e.ip_suppressed = !have_fup;
+        e.ip = have_fup ? fup_ip : 0;
+      }
+      // Mid-flow, the events bound to the FUP wait for the flow to get
+      // there (PIP, VMCS: status updates at the FUP's IP too).
+      const bool at_fup = e.type == FlowEvent::Type::kExecMode || e.type == FlowEvent::Type::kTsx ||
+                          e.type == FlowEvent::Type::kPaging || e.type == FlowEvent::Type::kVmcs;
+      if (!at_sync && have_fup && at_fup) {
+        QueueAt(e, fup_ip);
+      } else {
+        Queue(e);
+      }
+    }
+  };
   for (;;) {
     Packet p;
     if (const int err = ReadPacket(&p)) return err;
@@ -41,6 +62,7 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         Unread(p);
         [[fallthrough]];
       case PacketType::kPsbEnd:
+        queue_all();
         psb_events_ = static_cast<uint32_t>(nevents);
         psb_at_ = psb_offset;  // (the clean stretch's regions after a PSB+: CleanAhead())
         psb_end_ = packets_.offset();
@@ -72,17 +94,21 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         } else {
           mode_ = p.exec_mode();
           event(kBound);
+          // (libipt reports it, a status update: pt_qry_header_mode_exec.)
+          psb_evs.emplace_back(true, FlowEvent{.type = FlowEvent::Type::kExecMode, .mode = mode_, .offset = p.offset,
+                                               .time = time_});
         }
         break;
       case PacketType::kModeTsx:
         event(kBound);
-        Queue(FlowEvent{.type = FlowEvent::Type::kTsx, .ip_suppressed = true, .payload = p.payload & 3,
-                        .offset = p.offset});
+        psb_evs.emplace_back(true, FlowEvent{.type = FlowEvent::Type::kTsx, .ip_suppressed = true,
+                                             .payload = p.payload & 3, .offset = p.offset, .time = time_});
         break;
       case PacketType::kPip:
       case PacketType::kVmcs:
         event(kBound);
-        Queue(StatusEvent(p));
+        psb_evs.emplace_back(false, StatusEvent(p));
+        psb_evs.back().second.time = time_;
         break;
       case PacketType::kCbr:
         if (p.cbr() == 0) {
@@ -94,7 +120,8 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         }
         Timing(p);
         event(kNotBound);
-        Queue(StatusEvent(p));
+        psb_evs.emplace_back(false, StatusEvent(p));
+        psb_evs.back().second.time = time_;
         break;
       case PacketType::kTma:
         if (const int err = TakeTma(p, tsc_for_tma)) {
@@ -113,6 +140,8 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
         break;
       case PacketType::kMnt:
         event(kNotBound);
+        psb_evs.emplace_back(false, FlowEvent{.type = FlowEvent::Type::kMnt, .ip_suppressed = true,
+                                              .payload = p.mnt_payload(), .offset = p.offset, .time = time_});
         break;
       case PacketType::kPad:
         break;
@@ -125,6 +154,7 @@ int FlowDecoder::ReadPsbPlus(uint64_t psb_offset, bool at_sync) {
 
 Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   synced_ = false;
+  end_of_trace_ = false;
   enabled_ = false;
   ret_top_ = ret_count_ = 0;
   tnt_count_ = 0;
@@ -141,9 +171,13 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
   bound_.clear();
   bound_pending_ = bound_wall_ = false;
   fup_held_.clear();
+  evd_held_.clear();
+  cfe_held_.clear();
   tma_tsc_ = tsc_base_;  // (libipt's time starts afresh at a sync, pt_qry_reset: no TMA until a TSC)
   events_.clear();
   event_head_ = 0;
+  later_.clear();
+  ptw_ready_.clear();
   deferred_error_ = 0;
   sticky_error_ = 0;
   event_query_failed_ = false;
@@ -182,7 +216,8 @@ Result<uint64_t> FlowDecoder::Start(Result<uint64_t> psb) {
 //   - An unknown opcode or a bad timing packet: with at most one PSB+ event
 //     the synchronization fails with it (the next SyncForward() goes on past
 //     it); with more, the fetch of the last one fails: the error comes after
-//     the PSB+'s events, before any instruction.
+//     the PSB+'s events, before any instruction. (The former only with
+//     Options::libipt_errors; else as the latter.)
 int FlowDecoder::ReadAheadAfterSync() {
   uint64_t at = 0;
   if (have_unread_ && unread_.type == PacketType::kOvf) {
@@ -207,8 +242,9 @@ int FlowDecoder::ReadAheadAfterSync() {
                                           context ? std::string(PacketName(q.type)) : PacketDecoder::ErrorDescription(e),
                                           unread_.offset));
       error_offset_ = unread_.offset;
-      if (psb_events_ == 0) return err;
+      if (psb_events_ == 0 && options_.libipt_errors) return err;
       deferred_error_ = err;
+      DropPsbEventsForError();
       return 0;
     }
   }
@@ -227,8 +263,9 @@ int FlowDecoder::ReadAheadAfterSync() {
       const int err = Fail(e, fmt::format("{} at offset {:#x} after the PSB+ (an event packet, queried at once)",
                                           PacketDecoder::ErrorDescription(e), ahead.offset()));
       error_offset_ = ahead.offset();
-      if (psb_events_ == 0) return err;
+      if (psb_events_ == 0 && options_.libipt_errors) return err;
       deferred_error_ = err;
+      DropPsbEventsForError();
       return 0;
     }
   }
@@ -250,11 +287,13 @@ int FlowDecoder::ReadAheadAfterSync() {
                          (fups != 0 && (m.type == PacketType::kPip || m.type == PacketType::kVmcs));
     if (queried && fups >= kTipQueueMax) {  // (its event the 7th for the TIP)
       deferred_error_ = FailTipQueueFull(m);
+      DropPsbEventsForError();
       return 0;
     }
     if (queried && !have_unread_ && NextPastModeQuery(&q, false) == 0 &&
         (q.type == PacketType::kTnt8 || q.type == PacketType::kTnt64)) {
       deferred_error_ = FailEventQuery(m, q, "its TIP");
+      DropPsbEventsForError();
       event_query_failed_ = false;  // (an error held for the first Next(), not FetchControl()'s)
       return 0;
     }
@@ -263,9 +302,20 @@ int FlowDecoder::ReadAheadAfterSync() {
   if (end == ENODATA) return Fail(ENODATA, "only PAD and timing packets follow the PSB+");
   const int err = Fail(end, fmt::format("{} at offset {:#x} after the PSB+", PacketDecoder::ErrorDescription(end), at));
   error_offset_ = at;
-  if (psb_events_ <= 1) return err;
+  if (psb_events_ <= 1 && options_.libipt_errors) return err;
   deferred_error_ = err;
+  DropPsbEventsForError();
   return 0;
+}
+
+// Options::libipt_errors: libipt's first event query after the sync meets
+// the packet error its read-ahead found, before any of the PSB+'s events.
+void FlowDecoder::DropPsbEventsForError() {
+  if (!options_.libipt_errors) return;
+  events_.clear();
+  event_head_ = 0;
+  later_.clear();
+  ptw_ready_.clear();
 }
 
 Result<uint64_t> FlowDecoder::SyncForward() { return Start(packets_.SyncForward()); }

@@ -32,7 +32,8 @@ struct Walk {
 
 inline Walk Decode(const std::vector<uint8_t>& trace, const Image& image) {
   Walk w;
-  FlowDecoder dec(trace, &image);
+  // (libipt 2.0.5's rules: its sync fails at a packet error after the PSB+.)
+  FlowDecoder dec(trace, &image, FlowDecoder::Options{.libipt_errors = true});
   Result<uint64_t> s = dec.SyncForward();
   if (!s.ok()) {
     w.err = s.error();

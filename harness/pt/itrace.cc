@@ -773,6 +773,7 @@ void DecodeSegment(std::span<const uint8_t> trace, uint64_t start, uint64_t end,
     Result<uint64_t> s = sync();
     if (!s.ok()) {
       if (s.error() == ENODATA) break;
+      stats->end_of_trace = false;
       ++stats->errors;
       if (log != nullptr) {
         log->PacketsUpTo(dec.error_offset());
@@ -809,7 +810,12 @@ void DecodeSegment(std::span<const uint8_t> trace, uint64_t start, uint64_t end,
         synth->OnEvent(step.event);
       }
     }
-    if (err == ENODATA) break;
+    if (err == ENODATA) {
+      stats->end_of_trace = true;
+      stats->stopped_at_end = dec.end_of_trace();
+      break;
+    }
+    stats->end_of_trace = false;
     ++stats->errors;
     if (log != nullptr) {
       log->PacketsUpTo(dec.error_offset() + 1);

@@ -236,6 +236,12 @@ struct ItraceStats {
   uint64_t instructions = 0;  // instructions walked
   uint64_t errors = 0;        // decode errors (each followed by a resync)
   uint64_t samples = 0;
+  // How the decode ended: the trace's end reached (the last flow stopped at
+  // the end of the trace, FlowDecoder ENODATA), or after an error with no
+  // PSB left to resync at. With FlowDecoder::Options::stop_at_end the flow
+  // stops where the trace ends.
+  bool end_of_trace = true;
+  bool stopped_at_end = false;  // FlowDecoder::end_of_trace(): stopped with nothing left to walk on
 };
 
 // Decodes the whole trace (sync, decode to an error, resync at the next

@@ -156,8 +156,31 @@ TEST(LibiptDifferential, SdmVectors) {
   Spec("pt.libipt.sdm_vectors", "SDM Vol. 3C §33.4.2; libipt 2.0.5 pt_pkt_next");
   for (const testing::SdmVector& v : testing::SdmVectors()) {
     if (v.block || v.type == PacketType::kBbp || v.type == PacketType::kBep) continue;  // pt.libipt.no_blocks
+    if (v.type == PacketType::kCfe || v.type == PacketType::kEvd || v.type == PacketType::kTrig) continue;  // below
     EXPECT_TRUE(Agree(v.bytes)) << v.describe;
   }
+}
+
+TEST(LibiptDifferential, EventTraceAndTrigAreUnknownToLibipt) {
+  Spec("pt.libipt.no_event_trace",
+       "declared divergence: libipt 2.0.5 predates Event Trace and Trigger Tracing (SDM §33.4.2.29-30, TRIG)");
+  int seen = 0;
+  for (const testing::SdmVector& v : testing::SdmVectors()) {
+    if (v.type != PacketType::kCfe && v.type != PacketType::kEvd && v.type != PacketType::kTrig) continue;
+    ++seen;
+    LibiptDecoder ref(v.bytes);
+    RefPacket r;
+    ASSERT_EQ(ref.SyncSet(0), 0);
+    EXPECT_EQ(ref.Next(&r), EILSEQ) << v.describe;
+    // Ours with libipt 2.0.5's packet set agrees; by default it decodes them.
+    PacketDecoder compat(v.bytes, PacketDecoder::Options::Libipt205());
+    ASSERT_OK(compat.SyncSet(0));
+    EXPECT_THAT(compat.Next(), FailsWithErrno(EILSEQ)) << v.describe;
+    PacketDecoder ours(v.bytes);
+    ASSERT_OK(ours.SyncSet(0));
+    EXPECT_TRUE(ours.Next().ok()) << v.describe;
+  }
+  EXPECT_EQ(seen, 7);
 }
 
 TEST(LibiptDifferential, BlockPacketsAreUnknownToLibipt) {

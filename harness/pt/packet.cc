@@ -12,6 +12,7 @@ std::string_view PacketName(PacketType type) {
       "INVALID", "PAD",  "PSB",  "PSBEND", "TNT-8", "TNT-64", "TIP",   "TIP.PGE", "TIP.PGD", "FUP",
       "PIP",     "MODE.Exec", "MODE.TSX", "TraceStop", "CBR", "TSC", "MTC", "TMA", "CYC", "VMCS",
       "OVF",     "MNT",  "PTW",  "EXSTOP", "MWAIT", "PWRE",  "PWRX",  "BBP",     "BIP",     "BEP",
+      "CFE",     "EVD",  "TRIG",
   };
   const auto i = static_cast<size_t>(type);
   return i < kNames.size() ? kNames[i] : "INVALID";
@@ -36,6 +37,35 @@ std::string_view ExecModeName(ExecMode mode) {
     case ExecMode::kInvalid: break;
   }
   return "invalid";
+}
+
+std::string_view CfeTypeName(uint8_t type) {
+  switch (type) {
+    case 0x01: return "INTR";
+    case 0x02: return "IRET";
+    case 0x03: return "SMI";
+    case 0x04: return "RSM";
+    case 0x05: return "SIPI";
+    case 0x06: return "INIT";
+    case 0x07: return "VMENTRY";
+    case 0x08: return "VMEXIT";
+    case 0x09: return "VMEXIT_INTR";
+    case 0x0a: return "SHUTDOWN";
+    case 0x0c: return "UINTR";
+    case 0x0d: return "UIRET";
+    case 0x0e: return "SWINTR";
+    case 0x0f: return "SYSCALL";
+    default: return "reserved";
+  }
+}
+
+std::string_view EvdTypeName(uint8_t type) {
+  switch (type) {
+    case 0x00: return "CR2";
+    case 0x01: return "VMX exit qualification";
+    case 0x02: return "VMX exit reason";
+    default: return "reserved";
+  }
 }
 
 std::string Describe(const Packet& p) {
@@ -100,6 +130,18 @@ std::string Describe(const Packet& p) {
       return fmt::format("{} SZ {}-byte Type {:#x}", name, p.bbp_item_bytes(), p.bbp_type());
     case PacketType::kBip:
       return fmt::format("{} ID {:#04x} Value {:#x}", name, p.bip_id(), p.bip_value());
+    case PacketType::kCfe:
+      return fmt::format("{} Type {:#x} ({}) Vector {:#x} IP:{}", name, p.cfe_type(), CfeTypeName(p.cfe_type()),
+                         p.cfe_vector(), p.cfe_ip() ? 1 : 0);
+    case PacketType::kEvd:
+      return fmt::format("{} Type {:#x} ({}) Payload {:#x}", name, p.evd_type(), EvdTypeName(p.evd_type()),
+                         p.evd_payload());
+    case PacketType::kTrig: {
+      std::string s = fmt::format("{} TRBV {:#04x}", name, p.trig_trbv());
+      if (p.trig_icntv()) s += fmt::format(" ICNT {}", p.trig_icnt());
+      if (p.trig_mult()) s += " MULT";
+      return s + fmt::format(" IP:{}", p.trig_ip() ? 1 : 0);
+    }
   }
   return std::string(name);
 }

@@ -29,6 +29,12 @@
 //   PTW             the 4- or 8-byte PTWRITE operand
 //   MWAIT           bytes 2..9 (hints EAX in bits 31:0, extensions ECX in 63:32)
 //   PWRE            bytes 2..3;  PWRX  bytes 2..6;  BBP  byte 2;  BIP  the 4- or 8-byte value
+//   CFE             bytes 2..3 (IP in bit 7, Type in bits 4:0, Vector in bits 15:8)
+//   EVD             bytes 3..10 (the 64-bit event data); its Type (byte 2) is in
+//                   `opcode`, the one packet whose opcode is not its byte 0 (02h,
+//                   as for every packet with an `ext`): byte 2 has no other room
+//   TRIG            bytes 1..2 (IP bit 7, ICNTV bit 6, MULT bit 5, TRBV in bits
+//                   15:8), and with ICNTV bytes 3..4 (ICNT in bits 31:16)
 //   others          0
 #pragma once
 
@@ -73,8 +79,14 @@ enum class PacketType : uint8_t {
   kBbp,        // §33.4.2.26 BBP: 02h 63h + 1 byte (SZ, Type)
   kBip,        // §33.4.2.27 BIP: ID:100b + 4 or 8 bytes, only inside a block (after BBP)
   kBep,        // §33.4.2.28 BEP: 02h 33h (IP=0) / B3h (IP=1)
+  // Event Trace (IA32_RTIT_CTL.EventEn, bit 31) and Trigger Tracing packets of
+  // later SDMs (libipt 2.0.5 predates them; libipt 2.1 decodes CFE and EVD,
+  // 2.2 TRIG, with the same layouts):
+  kCfe,        // §33.4.2.29 CFE (Control Flow Event): 02h 13h + 2 bytes
+  kEvd,        // §33.4.2.30 EVD (Event Data): 02h 53h + Type byte + 8 bytes
+  kTrig,       // §33.4.2 TRIG (Trigger): D9h + 2 bytes, + 2 more (ICNT) with ICNTV
 };
-inline constexpr int kPacketTypeCount = static_cast<int>(PacketType::kBep) + 1;
+inline constexpr int kPacketTypeCount = static_cast<int>(PacketType::kTrig) + 1;
 
 // The SDM's name: "PSB", "TNT-8", "TIP.PGE", "MODE.Exec", "TraceStop", ... Never null.
 std::string_view PacketName(PacketType type);
@@ -94,6 +106,14 @@ enum class IpBytes : uint8_t {
 int IpPayloadSize(uint8_t ipbytes);
 // "suppressed", "upd16", "upd32", "sext48", "upd48", "full", or "reserved".
 std::string_view IpBytesName(uint8_t ipbytes);
+
+// The SDM's names of the CFE Type field (§33.4.2.29: "INTR", "IRET", "SMI",
+// "RSM", "SIPI", "INIT", "VMENTRY", "VMEXIT", "VMEXIT_INTR", "SHUTDOWN",
+// "UINTR", "UIRET", "SWINTR", "SYSCALL"; "reserved" for others) and of the
+// EVD Type field (§33.4.2.30: "CR2", "VMX exit qualification", "VMX exit
+// reason"; "reserved").
+std::string_view CfeTypeName(uint8_t type);
+std::string_view EvdTypeName(uint8_t type);
 
 // MODE.Exec CS.L/CS.D (SDM §33.4.2.8, table "MODE.Exec Packet"). kInvalid is
 // CS.L=1 with CS.D=1, which the SDM reserves; the packet still decodes.
@@ -210,6 +230,27 @@ struct Packet {
   // BIP: the item ID (opcode[7:3]) and the item value (4 or 8 bytes, per the BBP).
   uint8_t bip_id() const { assert(type == PacketType::kBip); return opcode >> 3; }
   uint64_t bip_value() const { assert(type == PacketType::kBip); return payload; }
+
+  // CFE: the IP bit (byte 2 bit 7: a FUP with the event's IP follows), the
+  // event Type (byte 2 bits 4:0: 1 INTR, 2 IRET, 3 SMI, 4 RSM, 5 SIPI, 6 INIT,
+  // 7 VMENTRY, 8 VMEXIT, 9 VMEXIT_INTR, 0Ah SHUTDOWN, 0Ch UINTR, 0Dh UIRET,
+  // 0Eh SWINTR, 0Fh SYSCALL) and the Vector (byte 3: the interrupt/SIPI vector).
+  bool cfe_ip() const { assert(type == PacketType::kCfe); return (payload & 0x80) != 0; }
+  uint8_t cfe_type() const { assert(type == PacketType::kCfe); return payload & 0x1f; }
+  uint8_t cfe_vector() const { assert(type == PacketType::kCfe); return static_cast<uint8_t>(payload >> 8); }
+  // EVD: the Type (byte 2 bits 5:0: 0 page-fault linear address (CR2), 1 VMX
+  // exit qualification, 2 VMX exit reason) and the 64-bit event data.
+  uint8_t evd_type() const { assert(type == PacketType::kEvd); return opcode & 0x3f; }
+  uint64_t evd_payload() const { assert(type == PacketType::kEvd); return payload; }
+  // TRIG: IP (byte 1 bit 7: a FUP follows), ICNTV (bit 6: ICNT is valid),
+  // MULT (bit 5: more triggers fired than TRBV reports), TRBV (byte 2: the
+  // trigger bit vector) and ICNT (bytes 3..4, with ICNTV: instructions
+  // retired since the last IP packet, TNT or TIP).
+  bool trig_ip() const { assert(type == PacketType::kTrig); return (payload & 0x80) != 0; }
+  bool trig_icntv() const { assert(type == PacketType::kTrig); return (payload & 0x40) != 0; }
+  bool trig_mult() const { assert(type == PacketType::kTrig); return (payload & 0x20) != 0; }
+  uint8_t trig_trbv() const { assert(type == PacketType::kTrig); return static_cast<uint8_t>(payload >> 8); }
+  uint16_t trig_icnt() const { assert(type == PacketType::kTrig); return static_cast<uint16_t>(payload >> 16); }
 };
 
 // The decoder writes type, size, opcode and ext as one 4-byte word.

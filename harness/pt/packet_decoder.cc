@@ -67,7 +67,7 @@ bool KeepsBlock(PacketType type) {
 }
 
 // Decodes the 02h packet at `pos` (avail >= 1 bytes). Returns 0 or an errno.
-int DecodeExt(Packet& p, const uint8_t* pos, size_t avail, bool block_packets) {
+int DecodeExt(Packet& p, const uint8_t* pos, size_t avail, const PacketDecoder::Options& options) {
   if (avail < 2) return EMSGSIZE;
   const uint8_t x = pos[1];
   const internal::ExtEntry e = internal::kExtByte[x];
@@ -76,8 +76,22 @@ int DecodeExt(Packet& p, const uint8_t* pos, size_t avail, bool block_packets) {
   switch (e.kind) {
     case ExtKind::kBad:
       return EILSEQ;
+    case ExtKind::kEvent:
+      if (!options.event_trace_packets) return EILSEQ;
+      if (avail < size) return EMSGSIZE;
+      if (e.type == PacketType::kEvd) {
+        // The Type byte goes to `opcode` (packet.h), the 8 data bytes to the payload.
+        p.payload = LoadLE(pos + 3, 8, avail - 3);
+        p.type = e.type;
+        p.size = static_cast<uint8_t>(size);
+        p.opcode = pos[2];
+        p.ext = x;
+        return 0;
+      }
+      payload = LoadLE(pos + 2, size - 2, avail - 2);
+      break;
     case ExtKind::kBlock:
-      if (!block_packets) return EILSEQ;
+      if (!options.block_packets) return EILSEQ;
       [[fallthrough]];
     case ExtKind::kSimple:
       if (avail < size) return EMSGSIZE;
@@ -145,7 +159,7 @@ int DecodeCyc(Packet& p, const uint8_t* pos, size_t avail) {
 }
 
 // Decodes the packet at `pos` (avail >= 1 bytes) outside a block. Returns 0 or an errno.
-int DecodeAt(Packet& p, const uint8_t* pos, size_t avail, bool block_packets) {
+int DecodeAt(Packet& p, const uint8_t* pos, size_t avail, const PacketDecoder::Options& options) {
   const uint8_t b = pos[0];
   const uint64_t info = internal::kFast.info[b];
   const auto type = static_cast<PacketType>(info & 0xff);
@@ -162,7 +176,7 @@ int DecodeAt(Packet& p, const uint8_t* pos, size_t avail, bool block_packets) {
       p.size = size;
       break;
     case OpKind::kExt:
-      return DecodeExt(p, pos, avail, block_packets);
+      return DecodeExt(p, pos, avail, options);
     case OpKind::kMode: {
       if (avail < 2) return EMSGSIZE;
       const uint8_t m = pos[1];
@@ -173,6 +187,17 @@ int DecodeAt(Packet& p, const uint8_t* pos, size_t avail, bool block_packets) {
       }
       p.payload = m;
       p.size = 2;
+      break;
+    }
+    case OpKind::kTrig: {
+      // D9h, flags (IP, ICNTV, MULT), TRBV, and ICNT[15:0] when ICNTV is set.
+      if (!options.trigger_packets) return EILSEQ;
+      if (avail < 3) return EMSGSIZE;
+      const unsigned n = (pos[1] & 0x40) != 0 ? 5 : 3;
+      if (avail < n) return EMSGSIZE;
+      p.payload = LoadLE(pos + 1, n - 1, avail - 1);
+      p.type = PacketType::kTrig;
+      p.size = static_cast<uint8_t>(n);
       break;
     }
     case OpKind::kBadOpcode:
@@ -188,7 +213,7 @@ int DecodeAt(Packet& p, const uint8_t* pos, size_t avail, bool block_packets) {
 // One packet at `pos` (begin <= pos < end) the careful way: bounds, the slow
 // kinds, PEBS block context (`block`, updated). Returns 0 or an errno.
 int DecodeOneSlow(const uint8_t* begin, const uint8_t* end, const uint8_t* pos, uint8_t& block,
-                  bool block_packets, Packet& out) {
+                  const PacketDecoder::Options& options, Packet& out) {
   const size_t avail = static_cast<size_t>(end - pos);
   Packet p;
   p.offset = static_cast<uint64_t>(pos - begin);
@@ -202,7 +227,7 @@ int DecodeOneSlow(const uint8_t* begin, const uint8_t* end, const uint8_t* pos, 
     p.opcode = pos[0];
     p.ext = 0;
   } else {
-    const int err = DecodeAt(p, pos, avail, block_packets);
+    const int err = DecodeAt(p, pos, avail, options);
     if (err != 0) return err;
   }
   if (p.type == PacketType::kBbp) {
@@ -536,7 +561,7 @@ int PacketDecoder::NextSlow(Packet& packet) noexcept {
     pos_ += packet.size;
     return 0;
   }
-  const int err = DecodeOneSlow(begin_, end_, pos_, block_, options_.block_packets, packet);
+  const int err = DecodeOneSlow(begin_, end_, pos_, block_, options_, packet);
   if (err != 0) return err;
   pos_ += packet.size;
   UpdateFastEnd();
@@ -549,7 +574,7 @@ int PacketDecoder::StepCareful(const uint8_t* B, uint64_t rel, uint8_t& block, P
     if (internal::FastDecode(begin_, static_cast<uint64_t>(B - begin_) + rel, p, size)) return 0;
     if (SemiFastDecode(begin_, static_cast<uint64_t>(B - begin_) + rel, p)) return 0;
   }
-  return DecodeOneSlow(begin_, end_, B + rel, block, options_.block_packets, p);
+  return DecodeOneSlow(begin_, end_, B + rel, block, options_, p);
 }
 
 template <typename Rec>

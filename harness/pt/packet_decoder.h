@@ -81,10 +81,27 @@ class PacketDecoder {
     // 02h B3h are unknown opcodes (EILSEQ), as to decoders that predate them
     // (libipt 2.0).
     bool block_packets = true;
+    // Decode the Event Trace packets CFE (02h 13h) and EVD (02h 53h) (SDM
+    // §33.4.2.29-30; written with IA32_RTIT_CTL.EventEn). With false they
+    // are unknown opcodes (EILSEQ), as to libipt 2.0.
+    bool event_trace_packets = true;
+    // Decode TRIG (D9h; SDM §33.4.2 "TRIG Packet", Trigger Tracing). With
+    // false D9h is an unknown opcode (EILSEQ), as to libipt 2.0 and 2.1.
+    bool trigger_packets = true;
     // Decode(PacketBatch&) runs its portable lanes even where the CPU has
     // AVX-512 VBMI and BMI2 (by default it runs the mapped lanes there);
     // the output is the same — tests compare both.
     bool portable = false;
+
+    // The packets libipt 2.0.5 (Debian's libipt-dev, the tests' reference)
+    // decodes: no PEBS block, Event Trace or TRIG packets.
+    static constexpr Options Libipt205() {
+      Options o;
+      o.block_packets = false;
+      o.event_trace_packets = false;
+      o.trigger_packets = false;
+      return o;
+    }
   };
 
   explicit PacketDecoder(std::span<const uint8_t> trace) : PacketDecoder(trace, Options{}) {}
@@ -117,8 +134,8 @@ class PacketDecoder {
   //   ENOTCONN  not synchronized yet (no Sync* call succeeded)
   //   ENODATA   end of the trace: offset() == size
   //   EILSEQ    unknown opcode: the first byte, the byte after 02h, or the
-  //             byte after 02h C3h names no packet (SDM §33.4.2), or a block
-  //             packet with block_packets = false
+  //             byte after 02h C3h names no packet (SDM §33.4.2), or a block,
+  //             Event Trace or TRIG packet whose Options flag is false
   //   EBADMSG   a payload the SDM does not allow, known from the opcode:
   //             IPBytes 101b/111b (TIP, TIP.PGE, TIP.PGD, FUP), PTW
   //             PayloadBytes 10b/11b

@@ -68,7 +68,7 @@ TEST(PacketDecoder, EverySdmVector) {
     EXPECT_EQ(p.type, v.type);
     EXPECT_EQ(p.offset, at);
     EXPECT_EQ(p.size, v.bytes.size());
-    EXPECT_EQ(p.opcode, v.bytes[0]);
+    EXPECT_EQ(p.opcode, v.type == PacketType::kEvd ? v.bytes[2] : v.bytes[0]);  // (EVD: its Type, packet.h)
     EXPECT_EQ(Describe(p), v.describe);
     EXPECT_EQ(d.offset(), bytes.size());
     EXPECT_THAT(d.Next(), FailsWithErrno(ENODATA));
@@ -234,10 +234,18 @@ TEST(PacketDecoder, UnknownOpcodes) {
   }
   // Odd bytes that are not CYC (xxxxxx11b), TIP/TIP.PGE/TIP.PGD/FUP (low 5
   // bits 01101b/10001b/00001b/11101b), TSC (19h), MTC (59h) or MODE (99h):
-  // low 5 bits 00101b, 01001b, 10101b (3 x 8), and 39h, 79h, B9h, D9h, F9h.
-  EXPECT_EQ(unknown_first, 29);
+  // low 5 bits 00101b, 01001b, 10101b (3 x 8), and 39h, 79h, B9h, F9h — and
+  // D9h, which is TRIG to SDMs with Trigger Tracing, unknown to libipt 2.0.
+  EXPECT_EQ(unknown_first, 28);
+  int unknown_libipt = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (b == 0x02) continue;
+    Result<Packet> r = DecodeOne(std::vector<uint8_t>(16, static_cast<uint8_t>(b)), PacketDecoder::Options::Libipt205());
+    if (!r.ok() && r.error() == EILSEQ) ++unknown_libipt;
+  }
+  EXPECT_EQ(unknown_libipt, 29);
   EXPECT_THAT(DecodeOne(Bytes({0x02, 0x02})), FailsWithErrno(EILSEQ));
-  EXPECT_THAT(DecodeOne(Bytes({0xd9, 0, 0})), FailsWithErrno(EILSEQ));
+  EXPECT_THAT(DecodeOne(Bytes({0xd9, 0, 0}), PacketDecoder::Options::Libipt205()), FailsWithErrno(EILSEQ));
   EXPECT_THAT(DecodeOne(Bytes({0x02, 0x04})), FailsWithErrno(EILSEQ));
   EXPECT_THAT(DecodeOne(Bytes({0x02, 0xc3, 0x89, 0, 0, 0, 0, 0, 0, 0, 0})), FailsWithErrno(EILSEQ));
 }
@@ -418,6 +426,61 @@ TEST(PacketDecoder, BlockPacketsDisabled) {
   EXPECT_THAT(DecodeOne(Bytes({0x02, 0xb3}), options), FailsWithErrno(EILSEQ));
 }
 
+TEST(PacketDecoder, EventTracePackets) {
+  Spec("pt.packet.cfe_evd", "SDM §33.4.2.29 'CFE Packet Definition', §33.4.2.30 'EVD Packet Definition'");
+  // CFE VMEXIT_INTR (09h) of vector 0Eh (#PF), IP bit clear: 02 13 09 0E.
+  ASSERT_OK_AND_ASSIGN(Packet cfe, DecodeOne(Bytes({0x02, 0x13, 0x09, 0x0e})));
+  EXPECT_EQ(cfe.type, PacketType::kCfe);
+  EXPECT_EQ(cfe.size, 4);
+  EXPECT_EQ(cfe.cfe_type(), 9);
+  EXPECT_EQ(cfe.cfe_vector(), 14);
+  EXPECT_FALSE(cfe.cfe_ip());
+  // CFE SWINTR (0Eh) of INT 80h, IP bit set: 02 13 8E 80 (reserved bits 6:5 ignored).
+  ASSERT_OK_AND_ASSIGN(Packet swintr, DecodeOne(Bytes({0x02, 0x13, 0xee, 0x80})));
+  EXPECT_EQ(swintr.cfe_type(), 0x0e);
+  EXPECT_EQ(swintr.cfe_vector(), 0x80);
+  EXPECT_TRUE(swintr.cfe_ip());
+  // EVD VMX exit qualification (01h), payload 0xf00baa.
+  ASSERT_OK_AND_ASSIGN(Packet evd, DecodeOne(Bytes({0x02, 0x53, 0x01, 0xaa, 0x0b, 0xf0, 0, 0, 0, 0, 0})));
+  EXPECT_EQ(evd.type, PacketType::kEvd);
+  EXPECT_EQ(evd.size, 11);
+  EXPECT_EQ(evd.evd_type(), 1);
+  EXPECT_EQ(evd.evd_payload(), 0xf00baau);
+  // Cut short: EMSGSIZE at every cut.
+  EXPECT_THAT(DecodeOne(Bytes({0x02, 0x13, 0x01})), FailsWithErrno(EMSGSIZE));
+  EXPECT_THAT(DecodeOne(Bytes({0x02, 0x53, 0x01, 0, 0, 0, 0, 0, 0, 0})), FailsWithErrno(EMSGSIZE));
+  // Unknown to libipt 2.0 (and with event_trace_packets = false).
+  PacketDecoder::Options off;
+  off.event_trace_packets = false;
+  EXPECT_THAT(DecodeOne(Bytes({0x02, 0x13, 0x09, 0x0e}), off), FailsWithErrno(EILSEQ));
+  EXPECT_THAT(DecodeOne(Bytes({0x02, 0x53, 0x01, 0, 0, 0, 0, 0, 0, 0, 0}), off), FailsWithErrno(EILSEQ));
+  ASSERT_OK(DecodeOne(Bytes({0xd9, 0, 0}), off));  // (TRIG has its own flag)
+}
+
+TEST(PacketDecoder, TrigPacket) {
+  Spec("pt.packet.trig", "SDM §33.4.2 'TRIG Packet Definition' (Trigger Tracing)");
+  // Without ICNTV: 3 bytes, whatever follows.
+  ASSERT_OK_AND_ASSIGN(Packet t, DecodeOne(Bytes({0xd9, 0x20, 0x03, 0xff, 0xff})));
+  EXPECT_EQ(t.type, PacketType::kTrig);
+  EXPECT_EQ(t.size, 3);
+  EXPECT_EQ(t.trig_trbv(), 3);
+  EXPECT_TRUE(t.trig_mult());
+  EXPECT_FALSE(t.trig_icntv());
+  EXPECT_FALSE(t.trig_ip());
+  // With ICNTV (byte 1 bit 6): ICNT in bytes 3..4, little-endian.
+  ASSERT_OK_AND_ASSIGN(Packet i, DecodeOne(Bytes({0xd9, 0xc0, 0x1a, 0x02, 0x01})));
+  EXPECT_EQ(i.size, 5);
+  EXPECT_TRUE(i.trig_icntv());
+  EXPECT_TRUE(i.trig_ip());
+  EXPECT_EQ(i.trig_icnt(), 0x102);
+  EXPECT_EQ(i.trig_trbv(), 0x1a);
+  EXPECT_THAT(DecodeOne(Bytes({0xd9, 0x40, 0x1a, 0x02})), FailsWithErrno(EMSGSIZE));
+  EXPECT_THAT(DecodeOne(Bytes({0xd9, 0x00})), FailsWithErrno(EMSGSIZE));
+  PacketDecoder::Options off;
+  off.trigger_packets = false;
+  EXPECT_THAT(DecodeOne(Bytes({0xd9, 0x00, 0x01}), off), FailsWithErrno(EILSEQ));
+}
+
 TEST(PacketDecoder, FastAndSlowPathsAgree) {
   Spec("pt.decoder.fast_path", "packet_decoder.h 'Speed'");
   // Every simple first byte with a full 9-byte window (fast path) and with
@@ -489,7 +552,7 @@ TEST(PacketDecoder, DecodeIsNextInBulk) {
   for (uint64_t seed = 1; seed <= 3; ++seed) traces.push_back(testing::RealisticTrace({.seed = seed, .size = 256 << 10}));
   traces.push_back(testing::RealisticTrace({.seed = 9, .size = 64 << 10, .psb_period = 256}));
   traces.push_back(testing::RealisticTrace({.seed = 10, .size = 64 << 10, .psb_period = 65536}));
-  for (int i = 0; i < 20; ++i) traces.push_back(testing::RandomTrace(rng, 8000, 200, {.block_packets = i % 2 == 0}));
+  for (int i = 0; i < 20; ++i) traces.push_back(testing::RandomTrace(rng, 8000, 200, {.block_packets = i % 2 == 0, .event_trace = i % 3 == 0}));
   // Dense PSBs, a PSB pattern inside payloads, and 1-byte packets only (lanes that fill their regions).
   traces.push_back(testing::RealisticTrace({.seed = 11, .size = 64 << 10, .psb_period = 16}));
   {
@@ -560,7 +623,7 @@ TEST(PacketDecoder, DecodeIsNextInBulk) {
 TEST(PacketDecoder, BatchOfFewRecordsIsNextInBulk) {
   Spec("pt.decoder.bulk_small", "packet_decoder.h Decode(PacketBatch&): a packet at a time with little room");
   std::mt19937_64 rng(78);
-  const std::vector<uint8_t> trace = testing::RandomTrace(rng, 3000, 100, {.block_packets = true});
+  const std::vector<uint8_t> trace = testing::RandomTrace(rng, 3000, 100, {.block_packets = true, .event_trace = true});
   const Outcome want = WithNext(trace);
   for (size_t capacity : {0, 1, 7, 100}) EXPECT_TRUE(WithBatch(trace, capacity) == want) << capacity;
 }

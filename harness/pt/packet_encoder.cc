@@ -146,6 +146,21 @@ int Encode(const Packet& p, uint8_t* buf) {
     case PacketType::kBep:
       if (p.ext != kExtBep && p.ext != kExtBepIp) return -EINVAL;
       return ext(p.ext, 0, 0);
+    case PacketType::kCfe: return ext(kExtCfe, p.payload, 2);
+    case PacketType::kEvd:
+      // The Type byte is in `opcode` (packet.h).
+      buf[0] = kOpcExt;
+      buf[1] = kExtEvd;
+      buf[2] = p.opcode;
+      put(3, p.payload, 8);
+      return 11;
+    case PacketType::kTrig: {
+      const unsigned n = (p.payload & 0x40) != 0 ? 4 : 2;
+      if (!Fits(p.payload, n)) return -EINVAL;
+      buf[0] = kOpcTrig;
+      put(1, p.payload, n);
+      return 1 + static_cast<int>(n);
+    }
     case PacketType::kBip: {
       if ((p.opcode & 7) != kOpcBip || (p.size != 5 && p.size != 9)) return -EINVAL;
       const unsigned n = p.size - 1u;
@@ -291,6 +306,17 @@ Packet Bip(uint8_t id, uint64_t value, unsigned item_bytes) {
             static_cast<uint8_t>(((id & 0x1f) << 3) | kOpcBip));
 }
 Packet Bep(bool ip) { return Of(PacketType::kBep, 2, 0, kOpcExt, ip ? kExtBepIp : kExtBep); }
+Packet Cfe(uint8_t type, uint8_t vector, bool ip) {
+  return Of(PacketType::kCfe, 4, (ip ? 0x80 : 0) | (type & 0x1fu) | (uint64_t{vector} << 8), kOpcExt, kExtCfe);
+}
+Packet Evd(uint8_t type, uint64_t payload) {
+  return Of(PacketType::kEvd, 11, payload, static_cast<uint8_t>(type & 0x3f), kExtEvd);
+}
+Packet Trig(uint8_t trbv, std::optional<uint16_t> icnt, bool mult, bool ip) {
+  const uint64_t flags = (ip ? 0x80 : 0) | (icnt ? 0x40 : 0) | (mult ? 0x20 : 0);
+  const uint64_t payload = flags | (uint64_t{trbv} << 8) | (icnt ? uint64_t{*icnt} << 16 : 0);
+  return Of(PacketType::kTrig, icnt ? 5 : 3, payload, kOpcTrig);
+}
 
 }  // namespace make
 }  // namespace perftest::pt

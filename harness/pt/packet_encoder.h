@@ -101,6 +101,12 @@ Packet Pwrx(uint8_t last, uint8_t deepest, uint8_t wake_reason);
 Packet Bbp(unsigned item_bytes, uint8_t type);  // 4 or 8
 Packet Bip(uint8_t id, uint64_t value, unsigned item_bytes);
 Packet Bep(bool ip);
+// CFE: type bits 4:0, the vector, the IP bit (a FUP follows).
+Packet Cfe(uint8_t type, uint8_t vector, bool ip);
+// EVD: type bits 5:0 (0 CR2, 1 VMX exit qualification, 2 VMX exit reason), the data.
+Packet Evd(uint8_t type, uint64_t payload);
+// TRIG: the trigger bit vector, ICNT (given: ICNTV set), MULT, IP.
+Packet Trig(uint8_t trbv, std::optional<uint16_t> icnt, bool mult, bool ip);
 }  // namespace make
 
 }  // namespace perftest::pt

@@ -91,7 +91,7 @@ TEST(PacketEncoder, DecodeOfEncodeIsIdentity) {
   Spec("pt.encoder.roundtrip", "packet_encoder.h: Decode(Encode(p)) == p");
   std::mt19937_64 rng(11);
   for (int i = 0; i < 20000; ++i) {
-    Packet p = testing::RandomPacket(rng, {.block_packets = true});
+    Packet p = testing::RandomPacket(rng, {.block_packets = true, .event_trace = true});
     std::vector<uint8_t> bytes = Encode(p);
     ASSERT_FALSE(bytes.empty()) << Describe(p);
     PacketDecoder d(bytes);
@@ -105,7 +105,7 @@ TEST(PacketEncoder, EncodeOfDecodeIsIdentity) {
   Spec("pt.encoder.roundtrip", "packet_encoder.h: Encode(Decode(bytes)) == bytes");
   std::mt19937_64 rng(12);
   for (int trace = 0; trace < 50; ++trace) {
-    const std::vector<uint8_t> bytes = testing::RandomTrace(rng, 500, 50, {.block_packets = true});
+    const std::vector<uint8_t> bytes = testing::RandomTrace(rng, 500, 50, {.block_packets = true, .event_trace = true});
     PacketDecoder d(bytes);
     ASSERT_OK(d.SyncSet(0));
     std::vector<uint8_t> again;

@@ -29,7 +29,7 @@ std::vector<std::vector<uint8_t>> Inputs() {
   std::vector<std::vector<uint8_t>> in;
   in.push_back(testing::RealisticTrace({.seed = 3, .size = 128 << 10}));
   std::mt19937_64 rng(41);
-  in.push_back(testing::RandomTrace(rng, 20000, 300, {.block_packets = true}));
+  in.push_back(testing::RandomTrace(rng, 20000, 300, {.block_packets = true, .event_trace = true}));
   std::vector<uint8_t> random(64 << 10);
   for (uint8_t& b : random) b = static_cast<uint8_t>(rng());
   in.push_back(random);

@@ -26,6 +26,7 @@ PtConfig PtConfig::FromAttrConfig(uint64_t config) {
   c.mtc_period = Field(config, 14, 4);
   c.cyc_thresh = Field(config, 19, 4);
   c.psb_period = Field(config, 24, 4);
+  c.event = Bit(config, 31);
   return c;
 }
 
@@ -33,15 +34,16 @@ uint64_t PtConfig::ToAttrConfig() const {
   return uint64_t{pt} << 0 | uint64_t{cyc} << 1 | uint64_t{pwr_evt} << 4 | uint64_t{fup_on_ptw} << 5 |
          uint64_t{mtc} << 9 | uint64_t{tsc} << 10 | uint64_t{noretcomp} << 11 | uint64_t{ptw} << 12 |
          uint64_t{branch} << 13 | uint64_t{mtc_period & 0xfu} << 14 | uint64_t{cyc_thresh & 0xfu} << 19 |
-         uint64_t{psb_period & 0xfu} << 24;
+         uint64_t{psb_period & 0xfu} << 24 | uint64_t{event} << 31;
 }
 
 std::string PtConfig::ToString() const {
+  // (event only when set: the spelling of configs without it is unchanged.)
   return fmt::format(
       "pt={},cyc={},pwr_evt={},fup_on_ptw={},mtc={},tsc={},noretcomp={},ptw={},branch={},mtc_period={},"
       "cyc_thresh={},psb_period={}",
       int{pt}, int{cyc}, int{pwr_evt}, int{fup_on_ptw}, int{mtc}, int{tsc}, int{noretcomp}, int{ptw}, int{branch},
-      mtc_period, cyc_thresh, psb_period);
+      mtc_period, cyc_thresh, psb_period) + (event ? ",event=1" : "");
 }
 
 }  // namespace perftest::pt_sim

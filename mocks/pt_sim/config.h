@@ -9,7 +9,8 @@
 // (arch/x86/events/intel/pt.c, PMU_FORMAT_ATTR: pt config:0, cyc config:1,
 // pwr_evt config:4, fup_on_ptw config:5, mtc config:9, tsc config:10,
 // noretcomp config:11, ptw config:12, branch config:13, mtc_period
-// config:14-17, cyc_thresh config:19-22, psb_period config:24-27), which are
+// config:14-17, cyc_thresh config:19-22, psb_period config:24-27, event
+// config:31 since Linux 5.18), which are
 // the RTIT_CTL bit positions of Intel SDM Vol. 3C §33.2.7.2
 // "IA32_RTIT_CTL MSR". perf-intel-pt.txt "config terms" describes each term.
 #pragma once
@@ -32,6 +33,7 @@ struct PtConfig {
   uint8_t mtc_period = 0;   // config:14-17  MTC every 2^mtc_period crystal-clock (CTC) ticks
   uint8_t cyc_thresh = 0;   // config:19-22  CYC at most every 2^(cyc_thresh-1) cycles (0: any)
   uint8_t psb_period = 0;   // config:24-27  PSB+ every 2^(psb_period+11) trace bytes
+  bool event = false;       // config:31  Event Trace (RTIT_CTL.EventEn): CFE and EVD packets
 
   bool operator==(const PtConfig&) const = default;
 

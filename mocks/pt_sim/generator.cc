@@ -172,12 +172,46 @@ void PtGenerator::Interrupt() {
   if (PacketEn()) {
     FlushTnt();
     MaybeCyc();
+    if (config_.event) EventTraceInterrupt();
     OutIp(PacketType::kFup, ip_);
     OutIp(PacketType::kTipPgd, std::nullopt);
   }
   pge_pending_ = true;
   KernelTime();
   EmitPge();
+}
+
+// Event Trace at an interrupt (SDM §33.4.2.29 "CFE", §33.4.2.30 "EVD"): a
+// CFE of Type INTR with the vector and its IP bit set (the FUP that follows
+// gives the interrupted instruction's IP), after an EVD with the faulting
+// linear address (CR2) for a page fault (vector 14, every other interrupt
+// here; the others are a timer's, vector 20h).
+void PtGenerator::EventTraceInterrupt() {
+  const bool page_fault = oracle_.OneIn(2);
+  if (page_fault) {
+    const uint64_t cr2 = 0x7f0000000000 + (oracle_.Draw() & 0xfffffffff8ull);
+    Event(EventKind::kEvd, true);
+    truth_.events.back().payload = cr2;
+    Out(make::Evd(0, cr2));
+  }
+  const uint8_t vector = page_fault ? 14 : 0x20;
+  Event(EventKind::kCfe, true);
+  truth_.events.back().payload = 0x01 | (uint64_t{vector} << 8) | (uint64_t{1} << 16);
+  Out(make::Cfe(0x01, vector, true));
+}
+
+// A TRIG (Trigger Tracing, SDM §33.4.2 "TRIG Packet") right after the
+// conditional branch whose TNT bit was the last one added: the TNT bits are
+// flushed first, so that the packet sits between that branch's TNT and the
+// next control packet, where a decoder places its event (after the branch,
+// ICNT not given). `next`: the IP after the branch.
+void PtGenerator::Trigger(uint64_t next) {
+  FlushTnt();
+  const uint8_t trbv = static_cast<uint8_t>(1u << oracle_.Between(0, 7));
+  Event(EventKind::kTrig, true);
+  truth_.events.back().ip = next;
+  truth_.events.back().payload = trbv;
+  Pkt(make::Trig(trbv, std::nullopt, false, false));
 }
 
 void PtGenerator::Power() {
@@ -278,6 +312,7 @@ Result<void> PtGenerator::Step() {
       if (PacketEn()) {
         AddTnt(taken);
         branch_packet = true;
+        if (options_.trigger_every != 0 && !Dropping() && oracle_.OneIn(options_.trigger_every)) Trigger(next);
       }
       break;
     }

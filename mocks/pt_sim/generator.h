@@ -47,6 +47,11 @@
 //                then OVF, FUP(IP) with a full IP, and a PSB+ (§33.4.2.16).
 //   PTW          PTWRITE with the oracle's operand (ptw); FUP(IP of the
 //                PTWRITE) after it with fup_on_ptw (§33.4.2.21).
+//   CFE/EVD      with `event` (config:31, Event Trace), at each simulated
+//                interrupt before its FUP: EVD(CR2) for a page fault, then
+//                CFE(INTR, vector, IP=1) (§33.4.2.29-30).
+//   TRIG         every ~trigger_every conditional branches, right after the
+//                branch's TNT (the TNT bits flushed first).
 //   MWAIT/PWRE/EXSTOP/PWRX   a C-state entry every ~power_every
 //                instructions (pwr_evt): MWAIT, PWRE, EXSTOP(IP=1), FUP(IP),
 //                PWRX (§33.4.2.22-25).
@@ -92,6 +97,10 @@ struct RunOptions {
   uint32_t ctc_ebx = 32;
   uint64_t tsc_start = 0x10000000;
   uint64_t kernel_cycles = 500;    // mean cycles spent in the kernel per interrupt/far transfer
+  // Mean conditional branches between TRIG packets (Trigger Tracing, SDM
+  // §33.4.2 "TRIG Packet": programmed through IA32_RTIT_TRIGGERx_CFG, no perf
+  // config term), each right after a branch's TNT bit; 0: none.
+  uint64_t trigger_every = 0;
   // Keep the per-instruction truth (GroundTruth insns, branches, ptwrites:
   // ~40 bytes an instruction). Off, the run is the same and the truth has
   // the rest (events, clock, image, trace_size), with insn indices still
@@ -174,6 +183,8 @@ class PtGenerator {
   void KernelTime();
   void Interrupt();
   void Power();
+  void EventTraceInterrupt();
+  void Trigger(uint64_t next);
   void Event(EventKind kind, bool traced);
   uint64_t Ctc() const;
   // Core cycles run at the current ratio (TSC advances cycles * cbr / current);

@@ -43,7 +43,8 @@ constexpr pt::BranchClass kClasses[] = {
 };
 constexpr EventKind kKinds[] = {EventKind::kEnable,        EventKind::kDisable,  EventKind::kInterrupt,
                                 EventKind::kSyscall,       EventKind::kOverflowBegin, EventKind::kOverflow,
-                                EventKind::kPower,         EventKind::kPsb,      EventKind::kCbr};
+                                EventKind::kPower,         EventKind::kPsb,      EventKind::kCbr,
+                                EventKind::kCfe,           EventKind::kEvd,      EventKind::kTrig};
 
 }  // namespace
 
@@ -58,6 +59,9 @@ std::string_view EventKindName(EventKind kind) {
     case EventKind::kPower: return "power";
     case EventKind::kPsb: return "psb";
     case EventKind::kCbr: return "cbr";
+    case EventKind::kCfe: return "cfe";
+    case EventKind::kEvd: return "evd";
+    case EventKind::kTrig: return "trig";
   }
   return "unknown";
 }
@@ -125,7 +129,9 @@ nlohmann::json ToJson(const GroundTruth& t) {
   j["ptwrites"] = std::move(ptw);
   json events = json::array();
   for (const EventRecord& e : t.events) {
-    events.push_back(json::array({EventKindName(e.kind), e.insn, e.ip, e.trace_offset, e.traced ? 1 : 0}));
+    json a = json::array({EventKindName(e.kind), e.insn, e.ip, e.trace_offset, e.traced ? 1 : 0});
+    if (e.payload != 0) a.push_back(e.payload);  // (a 6th element only where there is one)
+    events.push_back(std::move(a));
   }
   j["events"] = std::move(events);
   return j;
@@ -212,6 +218,7 @@ Result<GroundTruth> GroundTruthFromJson(const nlohmann::json& j) {
       rec.ip = e.at(2).get<uint64_t>();
       rec.trace_offset = e.at(3).get<uint64_t>();
       rec.traced = e.at(4).get<int>() != 0;
+      if (e.size() > 5) rec.payload = e.at(5).get<uint64_t>();
       t.events.push_back(rec);
     }
     return Result<GroundTruth>::Ok(std::move(t), call);

@@ -80,6 +80,10 @@ enum class EventKind : uint8_t {
   kPower,      // a C-state entry and exit (MWAIT, PWRE, EXSTOP + FUP, PWRX)
   kPsb,        // a PSB+ starts at trace_offset
   kCbr,        // the core:bus ratio changes (a CBR packet)
+  // Event Trace (config `event`) and Trigger Tracing:
+  kCfe,        // a CFE packet: payload = Type | Vector << 8 | IP bit << 16 (at an interrupt, before its FUP)
+  kEvd,        // an EVD packet: payload = the data (CR2 of a #PF), before its CFE
+  kTrig,       // a TRIG packet: payload = TRBV | ICNT << 8 (ICNT 0: before this instruction)
 };
 std::string_view EventKindName(EventKind kind);  // "enable", "disable", "interrupt", ...
 
@@ -90,6 +94,7 @@ struct EventRecord {
   uint64_t trace_offset = 0;  // byte offset in the trace of the event's first packet
   bool traced = false;        // the event wrote packets a decoder sees (e.g. not a disable
                               // while already in the kernel, not an interrupt with branch=0)
+  uint64_t payload = 0;       // kCfe, kEvd, kTrig: what the packet says (above)
   bool operator==(const EventRecord&) const = default;
 };
 

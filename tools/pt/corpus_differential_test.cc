@@ -25,6 +25,16 @@
 // each divergent variant and its code, printing the decode command). The totals line at the end gives
 // the traces and instructions compared.
 //
+// Events are compared too (testing::LibiptInsnFlow(..., events)): kind,
+// payload, IP and their place among the instructions. With them the full
+// run (issue 20) gives 704 clean traces identical (10,574,858 instructions
+// and their events), and 298 of the 5632 corrupted variants divergent, all
+// in events next to the first error: an event libipt loses with its failing
+// query (or reports, where ours does not) when the bad packet follows the
+// event's packet after other packets (TIP.PGE, PSB+), or the error is one
+// of the packet decoder's that ours meets on another path;
+// PERFTEST_PT_CORPUS_KEEP_GOING=1 counts them without stopping at the first
+// clean trace that differs.
 // The full run finds flow divergences on corrupted traces that the default
 // subset does not hit; the test fails while any is left. The compiled
 // programs' traces depend on where their code lies (ASLR, the build), so
@@ -147,6 +157,7 @@ struct Totals {
   std::atomic<int64_t> max_lead{0};
   std::atomic<uint64_t> relocated{0};  // traces run at a base of their own (Bases())
   std::atomic<uint64_t> divergent{0};  // variants whose flows differ through the first error (failures)
+  std::atomic<uint64_t> clean_divergent{0};  // clean traces whose flows differ (PERFTEST_PT_CORPUS_KEEP_GOING)
 };
 Totals& Global() {
   static Totals t;
@@ -163,10 +174,10 @@ class CorpusTotalsPrinter : public ::testing::Environment {
         "[corpus differential] %llu clean traces (%llu at a relocated code base): %llu instructions identical to pt_insn_next and to the ground "
         "truth; %llu corrupted variants (%llu instructions from pt_insn_next), %llu with a decode error before the "
         "end; through the first error (the same error; at the same instruction %llu, ours later "
-        "%llu, libipt later %llu, by at most %lld instructions), %llu identical to the end; %llu DIVERGE\n",
+        "%llu, libipt later %llu, by at most %lld instructions), %llu identical to the end; %llu DIVERGE; %llu clean traces DIVERGE\n",
         u(t.traces), u(t.relocated), u(t.insns), u(t.corrupted), u(t.corrupted_insns), u(t.corrupted_with_error),
         u(t.same_error_point), u(t.ours_later), u(t.libipt_later), static_cast<long long>(t.max_lead.load()),
-        u(t.corrupted_identical), u(t.divergent));
+        u(t.corrupted_identical), u(t.divergent), u(t.clean_divergent));
   }
 };
 [[maybe_unused]] ::testing::Environment* const kCorpusTotals =
@@ -345,8 +356,18 @@ void CheckCase(const Case& k) {
 
   // Clean: packets, flow against libipt, flow against the truth.
   EXPECT_EQ(testing::DiffAgainstLibipt(t->bytes), "");
-  const testing::FlowLog ours = testing::OurInsnFlow(t->bytes, image);
-  const testing::FlowLog ref = testing::LibiptInsnFlow(t->bytes, image);
+  const testing::FlowLog ours = testing::OurInsnFlow(t->bytes, image, /*events=*/true);
+  const testing::FlowLog ref = testing::LibiptInsnFlow(t->bytes, image, /*events=*/true);
+  // PERFTEST_PT_CORPUS_KEEP_GOING=1: a clean trace that differs is counted
+  // (and fails the test) without stopping the run, for the totals.
+  if (std::getenv("PERFTEST_PT_CORPUS_KEEP_GOING") != nullptr) {
+    const std::string d = testing::DiffFlow(ours, ref);
+    EXPECT_EQ(d, "");
+    if (!d.empty()) {
+      Global().clean_divergent += 1;
+      return;
+    }
+  }
   ASSERT_EQ(testing::DiffFlow(ours, ref), "");
   ASSERT_EQ(ours.errors, 1u) << "a clean trace ends at the end of the trace only";
   const std::vector<uint64_t> truth = t->truth.TracedIps();
@@ -365,8 +386,8 @@ void CheckCase(const Case& k) {
     const std::vector<uint8_t> bad = Corrupt(t->bytes, seed, kind);
     SCOPED_TRACE(fmt::format("corruption {} (seed {}, kind {})", i, seed, kind));
     EXPECT_EQ(testing::DiffAgainstLibipt(bad), "");
-    const testing::FlowLog o = testing::OurInsnFlow(bad, image);
-    const testing::FlowLog r = testing::LibiptInsnFlow(bad, image);
+    const testing::FlowLog o = testing::OurInsnFlow(bad, image, /*events=*/true);
+    const testing::FlowLog r = testing::LibiptInsnFlow(bad, image, /*events=*/true);
     int64_t lead = 0;
     const std::string diff = testing::DiffFlowThroughFirstError(o, r, &lead);
     EXPECT_EQ(diff, "");

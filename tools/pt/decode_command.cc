@@ -243,6 +243,7 @@ int RunDecode(const DecodeCommand& cmd) {
   d.mtc_period = cmd.mtc_period >= 0 ? static_cast<unsigned>(cmd.mtc_period) : timing.mtc_period;
   d.tsc_ctc_ratio_n = timing.tsc_ctc_ratio_n;
   d.tsc_ctc_ratio_d = timing.tsc_ctc_ratio_d == 0 ? 1 : timing.tsc_ctc_ratio_d;
+  d.stop_at_end = true;  // as ptxed: nothing past the end of the trace (pts_eos)
   o->max_nonturbo_ratio = timing.max_nonturbo_ratio;
   if (image_specs.empty()) {
     fmt::print(stderr,
@@ -286,11 +287,15 @@ int RunDecode(const DecodeCommand& cmd) {
   for (const ItraceSample& s : synth.samples()) {
     fmt::print("{}\n", json ? ToJson(s) : view ? ToCallTrace(s, cmd.call_ret_trace) : ToText(s));
   }
+  // How it ended: "end of trace" (the flow reached the trace's end), or
+  // "error" (the last flow ended in an error and no PSB followed).
+  const std::string_view status = stats.end_of_trace ? "end of trace" : "error";
   if (json) {
-    fmt::print(R"({{"summary":{{"instructions":{},"samples":{},"errors":{}}}}})" "\n", stats.instructions,
-               stats.samples, stats.errors);
+    fmt::print(R"({{"summary":{{"instructions":{},"samples":{},"errors":{},"status":"{}"}}}})" "\n", stats.instructions,
+               stats.samples, stats.errors, status);
   } else {
-    fmt::print("# {} instructions, {} samples, {} errors\n", stats.instructions, stats.samples, stats.errors);
+    fmt::print("# {} instructions, {} samples, {} errors\n# {}\n", stats.instructions, stats.samples, stats.errors,
+               status);
   }
   return 0;
 }

@@ -23,6 +23,7 @@ inline constexpr uint8_t kOpcMtc = 0x59;
 inline constexpr uint8_t kOpcMode = 0x99;
 inline constexpr uint8_t kOpcCyc = 0x03;   // low 2 bits; Exp in bit 2, Cycle Counter[4:0] in 7:3
 inline constexpr uint8_t kOpcBip = 0x04;   // low 3 bits, inside a block; ID in 7:3
+inline constexpr uint8_t kOpcTrig = 0xd9;  // TRIG: 3 bytes, 5 with ICNTV (byte 1 bit 6)
 
 // Second bytes after 02h.
 inline constexpr uint8_t kExtPsb = 0x82;
@@ -45,6 +46,8 @@ inline constexpr uint8_t kExtPwrx = 0xa2;
 inline constexpr uint8_t kExtBbp = 0x63;
 inline constexpr uint8_t kExtBep = 0x33;
 inline constexpr uint8_t kExtBepIp = 0xb3;
+inline constexpr uint8_t kExtCfe = 0x13;
+inline constexpr uint8_t kExtEvd = 0x53;
 
 inline constexpr int kPsbSize = 16;
 
@@ -55,6 +58,7 @@ enum class OpKind : uint8_t {
   kMode,        // 99h: the leaf in byte 1 picks MODE.Exec or MODE.TSX
   kBadOpcode,   // no such packet: EILSEQ
   kBadIpBytes,  // TIP/TIP.PGE/TIP.PGD/FUP with IPBytes 101b or 111b: EBADMSG
+  kTrig,        // D9h: TRIG, its size from byte 1 (PacketDecoder::Options::trigger_packets)
 };
 
 // What the first byte says. The fast path (FastDecode below) takes a packet
@@ -110,6 +114,8 @@ constexpr std::array<OpEntry, 256> MakeFirstByteTable() {
       e = Entry(PacketType::kMtc, 2, OpKind::kSimple);
     } else if (b == kOpcMode) {
       e = Entry(PacketType::kInvalid, 2, OpKind::kMode);
+    } else if (b == kOpcTrig) {
+      e = Entry(PacketType::kTrig, 0, OpKind::kTrig);
     } else {
       PacketType type = PacketType::kInvalid;
       switch (b & 0x1f) {
@@ -180,6 +186,7 @@ enum class ExtKind : uint8_t {
   kPtw,     // size from PayloadBytes
   kExt2,    // C3h: MNT if the third byte is 88h
   kBlock,   // BBP/BEP: kSimple when block packets are enabled
+  kEvent,   // CFE (kSimple) and EVD (Type byte, then 8 bytes) when Event Trace packets are enabled
   kBad,     // EILSEQ
 };
 
@@ -213,6 +220,8 @@ constexpr std::array<ExtEntry, 256> MakeExtTable() {
       case kExtBbp: e = {PacketType::kBbp, 3, ExtKind::kBlock}; break;
       case kExtBep:
       case kExtBepIp: e = {PacketType::kBep, 2, ExtKind::kBlock}; break;
+      case kExtCfe: e = {PacketType::kCfe, 4, ExtKind::kEvent}; break;
+      case kExtEvd: e = {PacketType::kEvd, 11, ExtKind::kEvent}; break;
       default:
         if ((x & 0x1f) == kExtPtw) e = {PacketType::kPtw, 0, ExtKind::kPtw};
         break;

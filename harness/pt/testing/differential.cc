@@ -10,12 +10,18 @@
 namespace perftest::pt::testing {
 namespace {
 
+PacketDecoder::Options LibiptOptions(bool portable) {
+  PacketDecoder::Options o = PacketDecoder::Options::Libipt205();
+  o.portable = portable;
+  return o;
+}
+
 // The sync calls of our PacketDecoder in LibiptDecoder's form (0 or an errno,
 // the offset through a pointer).
 class OurSync {
  public:
   explicit OurSync(std::span<const uint8_t> trace, bool portable = false)
-      : d_(trace, PacketDecoder::Options{.block_packets = false, .portable = portable}) {}
+      : d_(trace, LibiptOptions(portable)) {}
   int SyncForward(uint64_t* offset) { return Sync(d_.SyncForward(), offset); }
   int SyncBackward(uint64_t* offset) { return Sync(d_.SyncBackward(), offset); }
   int SyncSet(uint64_t offset) { return d_.SyncSet(offset).error(); }

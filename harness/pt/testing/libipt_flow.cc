@@ -16,6 +16,12 @@ std::string ToString(const FlowEntry& e) {
     case FlowEntry::kInsn: return fmt::format("insn {:#x} size={} class={}", e.ip, e.size, e.iclass);
     case FlowEntry::kError: return fmt::format("error {} @{:#x}", e.code, e.offset);
     case FlowEntry::kSync: return fmt::format("sync @{:#x}", e.ip);
+    case FlowEntry::kEvent: {
+      std::string s = fmt::format("event {}", FlowEventName(static_cast<FlowEvent::Type>(e.code)));
+      if (e.has_ip) s += fmt::format(" ip={:#x}", e.ip);
+      if (e.payload != 0) s += fmt::format(" payload={:#x}", e.payload);
+      return s;
+    }
   }
   return "?";
 }
@@ -38,7 +44,105 @@ pt_insn_class LibiptClass(const Insn& insn) {
   return ptic_error;
 }
 
+bool EventHasIp(FlowEvent::Type type) {
+  using T = FlowEvent::Type;
+  switch (type) {
+    case T::kEnabled: case T::kDisabled: case T::kAsyncDisabled: case T::kAsyncBranch: case T::kOverflow:
+    case T::kExecMode: case T::kTsx: case T::kPtwrite: case T::kExStop: case T::kMwait:
+      return true;
+    default:
+      return false;
+  }
+}
+
+uint64_t EventPayload(const FlowEvent& e) {
+  using T = FlowEvent::Type;
+  switch (e.type) {
+    case T::kAsyncBranch: case T::kAsyncDisabled: return e.from;
+    case T::kExecMode: return static_cast<uint64_t>(e.mode);
+    case T::kTsx: return e.payload & 3;
+    case T::kPaging: case T::kVmcs: case T::kMwait: case T::kPtwrite: case T::kCbr: case T::kMnt: return e.payload;
+    case T::kPwre: return ((e.payload >> 12) & 0xf) | (((e.payload >> 8) & 0xf) << 8);
+    case T::kPwrx: {
+      const uint64_t wake = (e.payload >> 8) & 0xf;
+      return ((e.payload >> 4) & 0xf) | ((e.payload & 0xf) << 4) | ((wake & 1) << 8) | (((wake >> 2) & 1) << 9) |
+             (((wake >> 3) & 1) << 10);
+    }
+    default: return 0;
+  }
+}
+
 namespace {
+
+// A libipt event as our FlowEvent (for EventPayload); false for ptev_tick
+// and types we have none of.
+bool FromLibipt(const pt_event& ev, FlowEvent* e) {
+  using T = FlowEvent::Type;
+  e->ip_suppressed = ev.ip_suppressed != 0;
+  switch (ev.type) {
+    case ptev_enabled: e->type = T::kEnabled; e->ip = ev.variant.enabled.ip; break;
+    case ptev_disabled: e->type = T::kDisabled; e->ip = ev.variant.disabled.ip; break;
+    case ptev_async_disabled:
+      e->type = T::kAsyncDisabled;
+      e->ip = ev.variant.async_disabled.ip;
+      e->from = ev.variant.async_disabled.at;
+      break;
+    case ptev_async_branch:
+      e->type = T::kAsyncBranch;
+      e->ip = ev.variant.async_branch.to;
+      e->from = ev.variant.async_branch.from;
+      break;
+    case ptev_paging: e->type = T::kPaging; e->payload = ev.variant.paging.cr3; break;
+    case ptev_async_paging: e->type = T::kPaging; e->payload = ev.variant.async_paging.cr3; break;
+    case ptev_overflow: e->type = T::kOverflow; e->ip = ev.variant.overflow.ip; break;
+    case ptev_exec_mode:
+      e->type = T::kExecMode;
+      e->ip = ev.variant.exec_mode.ip;
+      switch (ev.variant.exec_mode.mode) {
+        case ptem_16bit: e->mode = ExecMode::k16Bit; break;
+        case ptem_32bit: e->mode = ExecMode::k32Bit; break;
+        case ptem_64bit: e->mode = ExecMode::k64Bit; break;
+        default: e->mode = ExecMode::kInvalid; break;
+      }
+      break;
+    case ptev_tsx:
+      e->type = T::kTsx;
+      e->ip = ev.variant.tsx.ip;
+      e->payload = (ev.variant.tsx.speculative ? 1 : 0) | (ev.variant.tsx.aborted ? 2 : 0);
+      break;
+    case ptev_stop: e->type = T::kStop; break;
+    case ptev_vmcs: e->type = T::kVmcs; e->payload = ev.variant.vmcs.base; break;
+    case ptev_async_vmcs: e->type = T::kVmcs; e->payload = ev.variant.async_vmcs.base; break;
+    case ptev_exstop: e->type = T::kExStop; e->ip = ev.variant.exstop.ip; break;
+    case ptev_mwait:
+      e->type = T::kMwait;
+      e->ip = ev.variant.mwait.ip;
+      e->payload = ev.variant.mwait.hints | (uint64_t{ev.variant.mwait.ext} << 32);
+      break;
+    case ptev_pwre:
+      e->type = T::kPwre;
+      e->payload = (uint64_t{ev.variant.pwre.state & 0xfu} << 12) | (uint64_t{ev.variant.pwre.sub_state & 0xfu} << 8);
+      break;
+    case ptev_pwrx:
+      e->type = T::kPwrx;
+      e->payload = (uint64_t{ev.variant.pwrx.last & 0xfu} << 4) | (ev.variant.pwrx.deepest & 0xfu) |
+                   (uint64_t{ev.variant.pwrx.interrupt ? 1u : 0u} << 8) | (uint64_t{ev.variant.pwrx.store ? 1u : 0u} << 10) |
+                   (uint64_t{ev.variant.pwrx.autonomous ? 1u : 0u} << 11);
+      break;
+    case ptev_ptwrite: e->type = T::kPtwrite; e->ip = ev.variant.ptwrite.ip; e->payload = ev.variant.ptwrite.payload; break;
+    case ptev_cbr: e->type = T::kCbr; e->payload = ev.variant.cbr.ratio; break;
+    case ptev_mnt: e->type = T::kMnt; e->payload = ev.variant.mnt.payload; break;
+    default: return false;  // ptev_tick
+  }
+  return true;
+}
+
+FlowEntry EventEntry(const FlowEvent& e) {
+  FlowEntry x{.kind = FlowEntry::kEvent, .code = static_cast<int>(e.type), .payload = EventPayload(e)};
+  x.has_ip = EventHasIp(e.type) && !e.ip_suppressed;
+  x.ip = x.has_ip ? e.ip : 0;
+  return x;
+}
 
 int ReadImage(uint8_t* buffer, size_t size, const pt_asid*, uint64_t ip, void* context) {
   const Image& image = *static_cast<const Image*>(context);
@@ -88,7 +192,7 @@ LibiptCachedImage::~LibiptCachedImage() {
   if (!path_.empty()) unlink(path_.c_str());
 }
 
-FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image) {
+FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image, bool events) {
   FlowLog log;
   // A 64-byte-aligned copy, as libipt_reference.h does for its PSB search.
   const size_t padded = (trace.size() + 63) & ~size_t{63};
@@ -116,6 +220,7 @@ FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image) {
       while (status >= 0 && (status & pts_event_pending)) {
         pt_event ev;
         status = pt_insn_event(dec, &ev, sizeof ev);
+        if (FlowEvent e; events && status >= 0 && FromLibipt(ev, &e)) log.entries.push_back(EventEntry(e));
       }
       if (status < 0) break;
       pt_insn insn;
@@ -142,9 +247,10 @@ FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image) {
   return log;
 }
 
-FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image) {
+FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image, bool events) {
   FlowLog log;
-  FlowDecoder dec(trace, &image, FlowDecoder::Options{.packets = {.block_packets = false}});
+  FlowDecoder dec(trace, &image,
+                  FlowDecoder::Options{.packets = PacketDecoder::Options::Libipt205(), .libipt_errors = true});
   for (;;) {
     Result<uint64_t> s = dec.SyncForward();
     if (!s.ok()) {
@@ -160,7 +266,10 @@ FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image) {
     int err;
     uint64_t last_offset = ~uint64_t{0}, without_packet = 0;
     while ((err = dec.Next(&step)) == 0) {
-      if (step.kind != FlowStep::kBlock) continue;
+      if (step.kind != FlowStep::kBlock) {
+        if (events && step.event.type != FlowEvent::Type::kTsc) log.entries.push_back(EventEntry(step.event));
+        continue;
+      }
       for (BlockInsns it(step.block); it.ok(); it.Advance()) {
         log.entries.push_back({.kind = FlowEntry::kInsn,
                                .size = it.length(),
@@ -267,6 +376,8 @@ std::string DiffFlow(const FlowLog& ours, const FlowLog& ref) {
       same = x.ip == y.ip && x.size == y.size && x.iclass == y.iclass;
     }
     if (same && x.kind == FlowEntry::kSync) same = x.ip == y.ip;
+    if (same && x.kind == FlowEntry::kEvent)
+      same = x.code == y.code && x.has_ip == y.has_ip && x.ip == y.ip && x.payload == y.payload;
     if (!same) break;
     ++i;
   }

@@ -33,12 +33,15 @@
 namespace perftest::pt::testing {
 
 struct FlowEntry {
-  enum Kind : uint8_t { kInsn, kError, kSync } kind = kInsn;
+  enum Kind : uint8_t { kInsn, kError, kSync, kEvent } kind = kInsn;
   uint8_t size = 0;
   uint8_t iclass = 0;  // pt_insn_class
-  uint64_t ip = 0;     // kInsn: the IP; kSync: the PSB offset
-  int code = 0;        // kError: the error (libipt's pte_* or our errno), for messages only
+  bool has_ip = false; // kEvent: the event has an IP (not suppressed, and its type has one)
+  uint64_t ip = 0;     // kInsn: the IP; kSync: the PSB offset; kEvent: the event's IP (has_ip)
+  int code = 0;        // kError: the error (libipt's pte_* or our errno), for messages only;
+                       // kEvent: the event type (FlowEvent::Type)
   uint64_t offset = 0; // kError: the trace offset, for messages only
+  uint64_t payload = 0;  // kEvent: EventPayload()
 };
 std::string ToString(const FlowEntry& e);
 
@@ -54,8 +57,31 @@ pt_insn_class LibiptClass(const Insn& insn);
 inline constexpr uint64_t kEndlessLoopInsns = uint64_t{1} << 20;
 inline constexpr int kLibiptEndlessLoop = -1000;  // (no pte_* code is this)
 
-FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image);
-FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image);
+// With `events`, each event (pt_insn_event; our FlowEvent) is an entry too,
+// where it comes in the stream of instructions: its type (libipt's mapped to
+// ours: ptev_async_paging is kPaging, ptev_async_vmcs kVmcs; libipt's
+// ptev_tick and our kTsc, which the other has not, are left out), its IP
+// where the type has one and it is not suppressed, and EventPayload().
+FlowLog LibiptInsnFlow(std::span<const uint8_t> trace, const Image& image, bool events = false);
+FlowLog OurInsnFlow(std::span<const uint8_t> trace, const Image& image, bool events = false);
+
+// An event's fields in one comparable value, the same for both decoders:
+//   async-branch, async-disabled  the source IP (`from`)
+//   exec-mode                      ExecMode
+//   tsx                            InTX | TXAbort << 1
+//   paging                         CR3;  vmcs  the VMCS base
+//   mwait                          hints | extensions << 32
+//   pwre                           C-state | sub C-state << 8 (HW left out:
+//                                  declared divergence pt.libipt.pwre_hw —
+//                                  libipt 2.0.5 reads it from bit 3, the SDM
+//                                  §33.4.2.24 puts it in bit 7)
+//   pwrx                           last | deepest << 4 | interrupt << 8 |
+//                                  store << 9 | autonomous << 10
+//   ptwrite, cbr, mnt              the payload, the ratio, the payload
+//   others                         0
+uint64_t EventPayload(const FlowEvent& e);
+// Whether events of `type` carry an IP to compare.
+bool EventHasIp(FlowEvent::Type type);
 
 // "" if the instruction streams are identical; else the first difference
 // with a few entries of context. Errors compare by position only (libipt's

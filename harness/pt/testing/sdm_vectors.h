@@ -114,6 +114,22 @@ inline const std::vector<SdmVector>& SdmVectors() {
        {0xfc, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01}, "BIP ID 0x1f Value 0x102030405060708", 8},
       {"§33.4.2.28 BEP Packet Definition", PacketType::kBep, {0x02, 0x33}, "BEP IP:0"},
       {"§33.4.2.28 BEP Packet Definition", PacketType::kBep, {0x02, 0xb3}, "BEP IP:1"},
+      // CFE: 02 13, byte 2 IP[7] Type[4:0], byte 3 Vector.
+      {"§33.4.2.29 CFE Packet Definition", PacketType::kCfe, {0x02, 0x13, 0x81, 0x0e},
+       "CFE Type 0x1 (INTR) Vector 0xe IP:1"},
+      {"§33.4.2.29 CFE Packet Definition", PacketType::kCfe, {0x02, 0x13, 0x02, 0x00},
+       "CFE Type 0x2 (IRET) Vector 0x0 IP:0"},
+      // EVD: 02 53, byte 2 Type[5:0], bytes 3..10 Payload[63:0].
+      {"§33.4.2.30 EVD Packet Definition", PacketType::kEvd,
+       {0x02, 0x53, 0x00, 0xaa, 0xba, 0x0f, 0x00, 0x00, 0x00, 0x00, 0x00}, "EVD Type 0x0 (CR2) Payload 0xfbaaa"},
+      {"§33.4.2.30 EVD Packet Definition", PacketType::kEvd,
+       {0x02, 0x53, 0x02, 0x0a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80}, "EVD Type 0x2 (VMX exit reason) Payload 0x800000000000000a"},
+      // TRIG: D9, byte 1 IP[7] ICNTV[6] MULT[5], byte 2 TRBV, bytes 3..4 ICNT with ICNTV.
+      {"§33.4.2 TRIG Packet Definition", PacketType::kTrig, {0xd9, 0x00, 0x01}, "TRIG TRBV 0x01 IP:0"},
+      {"§33.4.2 TRIG Packet Definition", PacketType::kTrig, {0xd9, 0x60, 0xa1, 0x01, 0x00},
+       "TRIG TRBV 0xa1 ICNT 1 MULT IP:0"},
+      {"§33.4.2 TRIG Packet Definition", PacketType::kTrig, {0xd9, 0xc0, 0x1a, 0x34, 0x12},
+       "TRIG TRBV 0x1a ICNT 4660 IP:1"},
   };
   return kVectors;
 }

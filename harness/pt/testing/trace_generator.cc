@@ -1,5 +1,7 @@
 #include "harness/pt/testing/trace_generator.h"
 
+#include <optional>
+
 #include <cstdlib>
 
 #include "harness/pt/packet_encoder.h"
@@ -42,6 +44,17 @@ Packet RandomPacket(std::mt19937_64& rng, const RandomPacketOptions& options) {
   const bool exact = options.libipt_exact;
   // Every type the encoder takes outside a block, plus BBP/BEP if asked.
   const int kinds = options.block_packets ? 28 : 26;
+  if (options.event_trace && !exact && Chance(rng, 10)) {
+    switch (Below(rng, 3)) {
+      case 0: return make::Cfe(static_cast<uint8_t>(Below(rng, 16)), static_cast<uint8_t>(Edgy(rng, 8)), Chance(rng, 50));
+      case 1: return make::Evd(static_cast<uint8_t>(Below(rng, 3)), Edgy(rng, 64));
+      default: {
+        const std::optional<uint16_t> icnt =
+            Chance(rng, 50) ? std::optional<uint16_t>(static_cast<uint16_t>(Edgy(rng, 16))) : std::nullopt;
+        return make::Trig(static_cast<uint8_t>(Edgy(rng, 8)), icnt, Chance(rng, 30), Chance(rng, 30));
+      }
+    }
+  }
   switch (Below(rng, kinds)) {
     case 0: return make::Pad();
     case 1: return make::Psb();

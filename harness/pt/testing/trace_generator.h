@@ -33,6 +33,7 @@ std::vector<uint8_t> RealisticTrace(const RealisticTraceOptions& options);
 
 struct RandomPacketOptions {
   bool block_packets = false;  // also BBP/BIP/BEP
+  bool event_trace = false;    // also CFE, EVD and TRIG (not with libipt_exact)
   bool libipt_exact = false;   // only fields libipt 2.0.5 can represent (ToLibipt() succeeds)
 };
 Packet RandomPacket(std::mt19937_64& rng, const RandomPacketOptions& options);
