@@ -43,12 +43,13 @@ Result<pt_sim::Program> MockTaskProgram() {
   return a.Finish();
 }
 
-PtSimSource::PtSimSource(pt_sim::Program program, const perf_event_attr& attr)
+PtSimSource::PtSimSource(pt_sim::Program program, const perf_event_attr& attr, bool record_insns)
     : gen_(std::move(program), pt_sim::PtConfig::FromAttrConfig(attr.config), [&] {
         pt_sim::RunOptions o;
         o.exclude_user = attr.exclude_user;
         o.interrupt_every = kMockPtInterruptEvery;
         o.power_every = kMockPtPowerEvery;  // used with pwr_evt only
+        o.record_insns = record_insns;
         return o;
       }()) {}
 
@@ -75,12 +76,14 @@ std::vector<uint8_t> PtSimSource::Disable() {
   return gen_.TakeTrace();
 }
 
-std::shared_ptr<PtTraceSource> MakePtSimSource(const perf_event_attr& attr) {
+std::shared_ptr<PtTraceSource> MakePtSimSource(const perf_event_attr& attr, bool record_insns) {
   static const Result<pt_sim::Program> program = MockTaskProgram();
   if (!program.ok()) return nullptr;
-  return std::make_shared<PtSimSource>(*program, attr);
+  return std::make_shared<PtSimSource>(*program, attr, record_insns);
 }
 
-PtTraceModel PtSimTraceModel() { return MakePtSimSource; }
+PtTraceModel PtSimTraceModel(bool record_insns) {
+  return [record_insns](const perf_event_attr& attr) { return MakePtSimSource(attr, record_insns); };
+}
 
 }  // namespace perftest::mock

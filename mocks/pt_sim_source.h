@@ -53,17 +53,19 @@ Result<pt_sim::Program> MockTaskProgram();
 // A PtSimSource over MockTaskProgram() for an intel_pt event (nullptr if the
 // program cannot be assembled, which is a bug: the mock then falls back to
 // PtTraceFiller).
-std::shared_ptr<PtTraceSource> MakePtSimSource(const perf_event_attr& attr);
+// record_insns: pt_sim::RunOptions::record_insns (false: a long run whose
+// per-instruction truth is not kept; `perftest pt record --no-truth`).
+std::shared_ptr<PtTraceSource> MakePtSimSource(const perf_event_attr& attr, bool record_insns = true);
 
 // MakePtSimSource as the backend's PT model (MockModels::pt_trace).
-PtTraceModel PtSimTraceModel();
+PtTraceModel PtSimTraceModel(bool record_insns = true);
 
 inline constexpr uint64_t kMockPtInterruptEvery = 20000;  // instructions, mean
 inline constexpr uint64_t kMockPtPowerEvery = 25000;      // instructions, mean (pwr_evt)
 
 class PtSimSource : public PtTraceSource {
  public:
-  PtSimSource(pt_sim::Program program, const perf_event_attr& attr);
+  PtSimSource(pt_sim::Program program, const perf_event_attr& attr, bool record_insns = true);
   std::vector<uint8_t> Instructions(uint64_t n) override;
   std::vector<uint8_t> Syscalls(uint64_t n) override;
   void Enable() override;

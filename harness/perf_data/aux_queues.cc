@@ -65,7 +65,12 @@ Result<AuxQueues> AuxQueuesOf(const PerfData& data) {
         b.reference = a.reference;
         if (!queue.buffers.empty()) {
           const AuxBuffer& prev = queue.buffers.back();
-          b.contiguous = prev.offset + prev.data.size() == a.offset;
+          // perf pads each buffer to 8 bytes (the padding counted in
+          // `size`, not in the AUX stream: auxtrace.c
+          // __auxtrace_mmap__read()), so the next one starts up to 7
+          // bytes before the previous one's padded end.
+          const uint64_t end = prev.offset + prev.data.size();
+          b.contiguous = a.offset <= end && a.offset + 7 >= end;
         }
         b.data = r.payload;
         queue.buffers.push_back(std::move(b));

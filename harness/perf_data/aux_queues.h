@@ -10,7 +10,8 @@
 // a record's `idx` is its queue (the index of the mmap it was read from:
 // one per CPU, or one per thread with --per-thread); within a queue the
 // buffers stay in file order. Buffers whose `offset` does not continue the
-// previous one's end in the AUX stream (data lost in between, or snapshot
+// previous one's end in the AUX stream (its offset + size, less up to 7
+// bytes of the zero padding perf adds to each buffer and counts in `size`) (data lost in between, or snapshot
 // mode, where each buffer is a snapshot of its own) start a new stretch:
 // `contiguous` is false on them. The queue's cpu and tid are its first
 // record's (perf: -1 for "any"). The AUXTRACE_INFO record gives the trace

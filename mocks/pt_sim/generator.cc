@@ -33,7 +33,7 @@ uint64_t PtGenerator::Ctc() const {
 }
 
 void PtGenerator::Event(EventKind kind, bool traced) {
-  truth_.events.push_back(EventRecord{kind, truth_.insns.size(), ip_, enc_.offset(), traced});
+  truth_.events.push_back(EventRecord{kind, insns_, ip_, enc_.offset(), traced});
 }
 
 void PtGenerator::Advance(uint64_t core_cycles, uint64_t idle_tsc_ticks) {
@@ -223,7 +223,7 @@ Result<void> PtGenerator::Step() {
   // (Formatted only for an error: once per instruction it was a tenth of the
   // corpus differential's time.)
   const uint64_t at_ip = ip_;
-  const size_t at_insn = truth_.insns.size();
+  const size_t at_insn = insns_;
   auto call = [&] {
     return fmt::format("pt_sim::PtGenerator::Run(program={}, ip={:#x}, insn={})", program_.name, at_ip, at_insn);
   };
@@ -239,8 +239,9 @@ Result<void> PtGenerator::Step() {
     return Result<void>::Ok();
   }
   const bool traced = PacketEn() && !overflowing_;
-  truth_.insns.push_back(InsnRecord{ip_, insn.length, insn.branch, traced, tsc_, cycles_});
-  const uint64_t index = truth_.insns.size() - 1;
+  const bool keep = options_.record_insns;
+  if (keep) truth_.insns.push_back(InsnRecord{ip_, insn.length, insn.branch, traced, tsc_, cycles_});
+  const uint64_t index = insns_++;
   if (overflowing_ && overflow_left_ > 0) --overflow_left_;
   Advance(oracle_.Cycles(), 0);
 
@@ -256,7 +257,7 @@ Result<void> PtGenerator::Step() {
       const uint8_t size = rex_w ? 8 : 4;
       const uint64_t payload = rex_w ? oracle_.Draw() : oracle_.Draw() & 0xffffffffu;
       const bool emit = config_.ptw && ContextEn() && !Dropping();
-      truth_.ptwrites.push_back(PtwriteRecord{index, payload, size, emit});
+      if (keep) truth_.ptwrites.push_back(PtwriteRecord{index, payload, size, emit});
       if (emit) {
         FlushTnt();
         Pkt(make::Ptw(payload, size, config_.fup_on_ptw));
@@ -273,7 +274,7 @@ Result<void> PtGenerator::Step() {
         taken = oracle_.CondTaken(ip_);
       }
       if (taken) next = insn.target;
-      truth_.branches.push_back(BranchRecord{index, taken, next});
+      if (keep) truth_.branches.push_back(BranchRecord{index, taken, next});
       if (PacketEn()) {
         AddTnt(taken);
         branch_packet = true;
@@ -294,11 +295,12 @@ Result<void> PtGenerator::Step() {
       const std::vector<uint64_t>& targets =
           it != program_.indirect_targets.end() ? it->second : program_.any_indirect_targets;
       if (targets.empty()) {
-        truth_.insns.pop_back();
+        if (keep) truth_.insns.pop_back();
+        --insns_;
         return Result<void>::Failure(EINVAL, call() + ": no indirect_targets for this indirect branch");
       }
       next = oracle_.PickTarget(ip_, targets);
-      truth_.branches.push_back(BranchRecord{index, true, next});
+      if (keep) truth_.branches.push_back(BranchRecord{index, true, next});
       if (insn.branch == BranchClass::kIndirectCall) {
         call_stack_.push_back(insn.next_ip());
         if (PacketEn()) retcomp_.push_back(insn.next_ip());
@@ -314,7 +316,7 @@ Result<void> PtGenerator::Step() {
     case BranchClass::kReturn: {
       next = call_stack_.back();
       call_stack_.pop_back();
-      truth_.branches.push_back(BranchRecord{index, true, next});
+      if (keep) truth_.branches.push_back(BranchRecord{index, true, next});
       if (PacketEn()) {
         if (!config_.noretcomp && !retcomp_.empty() && retcomp_.back() == next) {
           retcomp_.pop_back();
@@ -330,7 +332,7 @@ Result<void> PtGenerator::Step() {
     }
     case BranchClass::kFarTransfer:
       // Into the kernel (SYSCALL, INT n, ...) and back to the next instruction.
-      truth_.branches.push_back(BranchRecord{index, true, next});
+      if (keep) truth_.branches.push_back(BranchRecord{index, true, next});
       ++far_transfers_;
       Event(EventKind::kSyscall, PacketEn());
       if (PacketEn()) {

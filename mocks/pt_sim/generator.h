@@ -92,6 +92,11 @@ struct RunOptions {
   uint32_t ctc_ebx = 32;
   uint64_t tsc_start = 0x10000000;
   uint64_t kernel_cycles = 500;    // mean cycles spent in the kernel per interrupt/far transfer
+  // Keep the per-instruction truth (GroundTruth insns, branches, ptwrites:
+  // ~40 bytes an instruction). Off, the run is the same and the truth has
+  // the rest (events, clock, image, trace_size), with insn indices still
+  // counting every instruction: for traces too long to keep (a benchmark's).
+  bool record_insns = true;
 };
 
 struct GeneratedTrace {
@@ -207,6 +212,7 @@ class PtGenerator {
   uint64_t drain_ticks_ = 0;  // TSC ticks not yet turned into drained bytes
   uint64_t gate_requests_ = 0;  // RequestGate() passes not yet taken
   uint64_t far_transfers_ = 0;
+  uint64_t insns_ = 0;  // instructions executed (truth_.insns.size() when record_insns)
 };
 
 // A run on disk, for `perftest pt record` and for decoders under test:

@@ -22,6 +22,24 @@ from .procs import run_isolated, signal_description
 
 _TIME_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
+# Google Benchmark's own JSON keys; any other number in a benchmark's entry
+# is a user counter (state.counters: e.g. bench_pt_decode's samples, cpu_s).
+_GB_KEYS = {"name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
+            "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit",
+            "bytes_per_second", "items_per_second", "label", "error_occurred", "error_message",
+            "aggregate_name", "aggregate_unit", "big_o", "rms"}
+
+
+def counters(bm):
+    """A benchmark's user counters, {name: number}, in the JSON's order."""
+    return {k: v for k, v in bm.items()
+            if k not in _GB_KEYS and isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def format_counter(v):
+    """12.0 -> '12', 0.25 -> '0.25', 399173.0 -> '399173'."""
+    return "%d" % v if float(v).is_integer() else "%.4g" % v
+
 
 def suffix(bm):
     """Argument suffix of a benchmark: 'BM_X/64/8' -> '64/8', 'BM_X' -> ''."""
@@ -87,6 +105,8 @@ def compare(benchmarks):
             "ratio": None if base is None or base is bm else ratio(bm, base),
             "is_baseline": base is bm,
             "error": bm.get("error_message") if bm.get("error_occurred") else None,
+            "counters": counters(bm),
+            "label": bm.get("label") or None,
         })
     return rows
 
@@ -132,6 +152,11 @@ def format_table(rows):
             vs = "%.3fx %s" % (r["ratio"], r["baseline"])
         else:
             vs = "-"
+        extra = r.get("counters") or {}
+        if extra:
+            vs += "  [%s]" % " ".join("%s=%s" % (k, format_counter(v)) for k, v in extra.items())
+        if r.get("label"):
+            vs += "  " + r["label"]
         table.append([r["name"], format_time(r["time_ns"]),
                       format_bytes_rate(r["bytes_per_second"]),
                       format_items_rate(r["items_per_second"]), vs])

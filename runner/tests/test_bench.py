@@ -54,6 +54,19 @@ class CompareRealOutputTest(unittest.TestCase):
         self.assertIn("ERROR: no perf here", table)
 
 
+class CountersTest(unittest.TestCase):
+    def test_user_counters_follow_the_ratio(self):
+        base = bm("BM_Baseline_PerfScript/i100ibe", items_per_second=0.1)
+        base.update({"cpu_s": 10.0, "samples": 399173.0})
+        x = bm("BM_PtDecode/i100ibe", items_per_second=0.5)
+        x.update({"cpu_s": 2.0, "samples": 399173.0})
+        rows = bench.compare([base, x])
+        self.assertEqual(rows[1]["counters"], {"cpu_s": 2.0, "samples": 399173.0})
+        lines = bench.format_table(rows).splitlines()
+        self.assertIn("5.000x BM_Baseline_PerfScript/i100ibe  [cpu_s=2 samples=399173]", lines[-1])
+        self.assertIn("baseline  [cpu_s=10 samples=399173]", lines[-2])
+
+
 class RatioRulesTest(unittest.TestCase):
     def test_items_then_time(self):
         base = bm("BM_Baseline", items_per_second=100.0)

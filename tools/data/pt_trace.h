@@ -13,7 +13,9 @@
 // max_nonturbo_ratio from AUXTRACE_INFO; mtc_period from the intel_pt
 // event's attr.config, the bits AUXTRACE_INFO's mtc_freq_bits selects (the
 // PMU's format/mtc_period). data_lost: the trace offset where each buffer
-// that does not continue the previous one in the AUX stream begins.
+// that does not continue the previous one in the AUX stream begins, and
+// where each PERF_RECORD_AUX with PERF_AUX_FLAG_TRUNCATED ends its data (the
+// AUX area was full: the trace stopped there; perf's intel_pt_lost()).
 // image_specs: each executable file mapping of the side-band
 // (pt::ImageSpecOf()) whose file exists here; the others are `notes`.
 #pragma once

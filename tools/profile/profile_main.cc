@@ -5,7 +5,11 @@
 //   perftest_profile [-p PID | -u | -k] [-U | -K] [-F HZ] [-d] [-f]
 //                    [--stack-storage-size N] [--backend=kernel|mock [--profile=P]]
 //                    [--mode=ring|bpf] [--format=bcc|folded|svg]
-//                    [--call-graph=fp|dwarf[,SIZE]] [--format=perf.data [-o FILE]] [duration]
+//                    [--call-graph=fp|dwarf[,SIZE]] [-o FILE] [duration]
+//
+// --format=perf.data writes a perf.data file (-o FILE, default perf.data)
+// and prints no stacks; -o FILE with another format writes the same samples
+// to FILE besides printing them.
 //
 // Exit 0 on success; 2 on bad arguments (the message names the argument); 1
 // when the kernel refuses (the failing call and errno are printed).
@@ -193,7 +197,7 @@ int Run(const Args& a) {
   so.stack_storage_size = a.stack_storage_size;
   so.max_stack = static_cast<uint16_t>(std::min<uint32_t>(backend->Machine().max_stack, 127));
   so.dwarf = a.dwarf;
-  so.sideband = a.format == "perf.data";
+  so.sideband = !a.output.empty();  // set for --format=perf.data, or -o with another format
   so.stack_dump_size = a.stack_dump_size;
   if (a.dwarf) so.data_pages = 128;  // each sample carries up to SIZE bytes of stack
   CommLookup comm = mock ? CommLookup([](pid_t pid, pid_t tid, uint32_t cpu) -> std::string {
@@ -203,7 +207,7 @@ int Run(const Args& a) {
   KthreadLookup kthread = mock ? KthreadLookup([](pid_t pid) { return pid == 0; }) : KthreadLookup(HostIsKthread);
   if (a.mode == "bpf") return RunBpf(a, *backend, so, sym);
   RingSampler sampler(*backend, so, comm, kthread);
-  const bool perf_data = a.format == "perf.data";
+  const bool perf_data = !a.output.empty();
   std::optional<PerfDataOutput> out;
   sampler.OnNewProcess([&](pid_t pid) {
     if (!mock && !a.kernel_stacks) sym.NotePid(pid);
@@ -255,9 +259,8 @@ int Run(const Args& a) {
     // perf record's closing line, in its words.
     std::cerr << fmt::format("[ perftest profile: wrote {} ({} samples, {} records) ]\n", a.output, out->samples(),
                              out->records());
-  } else {
-    Print(a, sampler.counts(), sym);
   }
+  if (a.format != "perf.data") Print(a, sampler.counts(), sym);
   if (sampler.lost()) std::cerr << fmt::format("WARNING: {} samples lost (ring buffer full)\n", sampler.lost());
   if (sampler.malformed()) std::cerr << fmt::format("WARNING: {} malformed records skipped\n", sampler.malformed());
   if (const DwarfUnwinder& u = sampler.unwinder(); u.truncated() != 0 && a.format == "bcc") {
@@ -300,7 +303,9 @@ int main(int argc, char** argv) {
   app.add_option("--format", a.format,
                  "bcc (default), folded, svg (a flame graph) or perf.data (a file perf report reads; -o)")
       ->check(CLI::IsMember({"bcc", "folded", "svg", "perf.data"}));
-  app.add_option("-o,--output", a.output, "with --format=perf.data: the file to write (default perf.data)");
+  app.add_option("-o,--output", a.output,
+                 "write the samples to this perf.data file (with --format=perf.data: only there, default "
+                 "perf.data; with another format: besides it, the same samples)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -317,13 +322,9 @@ int main(int argc, char** argv) {
     a.format = "folded";
   }
   a.argv.assign(argv, argv + argc);
-  if (a.format == "perf.data" && (a.backend == "mock" || a.mode == "bpf")) {
-    std::cerr << "perftest profile: --format=perf.data needs --backend=kernel and --mode=ring (it writes the records "
-                 "read from the ring buffers)\n";
-    return 2;
-  }
-  if (!a.output.empty() && a.format != "perf.data") {
-    std::cerr << "perftest profile: -o applies to --format=perf.data only\n";
+  if ((a.format == "perf.data" || !a.output.empty()) && (a.backend == "mock" || a.mode == "bpf")) {
+    std::cerr << "perftest profile: --format=perf.data and -o need --backend=kernel and --mode=ring (they write the "
+                 "records read from the ring buffers)\n";
     return 2;
   }
   if (a.format == "perf.data" && a.output.empty()) a.output = "perf.data";

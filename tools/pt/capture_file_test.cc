@@ -118,6 +118,7 @@ MockCapture RecordMock(const TempDir& dir, const char* name, uint64_t instructio
   RecordOptions o;
   o.backend = "mock";
   o.output = m.path = dir.path() + "/" + name;
+  o.format = "ptcap";
   o.instructions = instructions;
   o.aux_pages = aux_pages;
   Result<CaptureSummary> s = Record(o);

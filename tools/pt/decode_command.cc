@@ -10,10 +10,13 @@
 #include <fstream>
 #include <iterator>
 
+#include "harness/perf_data/aux_queues.h"
+#include "harness/perf_data/reader.h"
 #include "harness/pt/capture_file.h"
 #include "harness/pt/image.h"
 #include "harness/pt/itrace.h"
 #include "harness/pt/itrace_log.h"
+#include "tools/data/pt_trace.h"
 
 namespace perftest::pt {
 
@@ -78,9 +81,52 @@ bool ParseExisting(const std::string& spec, ExistingEvent* out, std::string* err
 }
 }  // namespace
 
+namespace {
+// A perf.data file's Intel PT (tools/data/pt_trace.h): its AUX queues one
+// after another (each a new stretch: a queue starts at its own PSB; perf
+// interleaves the queues by time, this decodes them in queue order), the
+// side-band's code, the timing of AUXTRACE_INFO.
+bool IsPerfDataFile(std::span<const uint8_t> head) {
+  uint64_t magic = 0;
+  if (head.size() < sizeof magic) return false;
+  std::memcpy(&magic, head.data(), sizeof magic);
+  return magic == perf_data::kMagic;
+}
+
+Result<CaptureTrace> PerfDataTrace(const std::vector<uint8_t>& bytes, const std::string& path, uint64_t* tsc_hz) {
+  using R = Result<CaptureTrace>;
+  Result<perf_data::PerfData> d = perf_data::ReadPerfData(
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+  if (!d.ok()) return R::Failure(d.error(), fmt::format("{}: {}", path, d.call()));
+  Result<perf_data::AuxQueues> q = perf_data::AuxQueuesOf(*d);
+  if (!q.ok()) return R::Failure(q.error(), fmt::format("{}: {}", path, q.call()));
+  if (q->queues.empty()) return R::Failure(EINVAL, fmt::format("{}: no AUXTRACE data (not an Intel PT recording)", path));
+  if (tsc_hz != nullptr && q->intel_pt && q->intel_pt->time_mult != 0 && q->intel_pt->time_shift < 64) {
+    *tsc_hz = static_cast<uint64_t>((static_cast<unsigned __int128>(1000000000) << q->intel_pt->time_shift) /
+                                    q->intel_pt->time_mult);
+  }
+  CaptureTrace all;
+  for (size_t i = 0; i < q->queues.size(); ++i) {
+    Result<CaptureTrace> t = data::PtTraceOf(*d, *q, i);
+    if (!t.ok()) return R::Failure(t.error(), fmt::format("{}: {}", path, t.call()));
+    if (i == 0) {
+      all.timing = t->timing;
+      all.image_specs = t->image_specs;
+      all.notes = t->notes;
+    } else {
+      all.data_lost.push_back(all.trace.size());
+    }
+    for (uint64_t at : t->data_lost) all.data_lost.push_back(all.trace.size() + at);
+    all.trace.insert(all.trace.end(), t->trace.begin(), t->trace.end());
+    all.aux_records += t->aux_records;
+  }
+  return R::Ok(std::move(all));
+}
+}  // namespace
+
 bool ReadTraceInput(const std::string& path, std::string_view command, std::vector<uint8_t>* trace,
                     std::vector<std::string>* image_specs, std::string* error, CaptureTiming* timing,
-                    std::vector<uint64_t>* data_lost) {
+                    std::vector<uint64_t>* data_lost, uint64_t* tsc_hz) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     *error = fmt::format("cannot open {}: {}", path, std::strerror(errno));
@@ -91,9 +137,12 @@ bool ReadTraceInput(const std::string& path, std::string_view command, std::vect
     *error = fmt::format("cannot read {}", path);
     return false;
   }
-  if (!IsCaptureFile(*trace)) return true;
-  Result<Capture> capture = ReadCapture(path);
-  Result<CaptureTrace> t = capture.ok() ? CaptureTraceOf(*capture, path) : Result<CaptureTrace>::FailureFrom(capture);
+  const bool perf_data = IsPerfDataFile(*trace);
+  if (!perf_data && !IsCaptureFile(*trace)) return true;
+  Result<CaptureTrace> t = perf_data ? PerfDataTrace(*trace, path, tsc_hz) : [&] {
+    Result<Capture> capture = ReadCapture(path);
+    return capture.ok() ? CaptureTraceOf(*capture, path) : Result<CaptureTrace>::FailureFrom(capture);
+  }();
   if (!t.ok()) {
     *error = t.ToString();
     return false;
@@ -102,8 +151,8 @@ bool ReadTraceInput(const std::string& path, std::string_view command, std::vect
   if (timing != nullptr) *timing = t->timing;
   if (data_lost != nullptr) *data_lost = t->data_lost;
   // On stderr: what was taken from the capture (stdout is the tool's output).
-  fmt::print(stderr, "perftest_pt {}: {} is a perftest PT capture: {} trace bytes from {} AUX records", command, path,
-             trace->size(), t->aux_records);
+  fmt::print(stderr, "perftest_pt {}: {} is a {}: {} trace bytes from {} AUX records", command, path,
+             perf_data ? "perf.data file" : "perftest PT capture", trace->size(), t->aux_records);
   if (!t->data_lost.empty()) fmt::print(stderr, " (data lost {} times: TRUNCATED)", t->data_lost.size());
   if (image_specs != nullptr) {
     *image_specs = std::move(t->image_specs);
@@ -127,7 +176,7 @@ void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd) {
   cmd->app->add_option("--image", cmd->images, "object code: ADDR:FILE[:OFFSET[:SIZE]] (repeatable)");
   cmd->app->add_option("--format", cmd->format, "text (perf script style) or json (JSON Lines)")
       ->check(CLI::IsMember({"text", "json"}));
-  cmd->app->add_option("--tsc-hz", cmd->tsc_hz, "TSC frequency, for i periods in ns/us/ms (default 1 GHz)");
+  cmd->app->add_option("--tsc-hz", cmd->tsc_hz, "TSC frequency, for i periods in ns/us/ms (default: a perf.data file's TIME_CONV rate, else 1 GHz)");
   cmd->app->add_option("--max-nonturbo-ratio", cmd->max_nonturbo_ratio,
                        "MSR_PLATFORM_INFO[15:8] (intel_pt sysfs max_nonturbo_ratio): times CYC packets with CBR, and "
                        "counts cycles for IPC from MTC when there is no CYC (default: a capture's)");
@@ -169,11 +218,13 @@ int RunDecode(const DecodeCommand& cmd) {
   CaptureTiming timing;
   timing.mtc_period = 3;  // perf's default; a capture's own replaces it
   std::vector<uint64_t> data_lost;
+  uint64_t file_tsc_hz = 0;
   if (!ReadTraceInput(cmd.file, "decode", &trace, cmd.images.empty() ? &image_specs : nullptr, &error, &timing,
-                      &data_lost)) {
+                      &data_lost, &file_tsc_hz)) {
     fmt::print(stderr, "perftest_pt decode: {}\n", error);
     return kExitBadInput;
   }
+  if (cmd.tsc_hz == 0 && file_tsc_hz != 0) o->tsc_hz = file_tsc_hz;  // a perf.data file's TIME_CONV rate
   // The timing parameters: given, else the capture's.
   if (!cmd.tsc_ctc_ratio.empty()) {
     unsigned n = 0, d = 0;

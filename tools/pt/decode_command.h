@@ -61,9 +61,14 @@ struct DecodeCommand {
 // cannot be read or the capture is malformed. `timing` and `data_lost`, if
 // not null, get the capture's timing parameters and lost-data offsets
 // (CaptureTrace; nothing for raw bytes).
+// A perf.data file (its magic, "PERFILE2") gives its Intel PT AUX queues
+// one after another, its side-band's code and AUXTRACE_INFO's timing, and,
+// if `tsc_hz` is not null, the TSC rate of its TIME_CONV (1e9 * 2^time_shift
+// / time_mult, as perf's intel_pt converts itrace periods in ns to ticks;
+// 0 when the file has none).
 bool ReadTraceInput(const std::string& path, std::string_view command, std::vector<uint8_t>* trace,
                     std::vector<std::string>* image_specs, std::string* error, CaptureTiming* timing = nullptr,
-                    std::vector<uint64_t>* data_lost = nullptr);
+                    std::vector<uint64_t>* data_lost = nullptr, uint64_t* tsc_hz = nullptr);
 
 // Adds the `decode` subcommand to `app`, filling `cmd` when parsed.
 void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd);

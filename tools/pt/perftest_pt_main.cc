@@ -64,7 +64,10 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitBadInput;
   }
   if (decode.app->parsed()) return perftest::pt::RunDecode(decode);
-  if (record->parsed()) return perftest::pt::RunRecordSubcommand(record_options);
+  if (record->parsed()) {
+    record_options.cmdline.assign(argv, argv + argc);
+    return perftest::pt::RunRecordSubcommand(record_options);
+  }
 
   std::vector<uint8_t> trace;
   std::string error;

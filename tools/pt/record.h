@@ -7,11 +7,27 @@
 // A tool above the harness and the mock (tools/pt), as perf record is above
 // the kernel.
 //
-//   RecordOptions o;  o.backend = "mock";  o.output = "/tmp/t.ptcap";
+//   RecordOptions o;  o.backend = "mock";  o.output = "/tmp/t.data";
 //   Result<CaptureSummary> s = Record(o);            // writes o.output
-//   Result<Capture> c = ReadCapture("/tmp/t.ptcap"); // for tools and tests
+//   Result<perf_data::PerfData> d = perf_data::ReadPerfDataFile("/tmp/t.data");
 //
-// The file format and its reader (ReadCapture, CaptureTraceOf): capture_file.h.
+// Formats (--format): "perf.data" (the default) is perf's own file format
+// (record_perf_data.h): perf script and perf report decode it, and
+// `perftest pt decode` reads it (tools/data/pt_trace.h). The code it names
+// is reachable by perf: the kernel's MMAP2 records name the real files, and
+// HEADER_BUILD_ID gives their build ids (read with libelf); the mock's
+// simulated program is written beside the capture as a real ELF file,
+// OUTPUT.NAME.elf (elf_image.h: its code at its addresses, a function
+// symbol per entry point, a build id), and the recording opens with the
+// records perf record synthesizes for a task that already runs (COMM, then
+// an MMAP2 of that file: perf_event__synthesize_mmap_events() from
+// /proc/PID/maps). The mock's TSC (pt_sim's) is not its perf clock: the
+// TIME_CONV/AUXTRACE_INFO conversion anchors the trace's first TSC at the
+// PT event's first record (ITRACE_START) and runs at the simulated TSC
+// rate (the nominal ratio times 100 MHz). "ptcap" is the project's
+// earlier format (capture_file.h), still written on request and read by
+// `pt decode`/`pt dump`, for the captures and tests made with it; nothing
+// outside perftest reads it.
 // Beside OUTPUT the recorder writes OUTPUT.trace.bin, the AUX bytes in order,
 // with the --image specs to decode it (CaptureSummary::image_specs): with the
 // mock, the simulated program's code and its ground truth; with the kernel,
@@ -47,13 +63,17 @@ struct RecordOptions {
   std::string backend = "kernel";         // "kernel" or "mock"
   std::string profile = "x86_64-intel";   // mock: the machine
   std::string event = "intel_pt//u";      // perf's event string (harness/event_string.h)
-  std::string output = "perftest.ptcap";
+  std::string output = "perf.data";
+  std::string format = "perf.data";       // "perf.data" or "ptcap"
+  bool truth = true;                      // mock: write OUTPUT.trace.truth.json (large: ~60 bytes
+                                          // per instruction)
   size_t data_pages = 64;                 // data buffer (power of two)
   size_t aux_pages = 64;                  // AUX area (power of two)
   bool snapshot = false;                  // read-only AUX mapping, captured once at the end
   uint64_t instructions = 1000000;        // mock: user instructions the simulated task retires
                                           // (and 4 system calls halfway)
   std::vector<std::string> command;       // kernel: the command to run and trace
+  std::vector<std::string> cmdline;       // perf.data HEADER_CMDLINE: the recorder's own argv
 };
 
 struct CaptureSummary {
@@ -71,6 +91,7 @@ struct CaptureSummary {
   // byte the truth describes (full-trace mode, nothing TRUNCATED); otherwise
   // the truth covers more than was recorded.
   std::string trace_file, truth_file;
+  std::string elf_file;     // perf.data from the mock: the simulated program as an ELF file
   std::vector<std::string> image_specs;
   bool truth_complete = false;
 };

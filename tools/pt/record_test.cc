@@ -36,6 +36,7 @@ TEST(PtRecord, MockCaptureHoldsRecordsAuxDataAndSideBand) {
   RecordOptions o;
   o.backend = "mock";
   o.output = TempPath("mock");
+  o.format = "ptcap";
   o.instructions = 200000;  // 25000 trace bytes on the mock
   ASSERT_OK_AND_ASSIGN(CaptureSummary s, Record(o));
   EXPECT_GE(s.aux_bytes, 25000u);
@@ -85,6 +86,7 @@ TEST(PtRecord, MockRecordingDecodesToTheGroundTruth) {
   o.backend = "mock";
   o.event = "intel_pt/tsc,mtc,cyc,noretcomp/u";
   o.output = std::string(dir) + "/t.ptcap";
+  o.format = "ptcap";
   o.instructions = 30000;
   o.aux_pages = 64;
   ASSERT_OK_AND_ASSIGN(CaptureSummary sum, Record(o));
