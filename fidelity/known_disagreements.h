@@ -31,6 +31,9 @@ struct KnownDisagreement {
   std::string_view pmu;
   std::string_view mock_reason_contains;
   bool unmodelled_pmu = false;
+  // A substring of the class's kind (DisagreementKind(): the two results'
+  // differing fields), for results that are both ok ("" = anything).
+  std::string_view kind_contains = "";
 };
 
 // Every entry, in the order they are tried.
@@ -38,6 +41,6 @@ const std::vector<KnownDisagreement>& KnownDisagreements();
 
 // The first entry that explains a disagreeing call, or nullptr.
 const KnownDisagreement* ExplainDisagreement(const std::string& op, const std::string& pmu, bool unmodelled_pmu,
-                                             const std::string& mock_reason);
+                                             const std::string& mock_reason, const std::string& kind = "");
 
 }  // namespace perftest::fidelity

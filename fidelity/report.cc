@@ -62,9 +62,10 @@ void FidelityReport::Add(uint64_t index, const Sequence& seq, const SequenceOutc
     }
     if (agree) continue;
     all_agree = false;
-    const KnownDisagreement* known = ExplainDisagreement(rec.op, rec.pmu, unmodelled, MockReason(rec.mock.call));
-    if (known == nullptr) ++unexplained_;
     const std::string kind = DisagreementKind(rec);
+    const KnownDisagreement* known =
+        ExplainDisagreement(rec.op, rec.pmu, unmodelled, MockReason(rec.mock.call), kind);
+    if (known == nullptr) ++unexplained_;
     DisagreementClass& c = classes_[kind];
     if (c.count++ == 0) {
       if (known != nullptr) c.explained_by = std::string(known->id);

@@ -185,5 +185,28 @@ TEST(Report, KnownDisagreementsAreMarkedAndTheRestCounted) {
   EXPECT_EQ(j["known_disagreements"].size(), KnownDisagreements().size());
 }
 
+// An entry may match the class's kind (both results ok, fields differ): the
+// arm64 hrtimer overlay is explained, another user-page difference is not.
+TEST(Report, KnownDisagreementMatchesTheKind) {
+  FidelityReport r;
+  CallRecord overlay = Record(0, "mmap", Ok("version=0, capabilities=0x3e, pmc_width=32"),
+                              Ok("version=0, capabilities=0x3a, pmc_width=0"));
+  overlay.pmu = "software";
+  CallRecord other = Record(1, "mmap", Ok("version=0, capabilities=0x3a, pmc_width=0"),
+                            Ok("version=0, capabilities=0x3a, pmc_width=32"));
+  other.pmu = "software";
+  SequenceOutcome out;
+  out.calls = {overlay, other};
+  r.Add(0, Sequence{}, out);
+  EXPECT_EQ(r.calls_unexplained(), 1u);
+  std::map<std::string, std::string> by_kind;
+  for (const DisagreementClass& c : r.Classes()) by_kind[c.kind] = c.explained_by;
+  ASSERT_EQ(by_kind.size(), 2u);
+  for (const auto& [kind, id] : by_kind) {
+    EXPECT_EQ(id, kind.find("capabilities=0x3e") != std::string::npos ? "fidelity.arm64_hrtimer_user_read" : "")
+        << kind;
+  }
+}
+
 }  // namespace
 }  // namespace perftest::fidelity

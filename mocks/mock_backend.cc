@@ -128,8 +128,13 @@ Result<void*> MockBackend::Mmap(size_t length, int prot, int flags, int fd, off_
   const size_t page = profile_.page_size;
   if (length == 0) return Fail<void*>(EINVAL, call, "zero length");
   if (offset < 0 || static_cast<size_t>(offset) % page != 0) return Fail<void*>(EINVAL, call, "unaligned offset");
-  // The perf fd lives on a noexec mount (anon inode): do_mmap() refuses PROT_EXEC.
-  if (prot & PROT_EXEC) return Fail<void*>(EPERM, call, "PROT_EXEC on a noexec file");
+  // The perf fd lives on the anon inode mount, noexec since Linux 6.15
+  // ("anon_inode: raise SB_I_NODEV and SB_I_NOEXEC", fs/anon_inodes.c):
+  // do_mmap() refuses PROT_EXEC there (path_noexec()); before, perf_mmap()
+  // maps it like any other (seen in Debian's 6.1 arm64 guest).
+  if ((prot & PROT_EXEC) != 0 && limits_.kernel_version >= KernelVersion(6, 15)) {
+    return Fail<void*>(EPERM, call, "PROT_EXEC on a noexec file");
+  }
   const size_t vma_size = (length + page - 1) / page * page;
   // "Don't allow mmap() of inherited per-task counters."
   if (ev->cpu == -1 && ev->attr.inherit) return Fail<void*>(EINVAL, call, "inherited per-task event");
@@ -357,8 +362,13 @@ Result<int> MockBackend::Fcntl(int fd, int cmd, long arg) {
   // perf_event_open() makes the file with anon_inode_getfile(..., O_RDWR)
   // (fs/anon_inodes.c): f_flags carry no O_LARGEFILE, which the memfd behind
   // the model has (memfd_create() -> alloc_file_pseudo() with O_LARGEFILE).
-  // The kernel's O_LARGEFILE (asm-generic/fcntl.h 00100000): glibc spells it 0 on 64-bit.
+  // The kernel's O_LARGEFILE of the arch this runs on (glibc spells it 0 on
+  // 64-bit): asm-generic/fcntl.h 00100000; arm64's uapi asm/fcntl.h 0400000.
+#if defined(__aarch64__) || defined(__arm__)
+  constexpr int kKernelOLargefile = 0400000;
+#else
   constexpr int kKernelOLargefile = 0100000;
+#endif
   if (cmd == F_GETFL && FindFd(fd) != nullptr) {
     r &= ~kKernelOLargefile;
     if (FindFd(fd)->async) r |= O_ASYNC;  // modelled: EventFcntl()

@@ -143,8 +143,13 @@ int MockBackend::PerfEventAlloc(const OpenRequest& req, std::unique_ptr<MockEven
     *why = "sigtrap needs a task";
     return EINVAL;
   }
-  if (attr.inherit && (attr.sample_type & PERF_SAMPLE_READ) && !(attr.sample_type & PERF_SAMPLE_TID)) {
-    *why = "inherit with PERF_SAMPLE_READ needs PERF_SAMPLE_TID";
+  // 7e8b255650fc "perf: Support PERF_SAMPLE_READ with inherit" (Linux 6.12)
+  // allowed it with PERF_SAMPLE_TID; before, perf_event_open() refused every
+  // inherited PERF_SAMPLE_READ event (seen in Debian's 6.1 arm64 guest).
+  if (attr.inherit && (attr.sample_type & PERF_SAMPLE_READ) &&
+      (!(attr.sample_type & PERF_SAMPLE_TID) || limits_.kernel_version < KernelVersion(6, 12))) {
+    *why = limits_.kernel_version < KernelVersion(6, 12) ? "inherit with PERF_SAMPLE_READ (before Linux 6.12)"
+                                                         : "inherit with PERF_SAMPLE_READ needs PERF_SAMPLE_TID";
     return EINVAL;
   }
 

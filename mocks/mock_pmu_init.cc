@@ -94,6 +94,15 @@ int MockBackend::PerfInitEvent(MockEvent& event, const AttrLimits& limits, PmuCa
   // PERF_PMU_CAP_NO_EXCLUDE refuses every exclude_* bit (in that order:
   // fidelity found msr with exclude_idle and an XMM register EOPNOTSUPP).
   if (HasExtendedRegs(attr, limits.x86_64)) return fail(EOPNOTSUPP, "XMM registers need PERF_PMU_CAP_EXTENDED_REGS");
+  // arm64 since Linux 6.1 (cbb0c02caf4b "perf: arm64: Add SVE vector granule
+  // register to user regs"): PERF_REG_EXTENDED_MASK is PERF_REG_ARM64_VG (bit
+  // 46) and only arm_pmu.c's PMUs have PERF_PMU_CAP_EXTENDED_REGS (seen in
+  // Debian's 6.1 arm64 guest: a software event with bit 46 is EOPNOTSUPP).
+  constexpr uint64_t kArm64Vg = uint64_t{1} << 46;
+  if (profile_.arch == "aarch64" && limits.kernel_version >= KernelVersion(6, 1) && ev->pmu != PmuId::kCore &&
+      ((attr.sample_regs_user | attr.sample_regs_intr) & kArm64Vg) != 0) {
+    return fail(EOPNOTSUPP, "PERF_REG_ARM64_VG needs PERF_PMU_CAP_EXTENDED_REGS");
+  }
   if (caps->no_exclude && (attr.exclude_user || attr.exclude_kernel || attr.exclude_hv || attr.exclude_idle ||
                             attr.exclude_host || attr.exclude_guest)) {
     return fail(EINVAL, "the PMU has PERF_PMU_CAP_NO_EXCLUDE: no exclude_* bit may be set (perf_try_init_event())");

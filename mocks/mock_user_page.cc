@@ -26,6 +26,11 @@ void MockBackend::UpdateUserPage(MockEvent& ev) {
     // A real task served by tools/exec would execute RDPMC on the host's
     // CPU, whose counters are not the model's: no user RDPMC for it.
     u.cap_user_rdpmc = ev.pmu == PmuId::kCore && ev.owns_rb && !served_real_task_;
+    // arm64 arch_perf_update_userpage() (arch/arm64/kernel/perf_event.c in
+    // 6.1, drivers/perf/arm_pmuv3.c later) sets pmc_width only where it sets
+    // cap_user_rdpmc (armv8pmu_event_has_user_read()); x86 sets it for every
+    // event (x86_pmu.cntval_bits).
+    if (profile_.arch == "aarch64" && !u.cap_user_rdpmc) u.pmc_width = 0;
     if (u.cap_user_rdpmc && ev.active) {
       u.index = RdpmcCounter(ev.counter_gp, ev.counter_fixed) + 1;  // x86_pmu_event_idx()
       u.offset -= SignExtend(ev.pmc, width);                        // - hwc->prev_count

@@ -347,6 +347,36 @@ def cmd_doctor_vm(args):
     return EXIT_OK
 
 
+def guest_profile(vm_args):
+    """The profile in fixtures/profiles that matches the guest of --vm/--arch:
+    its "arch" the guest's and its "kernel_release" of the guest kernel's
+    major.minor (vmkernel.resolve(); a kernel image path has no known release),
+    or None. `fidelity --vm` compares the guest kernel with the mock on it."""
+    from . import vmkernel
+    arch = vmkernel.normalize_arch(vm_args.arch or vmkernel.host_arch())
+    release = vmkernel.resolve(vm_args.vm, arch, getattr(vm_args, "vm_modules", None)).get("release")
+    if not release:
+        return None
+
+    def major_minor(r):
+        return ".".join(str(r).split("-")[0].split(".")[:2])
+
+    gnu = {"arm64": "aarch64"}.get(arch, arch)
+    pdir = layout.profiles_dir()
+    for name in sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []:
+        if not name.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(pdir, name)) as f:
+                p = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if p.get("arch") == gnu and p.get("kernel_release") and \
+                major_minor(p["kernel_release"]) == major_minor(release):
+            return os.path.join(pdir, name)
+    return None
+
+
 def vm_tool(command, args):
     """`perftest fidelity --vm=KERNEL [--arch=A] ARGS`: the tool in a guest."""
     from . import vmrun
@@ -355,6 +385,12 @@ def vm_tool(command, args):
     vm_args, rest = p.parse_known_args(args)
     vm_args.backend, vm_args.profile = "kernel", None
     binary = {"fidelity": "perftest_fidelity", "pt": "perftest_pt"}[command]
+    if command == "fidelity" and not any(a == "--profile" or a.startswith("--profile=") for a in rest):
+        profile = guest_profile(vm_args)
+        if profile:
+            print("vm: mock profile %s (arch and kernel release of the guest; --profile overrides)"
+                  % os.path.basename(profile), file=sys.stderr, flush=True)
+            rest = ["--profile=" + profile] + rest
     # Files the arguments name (--profile=host.json, --replay files) are
     # copied into the job share: the guest's /tmp and cwd are its own.
     inputs, words = {}, []
