@@ -255,6 +255,16 @@ Result<void> DumpRecord(const RecordParser& parser, const DataRecord& r, std::FI
         time = s->time.value_or(0);
       } else if (k->sample_id && k->sample_id->time) {
         time = *k->sample_id->time;
+      } else if (const Attr* a = parser.AttrOf(r); a != nullptr && a->attr.sample_id_all) {
+        // Records the harness keeps whole (OtherRecord: AUX, ITRACE_START,
+        // LOST_SAMPLES, KSYMBOL, ...) carry the trailer too
+        // (perf_event_header__init_id()): its last SampleIdSize() bytes.
+        const SampleLayout layout = SampleLayout::FromAttr(a->attr);
+        const size_t n = layout.SampleIdSize();
+        if (n != 0 && r.bytes.size() >= sizeof(perf_event_header) + n) {
+          Result<SampleId> id = ParseSampleId(layout, std::span<const std::byte>(r.bytes).last(n));
+          if (id.ok() && id->time) time = *id->time;
+        }
       }
       line = DescribeKernel(r, *k, parser.AttrOf(r));
     } else {

@@ -40,7 +40,13 @@ ours=$(grep -cE '^[0-9]+ 0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_' dump.txt)
 perfs=$(perf report -D -i p.data 2>/dev/null | sed -n 's/^ *TOTAL events: *\([0-9]*\).*/\1/p')
 [ -n "$perfs" ] || fail "perf report -D printed no TOTAL events"
 [ "$ours" = "$perfs" ] || fail "dump lists $ours records, perf report -D counts $perfs"
-echo "p.data: $ours records listed, perf counts $perfs, 0 unknown"
+# ... each at the same offset with the same time and type as perf report -D
+# lists it ("[CPU] TIME OFFSET [SIZE]: TYPE").
+sed -n 's/^\([0-9]*\) \(0x[0-9a-f]*\) \[0x[0-9a-f]*\]: \(PERF_RECORD_[A-Z_0-9]*\).*/\2 \1 \3/p' dump.txt | sort >ours.T
+perf report -D -i p.data 2>/dev/null |
+  sed -n -E 's/^([0-9]+ )?([0-9]+) (0x[0-9a-f]+) \[0x[0-9a-f]+\]: (PERF_RECORD_[A-Z_0-9]+).*/\3 \2 \4/p' | sort >perf.T
+[ -s ours.T ] && cmp -s ours.T perf.T || fail "dump p.data: offsets, times or types differ from perf report -D: $(diff ours.T perf.T | head -5)"
+echo "p.data: $ours records listed, perf counts $perfs, 0 unknown; the same offsets, times and types"
 
 # 2. Rewrite: same bytes, same perf output.
 "$tool" rewrite p.data ../b/p.data 2>rw.err || fail "rewrite: $(cat rw.err)"

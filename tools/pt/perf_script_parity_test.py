@@ -124,6 +124,21 @@ def main():
             return 1
         conv = time_conv(args.perftest_data, data)
         failed = False
+        # perftest data dump lists every record of it as perf report -D does (offset, time, type).
+        dump = run([args.perftest_data, "dump", data]).stdout
+        ours = {m[2]: (int(m[1]), m[3])
+                for m in re.finditer(r"^(\d+) (0x[0-9a-f]+) \[0x[0-9a-f]+\]: (PERF_RECORD_\w+)", dump, re.M)}
+        rd = run([perf, "report", "-D", "-i", data]).stdout
+        perfs = {m[2]: (int(m[1]), m[3])  # "[CPU] TIME OFFSET [SIZE]: TYPE"
+                 for m in re.finditer(r"^(?:\d+ )?(\d+) (0x[0-9a-f]+) \[0x[0-9a-f]+\]: (PERF_RECORD_\w+)", rd, re.M)}
+        print(f"perftest data dump: {len(ours)} records, perf report -D: {len(perfs)}; "
+              f"{'the same offsets, times and types' if ours == perfs else 'DIFFERENT'}")
+        if ours != perfs or not ours:
+            failed = True
+            for off in sorted(set(ours) | set(perfs))[:400]:
+                if ours.get(off) != perfs.get(off):
+                    print(f"  {off}: perftest {ours.get(off)} perf {perfs.get(off)}")
+                    break
         for spec in SPECS:
             p = run([perf, "script", "-i", data, f"--itrace={spec}", "--ns"])
             if p.returncode != 0:
