@@ -9,10 +9,12 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "harness/perf_data/aux_queues.h"
 #include "harness/perf_data/reader.h"
 #include "harness/pt/capture_file.h"
+#include "harness/pt/cpu.h"
 #include "harness/pt/image.h"
 #include "harness/pt/itrace.h"
 #include "harness/pt/itrace_log.h"
@@ -189,6 +191,9 @@ void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd) {
   cmd->app->add_option("--existing-event", cmd->existing_events,
                        "an event recorded with the trace, TSC[:NAME] (repeatable): G/L add call chain/branch stack");
   cmd->app->add_option("--debug-log", cmd->debug_log, "the d log file (default intel_pt.log; d+o: stdout)");
+  cmd->app->add_option("--cpu", cmd->cpu,
+                       "FAMILY/MODEL[/STEPPING] the trace was recorded on: applies that CPU's errata workarounds "
+                       "(as libipt's pt_cpu_errata; the packet-layer ones: SKD007, SKZ84)");
   CLI::Option* call_trace = cmd->app->add_flag(
       "--call-trace", cmd->call_trace,
       "perf script --call-trace: calls (itrace cewp), each target indented 4 spaces per call depth");
@@ -244,6 +249,17 @@ int RunDecode(const DecodeCommand& cmd) {
   d.tsc_ctc_ratio_n = timing.tsc_ctc_ratio_n;
   d.tsc_ctc_ratio_d = timing.tsc_ctc_ratio_d == 0 ? 1 : timing.tsc_ctc_ratio_d;
   d.stop_at_end = true;  // as ptxed: nothing past the end of the trace (pts_eos)
+  if (!cmd.cpu.empty()) {
+    std::string cpu_error;
+    const std::optional<Cpu> cpu = ParseCpu(cmd.cpu, &cpu_error);
+    if (!cpu) {
+      fmt::print(stderr, "perftest_pt decode: --cpu {}\n", cpu_error);
+      return kExitBadInput;
+    }
+    const Errata errata = ErrataFor(*cpu);
+    d.packets.skd007 = errata.skd007;
+    d.packets.skz84 = errata.skz84;
+  }
   o->max_nonturbo_ratio = timing.max_nonturbo_ratio;
   if (image_specs.empty()) {
     fmt::print(stderr,

@@ -45,6 +45,7 @@ struct DecodeCommand {
   std::string tsc_ctc_ratio;        // "N/D" (CPUID.15H EBX/EAX); "": not given (a capture's)
   std::vector<std::string> existing_events;
   std::string debug_log = "intel_pt.log";
+  std::string cpu;  // --cpu FAMILY/MODEL[/STEPPING] (pt/cpu.h): the errata workarounds; empty: none
   // perf script's --call-trace (itrace cewp, calls indented by depth) and
   // --call-ret-trace (crewp, with the flag names): itrace.h ToCallTrace().
   bool call_trace = false;
