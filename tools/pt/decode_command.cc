@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "harness/perf_data/aux_queues.h"
+#include "harness/perf_data/features.h"
 #include "harness/perf_data/reader.h"
 #include "harness/pt/capture_file.h"
 #include "harness/pt/cpu.h"
@@ -108,6 +109,9 @@ Result<CaptureTrace> PerfDataTrace(const std::vector<uint8_t>& bytes, const std:
                                     q->intel_pt->time_mult);
   }
   CaptureTrace all;
+  if (const auto f = d->features.find(perf_data::HEADER_CPUID); f != d->features.end()) {
+    if (Result<std::string> cpuid = perf_data::ParseStringFeature(f->second); cpuid.ok()) all.cpuid = *cpuid;
+  }
   for (size_t i = 0; i < q->queues.size(); ++i) {
     Result<CaptureTrace> t = data::PtTraceOf(*d, *q, i);
     if (!t.ok()) return R::Failure(t.error(), fmt::format("{}: {}", path, t.call()));
@@ -128,7 +132,7 @@ Result<CaptureTrace> PerfDataTrace(const std::vector<uint8_t>& bytes, const std:
 
 bool ReadTraceInput(const std::string& path, std::string_view command, std::vector<uint8_t>* trace,
                     std::vector<std::string>* image_specs, std::string* error, CaptureTiming* timing,
-                    std::vector<uint64_t>* data_lost, uint64_t* tsc_hz) {
+                    std::vector<uint64_t>* data_lost, uint64_t* tsc_hz, std::string* cpuid) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     *error = fmt::format("cannot open {}: {}", path, std::strerror(errno));
@@ -150,6 +154,7 @@ bool ReadTraceInput(const std::string& path, std::string_view command, std::vect
     return false;
   }
   *trace = std::move(t->trace);
+  if (cpuid != nullptr) *cpuid = t->cpuid;
   if (timing != nullptr) *timing = t->timing;
   if (data_lost != nullptr) *data_lost = t->data_lost;
   // On stderr: what was taken from the capture (stdout is the tool's output).
@@ -224,8 +229,9 @@ int RunDecode(const DecodeCommand& cmd) {
   timing.mtc_period = 3;  // perf's default; a capture's own replaces it
   std::vector<uint64_t> data_lost;
   uint64_t file_tsc_hz = 0;
+  std::string file_cpuid;
   if (!ReadTraceInput(cmd.file, "decode", &trace, cmd.images.empty() ? &image_specs : nullptr, &error, &timing,
-                      &data_lost, &file_tsc_hz)) {
+                      &data_lost, &file_tsc_hz, &file_cpuid)) {
     fmt::print(stderr, "perftest_pt decode: {}\n", error);
     return kExitBadInput;
   }
@@ -249,14 +255,24 @@ int RunDecode(const DecodeCommand& cmd) {
   d.tsc_ctc_ratio_n = timing.tsc_ctc_ratio_n;
   d.tsc_ctc_ratio_d = timing.tsc_ctc_ratio_d == 0 ? 1 : timing.tsc_ctc_ratio_d;
   d.stop_at_end = true;  // as ptxed: nothing past the end of the trace (pts_eos)
+  // The CPU: --cpu, else the one a perf.data file's HEADER_CPUID names.
+  std::optional<Cpu> cpu;
   if (!cmd.cpu.empty()) {
     std::string cpu_error;
-    const std::optional<Cpu> cpu = ParseCpu(cmd.cpu, &cpu_error);
+    cpu = ParseCpu(cmd.cpu, &cpu_error);
     if (!cpu) {
       fmt::print(stderr, "perftest_pt decode: --cpu {}\n", cpu_error);
       return kExitBadInput;
     }
+  } else if (!file_cpuid.empty()) {
+    cpu = CpuFromPerfCpuid(file_cpuid);
+  }
+  if (cpu) {
     const Errata errata = ErrataFor(*cpu);
+    if (cmd.cpu.empty()) {
+      fmt::print(stderr, "perftest_pt decode: CPU {}/{}/{} (HEADER_CPUID {}): errata {}\n", cpu->family, cpu->model,
+                 cpu->stepping, file_cpuid, ErrataNames(errata).empty() ? "none known" : ErrataNames(errata));
+    }
     d.packets.skd007 = errata.skd007;
     d.packets.skz84 = errata.skz84;
   }

@@ -26,4 +26,20 @@ cmp -s "$dir/plain.txt" "$dir/bdw.txt" || fail "6/61/4 differs from no --cpu"
 rc=$?
 [ "$rc" -eq 2 ] || fail "--cpu 6/x exited $rc, expected 2"
 grep -q "model 'x'" "$dir/err.txt" || fail "error does not name the model: $(cat "$dir/err.txt")"
+# A perf.data file's HEADER_CPUID names the CPU when --cpu is not given:
+# the recorded host's string replaced in place by a Skylake's (NUL-padded).
+"$tool" record --backend=mock --instructions=2000 --no-truth -o "$dir/t.data" >/dev/null 2>&1 || fail "record"
+at=$(grep -abo 'AuthenticAMD,[0-9,]*\|GenuineIntel,[0-9,]*' "$dir/t.data" | head -1)
+[ -n "$at" ] || fail "no HEADER_CPUID string in the recording"
+off=${at%%:*}
+len=$((${#at} - ${#off} - 1))
+new='GenuineIntel,6,78,3'
+[ "$len" -ge ${#new} ] || fail "HEADER_CPUID '$at' shorter than the replacement"
+{ printf '%s' "$new"; head -c $((len - ${#new})) /dev/zero; } |
+  dd of="$dir/t.data" bs=1 seek="$off" conv=notrunc 2>/dev/null
+"$tool" decode --itrace=e "$dir/t.data" > /dev/null 2> "$dir/cpuid.txt" || fail "decode of the perf.data exited $?"
+grep -q "CPU 6/78/3 (HEADER_CPUID GenuineIntel,6,78,3): errata bdm70,skd007,skd022,skd010,skl014,skl168" \
+  "$dir/cpuid.txt" || fail "HEADER_CPUID not taken: $(cat "$dir/cpuid.txt")"
+"$tool" decode --cpu=6/61/4 --itrace=e "$dir/t.data" > /dev/null 2> "$dir/given.txt" || fail "decode --cpu exited $?"
+grep -q "HEADER_CPUID" "$dir/given.txt" && fail "--cpu did not override HEADER_CPUID: $(cat "$dir/given.txt")"
 echo "ok"
