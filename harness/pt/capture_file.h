@@ -76,6 +76,9 @@ struct CaptureTrace {
   uint64_t aux_records = 0;              // AUX chunks
   std::vector<std::string> image_specs;  // ADDR:FILE[:OFFSET:SIZE], for Image (decode --image)
   CaptureTiming timing;                  // META's "timing"
+  // The CPU the capture names: a perf.data file's HEADER_CPUID
+  // ("GenuineIntel,6,142,10"; cpu.h CpuFromPerfCpuid), empty when none.
+  std::string cpuid;
   // Trace offsets where data was lost before: the end of each AUX chunk
   // whose flags have PERF_AUX_FLAG_TRUNCATED (the AUX area was full; the
   // next chunk does not continue it) and that more data follows. perf

@@ -90,10 +90,42 @@ uint64_t RelativeTarget(const ZydisDecodedInstruction& z, uint64_t ip) {
 
 }  // namespace
 
+// The length of an ERETS/ERETU at bytes[0] (legacy prefixes, the last F2
+// or F3 among them deciding, then 0F 01 CA; with a REX between, not
+// recognized: left to Zydis), or 0.
+static int EretLength(std::span<const uint8_t> bytes) {
+  size_t n = 0;
+  uint8_t last_f2f3 = 0;
+  for (; n < bytes.size() && n < 14; ++n) {
+    const uint8_t b = bytes[n];
+    if (b == 0xf2 || b == 0xf3) last_f2f3 = b;
+    else if (!(b == 0x66 || b == 0x67 || b == 0xf0 || b == 0x2e || b == 0x36 || b == 0x3e || b == 0x26 ||
+               b == 0x64 || b == 0x65))
+      break;
+  }
+  if (last_f2f3 == 0 || bytes.size() < n + 3) return 0;
+  if (bytes[n] != 0x0f || bytes[n + 1] != 0x01 || bytes[n + 2] != 0xca) return 0;
+  return static_cast<int>(n + 3);
+}
+
 int InsnClassifier::Classify(std::span<const uint8_t> bytes, uint64_t ip, ExecMode mode,
                              Insn* out) const {
   if (mode == ExecMode::kInvalid) return EINVAL;
   if (bytes.empty()) return ENODATA;
+  if (const int len = EretLength(bytes); len > 0) {
+    // FRED's ERETS (F2 0F 01 CA) and ERETU (F3 0F 01 CA), which Zydis 4
+    // does not know (it takes them as CLAC): a far return that changes CPL,
+    // as IRET (libipt pt_ild.c: ptic_far_return, PTI_INST_ERETS/ERETU;
+    // pt_insn_changes_cpl). Like libipt, the last F2/F3 prefix decides.
+    Insn insn;
+    insn.ip = ip;
+    insn.length = static_cast<uint8_t>(len);
+    insn.mode = mode;
+    insn.branch = BranchClass::kFarTransfer;
+    insn.far = FarKind::kIret;
+    *out = insn;
+    return 0;
+  }
   ZydisDecodedInstruction z;
   ZyanStatus status = ZydisDecoderDecodeInstruction(&decoder_[static_cast<int>(mode)], nullptr,
                                                     bytes.data(), bytes.size(), &z);

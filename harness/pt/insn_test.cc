@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/pt/testing/spec.h"
+
 namespace perftest::pt {
 namespace {
 
@@ -150,6 +152,29 @@ TEST(Insn, TrailingBytesAreIgnored) {
   ASSERT_EQ(ClassifyInsn(code, 0x1000, k64, &insn), 0);
   EXPECT_EQ(insn.length, 1);
   EXPECT_EQ(insn.branch, B::kReturn);
+}
+
+// FRED's ERETS (F2 0F 01 CA) and ERETU (F3 0F 01 CA): libipt (pt_ild.c,
+// after 2.0.5) classifies them ptic_far_return with PTI_INST_ERETS/ERETU,
+// changing CPL as IRET (pt_insn_changes_cpl); Zydis 4 takes them as CLAC.
+// NP 0F 01 CA stays CLAC (no branch); the last F2/F3 prefix decides.
+TEST(Insn, FredEretIsFarReturn) {
+  testing::Spec("pt.insn.fred_eret", "SDM (FRED spec) ERETS/ERETU; libipt pt_ild.c PTI_INST_ERETS/ERETU");
+  Insn insn;
+  const uint8_t erets[] = {0xf2, 0x0f, 0x01, 0xca, 0xcc};
+  ASSERT_EQ(ClassifyInsn(erets, 0x1000, k64, &insn), 0);
+  EXPECT_EQ(insn.length, 4);
+  EXPECT_EQ(insn.branch, B::kFarTransfer);
+  EXPECT_EQ(insn.far, FarKind::kIret);
+  EXPECT_TRUE(IsFarReturn(insn.far));
+  const uint8_t eretu[] = {0x66, 0xf2, 0xf3, 0x0f, 0x01, 0xca};
+  ASSERT_EQ(ClassifyInsn(eretu, 0x1000, k64, &insn), 0);
+  EXPECT_EQ(insn.length, 6);
+  EXPECT_EQ(insn.far, FarKind::kIret);
+  const uint8_t clac[] = {0x0f, 0x01, 0xca};
+  ASSERT_EQ(ClassifyInsn(clac, 0x1000, k64, &insn), 0);
+  EXPECT_EQ(insn.length, 3);
+  EXPECT_EQ(insn.branch, B::kNone);
 }
 
 TEST(Insn, TruncatedInstructionIsEnodata) {

@@ -210,10 +210,22 @@ int DecodeAt(Packet& p, const uint8_t* pos, size_t avail, const PacketDecoder::O
   return 0;
 }
 
+// TMA's second byte (02h 73h; SDM §33.4.2.13).
+constexpr uint8_t kExtTmaByte = 0x73;
+
+// SKD007 (cpu.h): a 2-byte CYC (Exp set, one extension byte with Exp clear)
+// whose extension byte is 02h, followed by F3h: the 02h F3h is an OVF issued
+// after the CYC's first byte (libipt pt_pkt_handle_skd007: a CYC payload of
+// 20h..3Fh whose next byte is the OVF opcode extension).
+bool Skd007At(const uint8_t* pos, const uint8_t* end) {
+  return end - pos >= 3 && (pos[0] & 7) == 7 && pos[1] == internal::kOpcExt && pos[2] == 0xf3;
+}
+
 // One packet at `pos` (begin <= pos < end) the careful way: bounds, the slow
 // kinds, PEBS block context (`block`, updated). Returns 0 or an errno.
 int DecodeOneSlow(const uint8_t* begin, const uint8_t* end, const uint8_t* pos, uint8_t& block,
                   const PacketDecoder::Options& options, Packet& out) {
+  if (options.skd007 && Skd007At(pos, end)) ++pos;  // the OVF after the CYC's first byte
   const size_t avail = static_cast<size_t>(end - pos);
   Packet p;
   p.offset = static_cast<uint64_t>(pos - begin);
@@ -228,7 +240,17 @@ int DecodeOneSlow(const uint8_t* begin, const uint8_t* end, const uint8_t* pos, 
     p.ext = 0;
   } else {
     const int err = DecodeAt(p, pos, avail, options);
-    if (err != 0) return err;
+    if (err == EBADMSG && options.skz84 && pos[0] == internal::kOpcExt && avail >= 2 && pos[1] == kExtTmaByte &&
+        avail >= 8) {
+      // SKZ84: the corrupted TMA and its bogus data byte, as libipt's pt_pkt_decode_tma.
+      p.type = PacketType::kInvalid;
+      p.size = 8;
+      p.payload = 0;
+      p.opcode = pos[0];
+      p.ext = pos[1];
+    } else if (err != 0) {
+      return err;
+    }
   }
   if (p.type == PacketType::kBbp) {
     block = (p.payload & 0x80) ? 4 : 8;
@@ -557,13 +579,13 @@ Result<void> PacketDecoder::SyncSet(uint64_t offset) {
 int PacketDecoder::NextSlow(Packet& packet) noexcept {
   if (!synced_) return ENOTCONN;
   if (pos_ == end_) return ENODATA;
-  if (block_ == 0 && end_ - pos_ >= 24 && SemiFastDecode(begin_, offset(), packet)) {
+  if (block_ == 0 && end_ - pos_ >= 24 && !options_.Errata() && SemiFastDecode(begin_, offset(), packet)) {
     pos_ += packet.size;
     return 0;
   }
   const int err = DecodeOneSlow(begin_, end_, pos_, block_, options_, packet);
   if (err != 0) return err;
-  pos_ += packet.size;
+  pos_ = begin_ + packet.offset + packet.size;  // SKD007 skips a byte before the packet
   UpdateFastEnd();
   return 0;
 }
@@ -816,7 +838,7 @@ size_t PacketDecoder::DecodeSerial(Rec* out, size_t cap, int& err) noexcept {
 size_t PacketDecoder::Decode(std::span<Packet> out, int& err) noexcept {
   err = 0;
   if (out.empty()) return 0;
-  if (synced_ && block_ == 0 && out.size() >= kMinLanePackets && end_ - pos_ >= static_cast<ptrdiff_t>(kMinLaneBytes)) {
+  if (synced_ && block_ == 0 && !options_.Errata() && out.size() >= kMinLanePackets && end_ - pos_ >= static_cast<ptrdiff_t>(kMinLaneBytes)) {
     return DecodeSegments(out.data(), out.size(), err, nullptr, nullptr, nullptr);
   }
   // In order, a packet at a time: short traces, a small `out`, inside a PEBS block.
@@ -827,7 +849,7 @@ int PacketDecoder::Decode(PacketBatch& batch) noexcept {
   int err = 0;
   batch.base_ = offset();
   const size_t cap = batch.records_.size();
-  if (synced_ && block_ == 0 && cap >= kMinLanePackets && end_ - pos_ >= static_cast<ptrdiff_t>(kMinLaneBytes)) {
+  if (synced_ && block_ == 0 && !options_.Errata() && cap >= kMinLanePackets && end_ - pos_ >= static_cast<ptrdiff_t>(kMinLaneBytes)) {
     uint8_t* map = nullptr;
     if (!options_.portable && MappedLanesHere()) {
       if (batch.map_.empty()) batch.map_.resize(2 * kMapStride);

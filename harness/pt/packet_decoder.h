@@ -92,6 +92,18 @@ class PacketDecoder {
     // AVX-512 VBMI and BMI2 (by default it runs the mapped lanes there);
     // the output is the same — tests compare both.
     bool portable = false;
+    // CPU errata workarounds of the packet layer (cpu.h ErrataFor(); as
+    // libipt's pt_pkt_decode_cyc/pt_pkt_decode_tma apply them). With either
+    // set, every packet takes the careful path (NextSlow, DecodeSerial).
+    // SKD007: a 2-byte CYC whose extension byte is 02h followed by F3h is
+    // an OVF cut into a CYC's first byte: the CYC byte is skipped and the
+    // OVF (02h F3h) decoded. SKZ84: a TMA with reserved bits set is taken
+    // as an invalid packet of 8 bytes (the TMA and its bogus data byte):
+    // PacketType::kInvalid, size 8, instead of EBADMSG.
+    bool skd007 = false;
+    bool skz84 = false;
+
+    bool Errata() const { return skd007 || skz84; }
 
     // The packets libipt 2.0.5 (Debian's libipt-dev, the tests' reference)
     // decodes: no PEBS block, Event Trace or TRIG packets.
@@ -225,7 +237,7 @@ class PacketDecoder {
   int StepCareful(const uint8_t* B, uint64_t rel, uint8_t& block, Packet& p) const noexcept;
   void MoveTo(const uint8_t* pos);
   void UpdateFastEnd() {
-    fast_end_ = (synced_ && block_ == 0 && end_ - begin_ >= 9) ? end_ - 8 : begin_;
+    fast_end_ = (synced_ && block_ == 0 && end_ - begin_ >= 9 && !options_.Errata()) ? end_ - 8 : begin_;
   }
 
   const uint8_t* begin_;

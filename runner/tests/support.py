@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.dirname(HERE)
@@ -216,3 +217,32 @@ def run_main(*argv, env=None):
             contextlib.redirect_stderr(err):
         code = main(list(argv))
     return code, out.getvalue(), err.getvalue()
+
+
+class ForwardingTest(unittest.TestCase):
+    """For the subcommands that hand over to a C++ tool in <build>/bin
+    (pt, fidelity, data, exec): an empty build tree per test, a fake tool
+    that prints its argv and exits with a given code, and ./perftest run
+    against that tree."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.build = self.tmp.name
+        os.makedirs(os.path.join(self.build, "bin"))
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def fake_tool(self, name, exit_code):
+        """<build>/bin/NAME: prints "$0 $*" and exits with `exit_code`."""
+        path = os.path.join(self.build, "bin", name)
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\necho \"$0 $*\"\nexit %d\n" % exit_code)
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        return path
+
+    def perftest_cmd(self, args):
+        """./perftest ARGS with PERFTEST_BUILD_DIR at the test's tree."""
+        env = dict(os.environ, PERFTEST_BUILD_DIR=self.build)
+        return subprocess.run([sys.executable, LAUNCHER] + list(args), env=env, capture_output=True, text=True)
+

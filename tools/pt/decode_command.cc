@@ -9,10 +9,13 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "harness/perf_data/aux_queues.h"
+#include "harness/perf_data/features.h"
 #include "harness/perf_data/reader.h"
 #include "harness/pt/capture_file.h"
+#include "harness/pt/cpu.h"
 #include "harness/pt/image.h"
 #include "harness/pt/itrace.h"
 #include "harness/pt/itrace_log.h"
@@ -106,6 +109,9 @@ Result<CaptureTrace> PerfDataTrace(const std::vector<uint8_t>& bytes, const std:
                                     q->intel_pt->time_mult);
   }
   CaptureTrace all;
+  if (const auto f = d->features.find(perf_data::HEADER_CPUID); f != d->features.end()) {
+    if (Result<std::string> cpuid = perf_data::ParseStringFeature(f->second); cpuid.ok()) all.cpuid = *cpuid;
+  }
   for (size_t i = 0; i < q->queues.size(); ++i) {
     Result<CaptureTrace> t = data::PtTraceOf(*d, *q, i);
     if (!t.ok()) return R::Failure(t.error(), fmt::format("{}: {}", path, t.call()));
@@ -126,7 +132,7 @@ Result<CaptureTrace> PerfDataTrace(const std::vector<uint8_t>& bytes, const std:
 
 bool ReadTraceInput(const std::string& path, std::string_view command, std::vector<uint8_t>* trace,
                     std::vector<std::string>* image_specs, std::string* error, CaptureTiming* timing,
-                    std::vector<uint64_t>* data_lost, uint64_t* tsc_hz) {
+                    std::vector<uint64_t>* data_lost, uint64_t* tsc_hz, std::string* cpuid) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     *error = fmt::format("cannot open {}: {}", path, std::strerror(errno));
@@ -148,6 +154,7 @@ bool ReadTraceInput(const std::string& path, std::string_view command, std::vect
     return false;
   }
   *trace = std::move(t->trace);
+  if (cpuid != nullptr) *cpuid = t->cpuid;
   if (timing != nullptr) *timing = t->timing;
   if (data_lost != nullptr) *data_lost = t->data_lost;
   // On stderr: what was taken from the capture (stdout is the tool's output).
@@ -189,6 +196,9 @@ void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd) {
   cmd->app->add_option("--existing-event", cmd->existing_events,
                        "an event recorded with the trace, TSC[:NAME] (repeatable): G/L add call chain/branch stack");
   cmd->app->add_option("--debug-log", cmd->debug_log, "the d log file (default intel_pt.log; d+o: stdout)");
+  cmd->app->add_option("--cpu", cmd->cpu,
+                       "FAMILY/MODEL[/STEPPING] the trace was recorded on: applies that CPU's errata workarounds "
+                       "(as libipt's pt_cpu_errata; the packet-layer ones: SKD007, SKZ84)");
   CLI::Option* call_trace = cmd->app->add_flag(
       "--call-trace", cmd->call_trace,
       "perf script --call-trace: calls (itrace cewp), each target indented 4 spaces per call depth");
@@ -219,8 +229,9 @@ int RunDecode(const DecodeCommand& cmd) {
   timing.mtc_period = 3;  // perf's default; a capture's own replaces it
   std::vector<uint64_t> data_lost;
   uint64_t file_tsc_hz = 0;
+  std::string file_cpuid;
   if (!ReadTraceInput(cmd.file, "decode", &trace, cmd.images.empty() ? &image_specs : nullptr, &error, &timing,
-                      &data_lost, &file_tsc_hz)) {
+                      &data_lost, &file_tsc_hz, &file_cpuid)) {
     fmt::print(stderr, "perftest_pt decode: {}\n", error);
     return kExitBadInput;
   }
@@ -244,6 +255,27 @@ int RunDecode(const DecodeCommand& cmd) {
   d.tsc_ctc_ratio_n = timing.tsc_ctc_ratio_n;
   d.tsc_ctc_ratio_d = timing.tsc_ctc_ratio_d == 0 ? 1 : timing.tsc_ctc_ratio_d;
   d.stop_at_end = true;  // as ptxed: nothing past the end of the trace (pts_eos)
+  // The CPU: --cpu, else the one a perf.data file's HEADER_CPUID names.
+  std::optional<Cpu> cpu;
+  if (!cmd.cpu.empty()) {
+    std::string cpu_error;
+    cpu = ParseCpu(cmd.cpu, &cpu_error);
+    if (!cpu) {
+      fmt::print(stderr, "perftest_pt decode: --cpu {}\n", cpu_error);
+      return kExitBadInput;
+    }
+  } else if (!file_cpuid.empty()) {
+    cpu = CpuFromPerfCpuid(file_cpuid);
+  }
+  if (cpu) {
+    const Errata errata = ErrataFor(*cpu);
+    if (cmd.cpu.empty()) {
+      fmt::print(stderr, "perftest_pt decode: CPU {}/{}/{} (HEADER_CPUID {}): errata {}\n", cpu->family, cpu->model,
+                 cpu->stepping, file_cpuid, ErrataNames(errata).empty() ? "none known" : ErrataNames(errata));
+    }
+    d.packets.skd007 = errata.skd007;
+    d.packets.skz84 = errata.skz84;
+  }
   o->max_nonturbo_ratio = timing.max_nonturbo_ratio;
   if (image_specs.empty()) {
     fmt::print(stderr,

@@ -45,6 +45,7 @@ struct DecodeCommand {
   std::string tsc_ctc_ratio;        // "N/D" (CPUID.15H EBX/EAX); "": not given (a capture's)
   std::vector<std::string> existing_events;
   std::string debug_log = "intel_pt.log";
+  std::string cpu;  // --cpu FAMILY/MODEL[/STEPPING] (pt/cpu.h): the errata workarounds; empty: none
   // perf script's --call-trace (itrace cewp, calls indented by depth) and
   // --call-ret-trace (crewp, with the flag names): itrace.h ToCallTrace().
   bool call_trace = false;
@@ -65,10 +66,12 @@ struct DecodeCommand {
 // one after another, its side-band's code and AUXTRACE_INFO's timing, and,
 // if `tsc_hz` is not null, the TSC rate of its TIME_CONV (1e9 * 2^time_shift
 // / time_mult, as perf's intel_pt converts itrace periods in ns to ticks;
-// 0 when the file has none).
+// 0 when the file has none), and if `cpuid` is not null the CPU a perf.data
+// file's HEADER_CPUID names (empty when none).
 bool ReadTraceInput(const std::string& path, std::string_view command, std::vector<uint8_t>* trace,
                     std::vector<std::string>* image_specs, std::string* error, CaptureTiming* timing = nullptr,
-                    std::vector<uint64_t>* data_lost = nullptr, uint64_t* tsc_hz = nullptr);
+                    std::vector<uint64_t>* data_lost = nullptr, uint64_t* tsc_hz = nullptr,
+                    std::string* cpuid = nullptr);
 
 // Adds the `decode` subcommand to `app`, filling `cmd` when parsed.
 void AddDecodeCommand(CLI::App& app, DecodeCommand* cmd);
