@@ -9,6 +9,8 @@
 #include "harness/attr.h"
 #include "harness/syscall_matchers.h"
 #include "mocks/internal/mock_test_fixture.h"
+#include "mocks/attr_validation.h"
+#include "mocks/profile.h"
 
 namespace perftest {
 namespace {
@@ -189,6 +191,22 @@ TEST_F(RiscvSbiTest, CountingOnlyWithoutSscofpmf) {
   Enable(fd);
   Run(Workload::Instructions(500));
   EXPECT_EQ(Count(fd), 500u);
+}
+
+// fixtures/profiles/guests: the layouts of guest kernels (fidelity --vm picks
+// them by arch and release), outside the suites' profile glob; they must load
+// and describe what the guest showed: Debian's 6.1 arm64 kernel in QEMU 7.2
+// names the device-tree PMU armv8_pmuv3 with type 8, has no clock PMUs
+// (Linux 6.7) and a 128-byte perf_event_attr (config3 came with 6.3).
+TEST(GuestProfiles, Arm64Qemu61Loads) {
+  Result<MockProfile> p = LoadProfile(PERFTEST_PROFILE_DIR "/guests/arm64-pmuv3-qemu-6.1.json");
+  ASSERT_TRUE(p.ok()) << p.ToString();
+  EXPECT_EQ(p->arch, "aarch64");
+  EXPECT_EQ(p->kernel_version, mock::KernelVersion(6, 1));
+  EXPECT_EQ(p->attr_size, 128u);
+  EXPECT_TRUE(p->has_hardware);
+  EXPECT_EQ(p->core_pmu_type, 8u);
+  EXPECT_FALSE(p->attr_aux_action);
 }
 
 }  // namespace

@@ -348,7 +348,9 @@ def cmd_doctor_vm(args):
 
 
 def guest_profile(vm_args):
-    """The profile in fixtures/profiles that matches the guest of --vm/--arch:
+    """The profile that matches the guest of --vm/--arch, from the profiles
+    directory and its guests/ subdirectory (profiles of a guest kernel's
+    layout, which the suites' mock runs and the fleet matrix do not take):
     its "arch" the guest's and its "kernel_release" of the guest kernel's
     major.minor (vmkernel.resolve(); a kernel image path has no known release),
     or None. `fidelity --vm` compares the guest kernel with the mock on it."""
@@ -362,18 +364,18 @@ def guest_profile(vm_args):
         return ".".join(str(r).split("-")[0].split(".")[:2])
 
     gnu = {"arm64": "aarch64"}.get(arch, arch)
-    pdir = layout.profiles_dir()
-    for name in sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []:
-        if not name.endswith(".json"):
-            continue
-        try:
-            with open(os.path.join(pdir, name)) as f:
-                p = json.load(f)
-        except (OSError, ValueError):
-            continue
-        if p.get("arch") == gnu and p.get("kernel_release") and \
-                major_minor(p["kernel_release"]) == major_minor(release):
-            return os.path.join(pdir, name)
+    for pdir in (layout.profiles_dir(), os.path.join(layout.profiles_dir(), "guests")):
+        for name in sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []:
+            if not name.endswith(".json"):
+                continue
+            try:
+                with open(os.path.join(pdir, name)) as f:
+                    p = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if p.get("arch") == gnu and p.get("kernel_release") and \
+                    major_minor(p["kernel_release"]) == major_minor(release):
+                return os.path.join(pdir, name)
     return None
 
 
