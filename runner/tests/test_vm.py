@@ -57,6 +57,29 @@ class KernelSpecTest(unittest.TestCase):
             vmkernel.normalize_arch("sparc")
 
 
+class GuestProfileTest(unittest.TestCase):
+    """fidelity --vm without --profile: the profile of the guest's arch and
+    kernel release, from fixtures/profiles or its guests/ subdirectory."""
+
+    def pick(self, arch, release):
+        import argparse
+        from unittest import mock
+        from perftest import cli
+        args = argparse.Namespace(vm="debian:6.1", arch=arch, vm_modules=None)
+        with mock.patch.object(vmkernel, "resolve", return_value={"release": release}):
+            return cli.guest_profile(args)
+
+    def test_arm64_61_guest_gets_its_guest_layout(self):
+        p = self.pick("arm64", "6.1.0-57-arm64")
+        self.assertIsNotNone(p)
+        self.assertEqual(os.path.relpath(p, os.path.dirname(os.path.dirname(p))),
+                         os.path.join("guests", "arm64-pmuv3-qemu-6.1.json"))
+
+    def test_no_profile_of_that_release_gives_none(self):
+        self.assertIsNone(self.pick("arm64", "5.10.0-30-arm64"))
+        self.assertIsNone(self.pick("arm64", None))
+
+
 class BzImageTest(unittest.TestCase):
     def test_payload_found_from_the_setup_header(self):
         elf = b"\x7fELF" + b"\x02\x01" + b"\0" * 200
