@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -265,25 +266,87 @@ size_t FlagLetters(uint32_t flags, char (&buf)[12]) {
 }
 }  // namespace
 
+namespace {
+// Hand-written formatting of the hot lines (instructions and branches
+// samples, most of the output): the same bytes as the fmt specs beside each,
+// without parsing a format string per field.
+//
+// `v` in decimal, right-aligned in `width` ("{:>W}"); at `p`, returns the end.
+char* PutDec(char* p, uint64_t v, size_t width) {
+  size_t n = 1;
+  for (uint64_t x = v; x >= 10; x /= 10) ++n;
+  for (size_t i = n; i < width; ++i) *p++ = ' ';
+  char* end = p + n;
+  do {
+    *--end = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  return p + n;
+}
+// `v` in lower-case hex, right-aligned in `width` ("{:Wx}").
+char* PutHex(char* p, uint64_t v, size_t width) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const size_t n = static_cast<size_t>(67 - __builtin_clzll(v | 1)) / 4;
+  for (size_t i = n; i < width; ++i) *p++ = ' ';
+  for (size_t i = n; i != 0; --i, v >>= 4) p[i - 1] = kDigits[v & 15];
+  return p + n;
+}
+// `s` left-aligned in `width` ("{:W}" of ASCII text).
+char* PutLeft(char* p, std::string_view s, size_t width) {
+  std::memcpy(p, s.data(), s.size());
+  p += s.size();
+  for (size_t i = s.size(); i < width; ++i) *p++ = ' ';
+  return p;
+}
+// `s` right-aligned in `width` ("{:>W}" of ASCII text).
+char* PutRight(char* p, std::string_view s, size_t width) {
+  for (size_t i = s.size(); i < width; ++i) *p++ = ' ';
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+}  // namespace
+
 void AppendText(fmt::memory_buffer* out, const ItraceSample& s) {
-  auto o = fmt::appender(*out);
-  o = fmt::format_to(o, "{:>12} {:16}: ", s.time, s.event);
   char letters[12];
   const std::string_view flags(letters, FlagLetters(s.flags, letters));
-  if (s.event == "instructions") {
-    o = fmt::format_to(o, "{:16x}", s.ip);
-  } else if (s.event == "branches") {
-    o = fmt::format_to(o, "{:>6} {:16x} => {:16x}", flags, s.ip, s.addr);
-  } else if (s.event == "error") {
-    o = fmt::format_to(o, "{} at offset {:#x} ip {:#x}: {}", ErrnoName(s.error), s.offset, s.ip, s.message);
-  } else if (s.event == "psb") {
-    o = fmt::format_to(o, "{:>6} {:16x} offs: {:#x}", "", s.ip, s.offset);
-  } else if (s.event != "ptwrite" && s.event != "cbr" && s.event != "mwait" && s.event != "pwre" &&
-             s.event != "pwrx" && s.event != "exstop" && s.event != "transactions") {
-    o = fmt::format_to(o, "{:16x}", s.ip);  // an existing event
+  const bool insn = s.event.size() == 12 && s.event == "instructions";
+  if (insn || (s.event.size() == 8 && s.event == "branches")) {
+    // "{:>12} {:16}: " then "{:16x}" or "{:>6} {:16x} => {:16x}", straight
+    // into the buffer (room for the longest such line).
+    constexpr size_t kMax = 20 + 1 + 16 + 2 + 11 + 1 + 16 + 4 + 16;
+    const size_t at = out->size();
+    out->resize(at + kMax);
+    char* const line = out->data() + at;
+    char* p = PutDec(line, s.time, 12);
+    *p++ = ' ';
+    p = PutLeft(p, s.event, 16);
+    *p++ = ':';
+    *p++ = ' ';
+    if (insn) {
+      p = PutHex(p, s.ip, 16);
+    } else {
+      p = PutRight(p, flags, 6);
+      *p++ = ' ';
+      p = PutHex(p, s.ip, 16);
+      std::memcpy(p, " => ", 4);
+      p = PutHex(p + 4, s.addr, 16);
+    }
+    out->resize(at + static_cast<size_t>(p - line));
   } else {
-    o = fmt::format_to(o, "{:>6} {:16x} payload {:#x}", flags, s.ip, s.payload);
+    auto o = fmt::appender(*out);
+    o = fmt::format_to(o, "{:>12} {:16}: ", s.time, s.event);
+    if (s.event == "error") {
+      o = fmt::format_to(o, "{} at offset {:#x} ip {:#x}: {}", ErrnoName(s.error), s.offset, s.ip, s.message);
+    } else if (s.event == "psb") {
+      o = fmt::format_to(o, "{:>6} {:16x} offs: {:#x}", "", s.ip, s.offset);
+    } else if (s.event != "ptwrite" && s.event != "cbr" && s.event != "mwait" && s.event != "pwre" &&
+               s.event != "pwrx" && s.event != "exstop" && s.event != "transactions") {
+      o = fmt::format_to(o, "{:16x}", s.ip);  // an existing event
+    } else {
+      o = fmt::format_to(o, "{:>6} {:16x} payload {:#x}", flags, s.ip, s.payload);
+    }
   }
+  auto o = fmt::appender(*out);
   if (s.cyc_count != 0)
     o = fmt::format_to(o, " IPC: {:.2f} ({}/{})", static_cast<double>(s.insn_count) / static_cast<double>(s.cyc_count),
                        s.insn_count, s.cyc_count);
