@@ -116,7 +116,9 @@ TEST(EventTrace, InterruptsWriteCfeAndEvdOnlyWithTheConfigBit) {
     EXPECT_EQ(cfe, event ? interrupts : 0u);
     EXPECT_EQ(cfe, CountKind(t->truth, EventKind::kCfe));
     EXPECT_EQ(evd, CountKind(t->truth, EventKind::kEvd));
-    if (event) EXPECT_GT(evd, 0u);
+    if (event) {
+      EXPECT_GT(evd, 0u);
+    }
     // The decoder's events: the truth's, in order, at their instructions.
     uint64_t errors = 0;
     const std::vector<std::string> decoded = DecodedEvents(t->bytes, ToImage(t->truth.image), &errors);

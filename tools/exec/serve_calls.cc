@@ -166,6 +166,10 @@ Tracer::Outcome Tracer::ServeOpen(pid_t tid, pid_t tgid, const Regs& r, Injector
     }
     tracer_group = g->tracer_fd;
   }
+  // attr.uprobe_path (config1) points into the program: the mock reads a copy.
+  if (attr != nullptr && uprobe_type_ != 0 && attr->type == uprobe_type_) {
+    attr->config1 = probe_paths_.Relay(tid, attr->config1);
+  }
   backends_.Sync(backend);
   Result<int> fd = backends_.Get(backend).PerfEventOpen(attr, target, cpu, tracer_group, flags);
   if (!fd.ok()) {

@@ -77,8 +77,11 @@ int ProbePerfEventOpenBlocked() {
 }
 
 Tracer::Tracer(const ExecOptions& options, Intercept mode, PerfFdRange range, MockProfile profile)
-    : options_(options), mode_(mode), self_(getpid()), fds_(range), backends_(std::move(profile), &tasks_),
+    : options_(options), mode_(mode), self_(getpid()), fds_(range), backends_(profile, &tasks_),
       inject_(options.inject), debug_(getenv("PERFTEST_EXEC_DEBUG") != nullptr) {
+  for (const auto& pmu : profile.pmus) {
+    if (pmu.name == "uprobe") uprobe_type_ = pmu.type;
+  }
   backends_.SetSignalSink([this](pid_t pid, pid_t tid, const siginfo_t& mock_info) {
     siginfo_t info = mock_info;
     if (info.si_signo != SIGTRAP && info.si_code > 0) {  // F_SETSIG's si_fd: the program's fd, not the tracer's

@@ -17,6 +17,7 @@
 #include "tools/exec/fd_table.h"
 #include "tools/exec/sampler.h"
 #include "tools/exec/served_backends.h"
+#include "tools/exec/probe_path.h"
 #include "tools/exec/task_table.h"
 #include "tools/exec/tracee.h"
 #include "tools/exec/tracer.h"
@@ -89,6 +90,10 @@ class Tracer {
   ServedBackends backends_;
   CallLog log_;
   FaultInjector inject_;
+  // The uprobe PMU's sysfs type in the profile (0: none) and the copy of the
+  // path its attr.config1 names (probe_path.h).
+  uint32_t uprobe_type_ = 0;
+  ProbePathRelay probe_paths_;
   // Threads whose current call was reissued to run natively: its next stop passes.
   std::set<pid_t> pass_;
   bool debug_ = false;  // PERFTEST_EXEC_DEBUG set: every stop on stderr
