@@ -193,35 +193,9 @@ void BM_Baseline_PerfScript(benchmark::State& state, const std::string& spec) {
   Measure(state, {perf, "script", "-i", TheCapture().file, "--itrace=" + spec}, true, spec);
 }
 
-// /proc/meminfo MemAvailable, bytes (0 if unknown).
-uint64_t MemAvailable() {
-  FILE* f = std::fopen("/proc/meminfo", "r");
-  if (f == nullptr) return 0;
-  char line[256];
-  unsigned long long kb = 0;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-  }
-  std::fclose(f);
-  return kb * 1024;
-}
-
-// `perftest pt decode` keeps every sample (pt::ItraceSample, ~200 bytes with
-// its strings and vectors) until the trace ends, then prints them: a run
-// that would need more than half of the available memory is not started.
-constexpr uint64_t kBytesPerHeldSample = 256;
-
+// `perftest pt decode` streams its samples (formatted into one buffer as
+// they are made, none kept): its memory does not grow with the sample count.
 void BM_PtDecode(benchmark::State& state, const std::string& spec) {
-  if (auto it = BaselineSamples().find(spec); it != BaselineSamples().end()) {
-    const uint64_t need = it->second * kBytesPerHeldSample, avail = MemAvailable();
-    if (avail != 0 && need > avail / 2) {
-      state.SkipWithError(("not run: pt decode holds every sample before printing: " + std::to_string(it->second) +
-                           " samples need ~" + std::to_string(need >> 30) + " GiB, " +
-                           std::to_string(avail >> 30) + " GiB available (PERFTEST_BENCH_PT_MB smaller)")
-                              .c_str());
-      return;
-    }
-  }
   Measure(state, {BinDir() + "/perftest_pt", "decode", TheCapture().file, "--itrace=" + spec}, false, spec);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstring>
 #include <optional>
 #include <utility>
 
@@ -232,10 +233,10 @@ std::string FlagName(uint32_t flags) {
   return fmt::format("{:<21}", FlagString(flags));
 }
 
-std::string ToCallTrace(const ItraceSample& s, bool with_flags) {
-  if (s.event != "branches") return ToText(s);
-  std::string line = fmt::format("{:>12}: ", s.time);
-  if (with_flags) line += FlagName(s.flags) + " ";
+void AppendCallTrace(fmt::memory_buffer* out, const ItraceSample& s, bool with_flags) {
+  if (s.event != "branches") return AppendText(out, s);
+  fmt::format_to(fmt::appender(*out), "{:>12}: ", s.time);
+  if (with_flags) fmt::format_to(fmt::appender(*out), "{} ", FlagName(s.flags));
   // perf's resolve_branch_sym(): a call's (or trace begin's) target, a
   // return's (or trace end's) source; nothing for other branches.
   uint64_t ip = 0;
@@ -244,58 +245,151 @@ std::string ToCallTrace(const ItraceSample& s, bool with_flags) {
   } else if (s.flags & (kFlagReturn | kFlagTraceEnd)) {
     ip = s.ip;
   }
-  line += std::string(size_t{s.depth} * 4, ' ');
-  if (ip != 0) line += fmt::format("{:16x}", ip);
-  return line;
+  for (size_t i = 0; i < size_t{s.depth} * 4; ++i) out->push_back(' ');
+  if (ip != 0) fmt::format_to(fmt::appender(*out), "{:16x}", ip);
+}
+
+std::string ToCallTrace(const ItraceSample& s, bool with_flags) {
+  fmt::memory_buffer out;
+  AppendCallTrace(&out, s, with_flags);
+  return fmt::to_string(out);
+}
+
+namespace {
+// FlagString() into a fixed buffer (at most 11 letters): no allocation per sample.
+size_t FlagLetters(uint32_t flags, char (&buf)[12]) {
+  static constexpr char kLetters[] = "bcrosyiABEx";
+  size_t n = 0;
+  for (int i = 0; i < 11; ++i)
+    if (flags & (1u << i)) buf[n++] = kLetters[i];
+  return n;
+}
+}  // namespace
+
+namespace {
+// Hand-written formatting of the hot lines (instructions and branches
+// samples, most of the output): the same bytes as the fmt specs beside each,
+// without parsing a format string per field.
+//
+// `v` in decimal, right-aligned in `width` ("{:>W}"); at `p`, returns the end.
+char* PutDec(char* p, uint64_t v, size_t width) {
+  size_t n = 1;
+  for (uint64_t x = v; x >= 10; x /= 10) ++n;
+  for (size_t i = n; i < width; ++i) *p++ = ' ';
+  char* end = p + n;
+  do {
+    *--end = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  return p + n;
+}
+// `v` in lower-case hex, right-aligned in `width` ("{:Wx}").
+char* PutHex(char* p, uint64_t v, size_t width) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  const size_t n = static_cast<size_t>(67 - __builtin_clzll(v | 1)) / 4;
+  for (size_t i = n; i < width; ++i) *p++ = ' ';
+  for (size_t i = n; i != 0; --i, v >>= 4) p[i - 1] = kDigits[v & 15];
+  return p + n;
+}
+// `s` left-aligned in `width` ("{:W}" of ASCII text).
+char* PutLeft(char* p, std::string_view s, size_t width) {
+  std::memcpy(p, s.data(), s.size());
+  p += s.size();
+  for (size_t i = s.size(); i < width; ++i) *p++ = ' ';
+  return p;
+}
+// `s` right-aligned in `width` ("{:>W}" of ASCII text).
+char* PutRight(char* p, std::string_view s, size_t width) {
+  for (size_t i = s.size(); i < width; ++i) *p++ = ' ';
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+}  // namespace
+
+void AppendText(fmt::memory_buffer* out, const ItraceSample& s) {
+  char letters[12];
+  const std::string_view flags(letters, FlagLetters(s.flags, letters));
+  const bool insn = s.event.size() == 12 && s.event == "instructions";
+  if (insn || (s.event.size() == 8 && s.event == "branches")) {
+    // "{:>12} {:16}: " then "{:16x}" or "{:>6} {:16x} => {:16x}", straight
+    // into the buffer (room for the longest such line).
+    constexpr size_t kMax = 20 + 1 + 16 + 2 + 11 + 1 + 16 + 4 + 16;
+    const size_t at = out->size();
+    out->resize(at + kMax);
+    char* const line = out->data() + at;
+    char* p = PutDec(line, s.time, 12);
+    *p++ = ' ';
+    p = PutLeft(p, s.event, 16);
+    *p++ = ':';
+    *p++ = ' ';
+    if (insn) {
+      p = PutHex(p, s.ip, 16);
+    } else {
+      p = PutRight(p, flags, 6);
+      *p++ = ' ';
+      p = PutHex(p, s.ip, 16);
+      std::memcpy(p, " => ", 4);
+      p = PutHex(p + 4, s.addr, 16);
+    }
+    out->resize(at + static_cast<size_t>(p - line));
+  } else {
+    auto o = fmt::appender(*out);
+    o = fmt::format_to(o, "{:>12} {:16}: ", s.time, s.event);
+    if (s.event == "error") {
+      o = fmt::format_to(o, "{} at offset {:#x} ip {:#x}: {}", ErrnoName(s.error), s.offset, s.ip, s.message);
+    } else if (s.event == "psb") {
+      o = fmt::format_to(o, "{:>6} {:16x} offs: {:#x}", "", s.ip, s.offset);
+    } else if (s.event != "ptwrite" && s.event != "cbr" && s.event != "mwait" && s.event != "pwre" &&
+               s.event != "pwrx" && s.event != "exstop" && s.event != "transactions") {
+      o = fmt::format_to(o, "{:16x}", s.ip);  // an existing event
+    } else {
+      o = fmt::format_to(o, "{:>6} {:16x} payload {:#x}", flags, s.ip, s.payload);
+    }
+  }
+  auto o = fmt::appender(*out);
+  if (s.cyc_count != 0)
+    o = fmt::format_to(o, " IPC: {:.2f} ({}/{})", static_cast<double>(s.insn_count) / static_cast<double>(s.cyc_count),
+                       s.insn_count, s.cyc_count);
+  for (uint64_t ip : s.callchain) o = fmt::format_to(o, "\n\t{:16x}", ip);
+  for (const auto& [from, to] : s.branch_stack) o = fmt::format_to(o, "\n\t{:#x} => {:#x}", from, to);
 }
 
 std::string ToText(const ItraceSample& s) {
-  std::string line = fmt::format("{:>12} {:16}: ", s.time, s.event);
-  if (s.event == "branches") {
-    line += fmt::format("{:>6} {:16x} => {:16x}", FlagString(s.flags), s.ip, s.addr);
-  } else if (s.event == "error") {
-    line += fmt::format("{} at offset {:#x} ip {:#x}: {}", ErrnoName(s.error), s.offset, s.ip, s.message);
-  } else if (s.event == "instructions") {
-    line += fmt::format("{:16x}", s.ip);
-  } else if (s.event == "psb") {
-    line += fmt::format("{:>6} {:16x} offs: {:#x}", "", s.ip, s.offset);
-  } else if (s.event != "ptwrite" && s.event != "cbr" && s.event != "mwait" && s.event != "pwre" &&
-             s.event != "pwrx" && s.event != "exstop" && s.event != "transactions") {
-    line += fmt::format("{:16x}", s.ip);  // an existing event
-  } else {
-    line += fmt::format("{:>6} {:16x} payload {:#x}", FlagString(s.flags), s.ip, s.payload);
+  fmt::memory_buffer out;
+  AppendText(&out, s);
+  return fmt::to_string(out);
+}
+
+void AppendJson(fmt::memory_buffer* out, const ItraceSample& s) {
+  auto o = fmt::appender(*out);
+  o = fmt::format_to(o, R"({{"event":"{}","time":{},"ip":{},"addr":{},"flags":"{}")", JsonEscape(s.event), s.time,
+                     s.ip, s.addr, FlagString(s.flags));
+  if (s.event == "branches") o = fmt::format_to(o, R"(,"depth":{})", s.depth);
+  if (s.period) o = fmt::format_to(o, R"(,"period":{})", s.period);
+  if (s.cyc_count) o = fmt::format_to(o, R"(,"insn_count":{},"cyc_count":{})", s.insn_count, s.cyc_count);
+  if (s.event != "instructions" && s.event != "branches") o = fmt::format_to(o, R"(,"payload":{})", s.payload);
+  if (s.event == "psb") o = fmt::format_to(o, R"(,"offset":{})", s.offset);
+  if (s.event == "error")
+    o = fmt::format_to(o, R"(,"errno":"{}","offset":{},"message":"{}")", ErrnoName(s.error), s.offset,
+                       JsonEscape(s.message));
+  if (!s.callchain.empty()) {
+    o = fmt::format_to(o, R"(,"callchain":[)");
+    for (size_t i = 0; i < s.callchain.size(); ++i) o = fmt::format_to(o, "{}{}", i ? "," : "", s.callchain[i]);
+    o = fmt::format_to(o, "]");
   }
-  if (s.cyc_count != 0)
-    line += fmt::format(" IPC: {:.2f} ({}/{})", static_cast<double>(s.insn_count) / static_cast<double>(s.cyc_count),
-                        s.insn_count, s.cyc_count);
-  for (uint64_t ip : s.callchain) line += fmt::format("\n\t{:16x}", ip);
-  for (const auto& [from, to] : s.branch_stack) line += fmt::format("\n\t{:#x} => {:#x}", from, to);
-  return line;
+  if (!s.branch_stack.empty()) {
+    o = fmt::format_to(o, R"(,"branch_stack":[)");
+    for (size_t i = 0; i < s.branch_stack.size(); ++i)
+      o = fmt::format_to(o, "{}[{},{}]", i ? "," : "", s.branch_stack[i].first, s.branch_stack[i].second);
+    o = fmt::format_to(o, "]");
+  }
+  fmt::format_to(o, "}}");
 }
 
 std::string ToJson(const ItraceSample& s) {
-  std::string j = fmt::format(R"({{"event":"{}","time":{},"ip":{},"addr":{},"flags":"{}")", JsonEscape(s.event), s.time, s.ip,
-                              s.addr, FlagString(s.flags));
-  if (s.event == "branches") j += fmt::format(R"(,"depth":{})", s.depth);
-  if (s.period) j += fmt::format(R"(,"period":{})", s.period);
-  if (s.cyc_count) j += fmt::format(R"(,"insn_count":{},"cyc_count":{})", s.insn_count, s.cyc_count);
-  if (s.event != "instructions" && s.event != "branches") j += fmt::format(R"(,"payload":{})", s.payload);
-  if (s.event == "psb") j += fmt::format(R"(,"offset":{})", s.offset);
-  if (s.event == "error")
-    j += fmt::format(R"(,"errno":"{}","offset":{},"message":"{}")", ErrnoName(s.error), s.offset,
-                     JsonEscape(s.message));
-  if (!s.callchain.empty()) {
-    j += R"(,"callchain":[)";
-    for (size_t i = 0; i < s.callchain.size(); ++i) j += fmt::format("{}{}", i ? "," : "", s.callchain[i]);
-    j += "]";
-  }
-  if (!s.branch_stack.empty()) {
-    j += R"(,"branch_stack":[)";
-    for (size_t i = 0; i < s.branch_stack.size(); ++i)
-      j += fmt::format("{}[{},{}]", i ? "," : "", s.branch_stack[i].first, s.branch_stack[i].second);
-    j += "]";
-  }
-  return j + "}";
+  fmt::memory_buffer out;
+  AppendJson(&out, s);
+  return fmt::to_string(out);
 }
 
 // ---------------------------------------------------------------------------
@@ -305,7 +399,12 @@ void ItraceSynth::Emit(ItraceSample s, bool skippable) {
     ++skipped_;
     return;
   }
-  samples_.push_back(std::move(s));
+  ++sample_count_;
+  if (sink_) {
+    sink_(s);
+  } else {
+    samples_.push_back(std::move(s));
+  }
 }
 
 uint64_t ItraceSynth::PeriodTicks() const {
@@ -852,7 +951,7 @@ ItraceStats SynthesizeItrace(std::span<const uint8_t> trace, const Image& image,
     start = end;
   }
   for (; next_psb < psbs.size(); ++next_psb) synth->OnPsb(psbs[next_psb].offset, psbs[next_psb].ip, psbs[next_psb].tsc);
-  stats.samples = synth->samples().size();
+  stats.samples = synth->sample_count();
   return stats;
 }
 

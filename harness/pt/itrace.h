@@ -41,9 +41,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "harness/pt/flow_decoder.h"
 #include "harness/pt/image.h"
@@ -143,6 +146,11 @@ std::string ToJson(const ItraceSample& s);
 // symbol there; the image here has none). Other samples (errors, power
 // events, ptwrite) as ToText().
 std::string ToCallTrace(const ItraceSample& s, bool with_flags);
+// The same lines appended to `out` (no newline): what the decoder streams
+// its output through, one buffer for many samples.
+void AppendText(fmt::memory_buffer* out, const ItraceSample& s);
+void AppendJson(fmt::memory_buffer* out, const ItraceSample& s);
+void AppendCallTrace(fmt::memory_buffer* out, const ItraceSample& s, bool with_flags);
 
 // An event recorded with the trace (G, L): a name and a TSC time.
 struct ExistingEvent {
@@ -174,7 +182,12 @@ class ItraceSynth {
   // Quick modes: a control-flow point known from a packet alone.
   void OnQuick(std::string_view kind, uint64_t from, uint64_t to, uint32_t flags, uint64_t offset);
 
+  // Where samples go: with a sink each is handed to it as it is made and
+  // not kept (samples() stays empty); without one they are kept in order.
+  void SetSink(std::function<void(const ItraceSample&)> sink) { sink_ = std::move(sink); }
   const std::vector<ItraceSample>& samples() const { return samples_; }
+  // Samples made (kept or handed to the sink).
+  uint64_t sample_count() const { return sample_count_; }
   uint64_t instructions() const { return insns_; }
 
  private:
@@ -196,6 +209,8 @@ class ItraceSynth {
 
   ItraceOptions o_;
   std::vector<ItraceSample> samples_;
+  std::function<void(const ItraceSample&)> sink_;
+  uint64_t sample_count_ = 0;
   uint64_t skipped_ = 0;
   uint64_t insns_ = 0;
   // The last instruction of the previous block, whose successor decides

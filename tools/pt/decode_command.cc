@@ -11,6 +11,8 @@
 #include <iterator>
 #include <optional>
 
+#include <unistd.h>
+
 #include "harness/perf_data/aux_queues.h"
 #include "harness/perf_data/features.h"
 #include "harness/perf_data/reader.h"
@@ -82,6 +84,43 @@ bool ParseExisting(const std::string& spec, ExistingEvent* out, std::string* err
   }
   return true;
 }
+// Standard output through one large buffer written with write(2) in big
+// chunks: the decoder's samples are formatted into it as they are made,
+// none kept.
+class StdoutBuffer {
+ public:
+  static constexpr size_t kFlushAt = size_t{1} << 20;
+  ~StdoutBuffer() { Flush(); }
+  fmt::memory_buffer& buf() { return buf_; }
+  void MaybeFlush() {
+    if (buf_.size() >= kFlushAt) Flush();
+  }
+  // Writes out what is buffered; false (errno in error()) once a write failed.
+  bool Flush() {
+    std::fflush(stdout);  // anything printed through stdio first
+    const char* p = buf_.data();
+    size_t left = failed_ ? 0 : buf_.size();
+    while (left > 0) {
+      const ssize_t n = ::write(STDOUT_FILENO, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        failed_ = true;
+        error_ = n < 0 ? errno : EIO;
+        break;
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    buf_.clear();
+    return !failed_;
+  }
+  int error() const { return error_; }
+
+ private:
+  fmt::memory_buffer buf_;
+  bool failed_ = false;
+  int error_ = 0;
+};
 }  // namespace
 
 namespace {
@@ -309,25 +348,51 @@ int RunDecode(const DecodeCommand& cmd) {
   ItraceLog log(trace, *o, [log_out](std::string_view s) { std::fwrite(s.data(), 1, s.size(), log_out); });
   ItraceSynth synth(*o);
   synth.SetExistingEvents(std::move(existing));
+  const bool json = cmd.format == "json";
+  StdoutBuffer out;
+  auto append = [&](const ItraceSample& s) {
+    if (json) {
+      AppendJson(&out.buf(), s);
+    } else if (view) {
+      AppendCallTrace(&out.buf(), s, cmd.call_ret_trace);
+    } else {
+      AppendText(&out.buf(), s);
+    }
+    out.buf().push_back('\n');
+  };
+  // Each sample is formatted and written as it is made; only with the debug
+  // log on stdout (d+o) are they kept, to follow the whole log as before.
+  const bool stream = !(o->debug_log && log_file == nullptr);
+  if (stream) {
+    synth.SetSink([&](const ItraceSample& s) {
+      append(s);
+      out.MaybeFlush();
+    });
+  }
   const ItraceStats stats = SynthesizeItrace(trace, image, *o, d, &synth, o->debug_log ? &log : nullptr, data_lost);
   if (o->debug_log) log.Finish();
   if (log_file != nullptr && std::fclose(log_file) != 0) {
     fmt::print(stderr, "perftest_pt decode: writing the debug log {}: {}\n", cmd.debug_log, std::strerror(errno));
     return kExitBadInput;
   }
-  const bool json = cmd.format == "json";
   for (const ItraceSample& s : synth.samples()) {
-    fmt::print("{}\n", json ? ToJson(s) : view ? ToCallTrace(s, cmd.call_ret_trace) : ToText(s));
+    append(s);
+    out.MaybeFlush();
   }
   // How it ended: "end of trace" (the flow reached the trace's end), or
   // "error" (the last flow ended in an error and no PSB followed).
   const std::string_view status = stats.end_of_trace ? "end of trace" : "error";
   if (json) {
-    fmt::print(R"({{"summary":{{"instructions":{},"samples":{},"errors":{},"status":"{}"}}}})" "\n", stats.instructions,
-               stats.samples, stats.errors, status);
+    fmt::format_to(fmt::appender(out.buf()),
+                   R"({{"summary":{{"instructions":{},"samples":{},"errors":{},"status":"{}"}}}})" "\n",
+                   stats.instructions, stats.samples, stats.errors, status);
   } else {
-    fmt::print("# {} instructions, {} samples, {} errors\n# {}\n", stats.instructions, stats.samples, stats.errors,
-               status);
+    fmt::format_to(fmt::appender(out.buf()), "# {} instructions, {} samples, {} errors\n# {}\n", stats.instructions,
+                   stats.samples, stats.errors, status);
+  }
+  if (!out.Flush()) {
+    fmt::print(stderr, "perftest_pt decode: writing the output: {}\n", std::strerror(out.error()));
+    return 1;
   }
   return 0;
 }

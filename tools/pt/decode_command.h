@@ -6,14 +6,16 @@
 // — raw Intel PT bytes, or a `perftest pt record` capture (capture_file.h:
 // its AUX data, its code unless --image is given, and its timing
 // parameters unless given) — over the object code, and prints the itrace
-// samples (itrace.h), one per line: perf script style text, perf script's
+// samples (itrace.h), one per line as each is made (streamed through one
+// buffer written in large write(2) chunks, none kept; with d+o they are kept
+// and printed after the log): perf script style text, perf script's
 // call-trace views (ToCallTrace()), or JSON Lines; then a summary line
 // ("# N instructions, N samples, N errors"; in JSON a final {"summary":...}
 // object). The timing parameters are perf's auxtrace info: MTC packets time
 // the trace only with the TSC:CTC ratio, and without CYC packets IPC counts
 // cycles from that time and the max non-turbo ratio. Exit status: 0 decoded
-// (decode errors are part of the output, as `e` samples), 2 bad arguments
-// or unreadable files. --existing-event: events recorded with the trace for
+// (decode errors are part of the output, as `e` samples), 1 stdout could
+// not be written, 2 bad arguments or unreadable files. --existing-event: events recorded with the trace for
 // G/L (itrace.h "Existing events"). With `d` the debug log (itrace_log.h)
 // goes to --debug-log (default intel_pt.log, as perf), or to stdout before
 // the samples with d+o.
