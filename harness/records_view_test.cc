@@ -87,7 +87,8 @@ TEST(RecordView, ToRecordEqualsParseSample) {
     ASSERT_OK(copy);
     EXPECT_TRUE(*copy == *owned);
   }
-  Result<SampleView> all = ParseSampleView(AllLayout(), AllBody().bytes());
+  const Body all_body = AllBody();  // a view points into its bytes: they must outlive it
+  Result<SampleView> all = ParseSampleView(AllLayout(), all_body.bytes());
   ASSERT_OK(all);
   Result<SampleRecord> all_copy = all->ToRecord(AllLayout());
   ASSERT_OK(all_copy);
