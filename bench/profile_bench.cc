@@ -28,26 +28,14 @@
 #include <string>
 #include <vector>
 
+#include "bench/external_command.h"
+
 namespace {
 
+using perftest::bench::BinDir;
+using perftest::bench::Which;
+
 constexpr char kSeconds[] = "2";
-
-std::string BinDir() { return std::filesystem::read_symlink("/proc/self/exe").parent_path().string(); }
-
-std::string Which(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string p = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= p.size()) {
-    size_t end = p.find(':', start);
-    std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    std::string full = dir + "/" + name;
-    if (!dir.empty() && access(full.c_str(), X_OK) == 0) return full;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return "";
-}
 
 // Runs argv with stdout and stderr to /dev/null; CPU seconds of the child,
 // or < 0 when it could not run or exited non-zero.

@@ -34,24 +34,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/external_command.h"
+
 namespace {
 
-std::string BinDir() { return std::filesystem::read_symlink("/proc/self/exe").parent_path().string(); }
-
-std::string Which(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::string p = path ? path : "/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= p.size()) {
-    const size_t end = p.find(':', start);
-    const std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    const std::string full = dir + "/" + name;
-    if (!dir.empty() && access(full.c_str(), X_OK) == 0) return full;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return "";
-}
+using perftest::bench::BinDir;
+using perftest::bench::Which;
 
 // Runs argv (stderr to /dev/null). With `lines` null, stdout goes to
 // /dev/null and the result is the child's CPU seconds; else stdout is read

@@ -530,6 +530,11 @@ class FlowDecoder {
   int TakeBoundAtIp();
   int FailStatusUpdate(uint64_t ip);
   int CutAtBoundFailure(FlowStep* step, const Block& b, uint32_t at);
+  // Ends `out` (block `b`, its lengths set) at the instruction that starts at
+  // `at`, truncated there (events or an asynchronous branch wait at that IP),
+  // and moves ip_ to it. False, leaving `out` whole, when no instruction of
+  // the block starts at `at`.
+  bool CutBlockAt(const Block& b, uint64_t at, FlowBlock* out);
   int EventBeforeTip(const Insn& x);
   static constexpr int kNotPast = -1, kRetry = -2;
   int BranchPastAsync(const Insn& x);

@@ -326,35 +326,12 @@ int FlowDecoder::NextSlow(FlowStep* step) {
         !((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && !async_blocked && AsyncBindIp() > b->ip &&
           AsyncBindIp() < later_ip)) {
       // Events wait for an IP inside this block: run up to it.
-      uint64_t x = b->ip;
-      uint32_t i = 0;
-      while (x < later_ip) x += out.lengths[i++];
-      if (x == later_ip) {
-        out.ninsn = i;
-        out.end_ip = x;
-        out.truncated = true;
-        out.last = Insn{.ip = x - out.lengths[i - 1], .length = out.lengths[i - 1], .mode = b->mode()};
-        ip_ = x;
-        last_direct_ = false;
-        return 0;
-      }
+      if (CutBlockAt(*b, later_ip, &out)) return 0;
     }
     if ((ctl_ == Ctl::kAsync || ctl_ == Ctl::kAsyncDisable) && !async_blocked && AsyncBindIp() > b->ip &&
         AsyncBindIp() < b->end()) {
       // The event is inside this block: run up to it.
-      const uint64_t at = AsyncBindIp();
-      uint64_t x = b->ip;
-      uint32_t i = 0;
-      while (x < at) x += out.lengths[i++];
-      if (x == at) {
-        out.ninsn = i;
-        out.end_ip = x;
-        out.truncated = true;
-        out.last = Insn{.ip = x - out.lengths[i - 1], .length = out.lengths[i - 1], .mode = b->mode()};
-        ip_ = x;
-        last_direct_ = false;
-        return 0;
-      }
+      if (CutBlockAt(*b, AsyncBindIp(), &out)) return 0;
     }
 
     const BranchClass last_branch = b->branch();
@@ -837,6 +814,20 @@ int FlowDecoder::FailStatusUpdate(uint64_t ip) {
 // Events that bind to the instructions of `b` (bound_pending_) let go, up
 // to one that fails at its instruction `at` (ReachBound): the instructions
 // before it run, then the error (the block cut there; or the error at once).
+bool FlowDecoder::CutBlockAt(const Block& b, uint64_t at, FlowBlock* out) {
+  uint64_t x = b.ip;
+  uint32_t i = 0;
+  while (x < at) x += out->lengths[i++];
+  if (x != at) return false;
+  out->ninsn = i;
+  out->end_ip = x;
+  out->truncated = true;
+  out->last = Insn{.ip = x - out->lengths[i - 1], .length = out->lengths[i - 1], .mode = b.mode()};
+  ip_ = x;
+  last_direct_ = false;
+  return true;
+}
+
 int FlowDecoder::CutAtBoundFailure(FlowStep* step, const Block& b, uint32_t at) {
   if (at == 0) {
     synced_ = false;
